@@ -1,0 +1,2 @@
+//! smdebug-index (being built; see README.md for what this crate owns).
+#![deny(missing_docs, unsafe_code)]

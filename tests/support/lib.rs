@@ -1,0 +1,131 @@
+//! Support for the cross-implementation test suite: finding the real Python smdebug peer,
+//! running the project's own peer scripts (`tests/peer/*.py`) and the services that
+//! `cargo xtask test` starts.
+//!
+//! Contract with `cargo xtask test` (which sets these variables after installing things):
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `SMDEBUG_PEER_PYTHON` | interpreter of the venv that holds smdebug 1.0.34 (`tests/peer/requirements.txt`) |
+//! | `SMDEBUG_TEST_S3_ENDPOINT`, `SMDEBUG_TEST_S3_BUCKET` | an S3-compatible server on 127.0.0.1 and a bucket in it; `AWS_*` credentials are set too |
+//! | `SMDEBUG_SHARED_PEER` | `../shared/peer` when it exists beside the clone: an independent second check |
+//!
+//! Tests that need the peer fail (they never skip) when it is missing: a green run must mean
+//! the comparison happened.
+#![deny(missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The folder of the project's own peer scripts (`tests/peer`).
+pub fn peer_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("peer")
+}
+
+/// The folder holding the preset recipes (`tests/peer/presets`).
+pub fn presets_dir() -> PathBuf {
+    peer_dir().join("presets")
+}
+
+/// Every preset used by conformance tests: all but `large`, which is for benchmarks.
+pub fn conformance_presets() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(presets_dir())
+        .expect("tests/peer/presets must exist")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.strip_suffix(".json").map(str::to_owned)
+        })
+        .filter(|n| n != "large")
+        .collect();
+    names.sort();
+    assert!(
+        !names.is_empty(),
+        "no presets in {}",
+        presets_dir().display()
+    );
+    names
+}
+
+/// The Python interpreter that has the real smdebug 1.0.34.
+///
+/// Panics with instructions when it is not configured: run the suite with `cargo xtask test`.
+pub fn peer_python() -> PathBuf {
+    if let Some(p) = std::env::var_os("SMDEBUG_PEER_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let default = default_peer_venv().join("bin/python");
+    if default.exists() {
+        return default;
+    }
+    panic!(
+        "the Python smdebug peer is not set up: run the suite with `cargo xtask test` \
+         (or `cargo xtask peer` once, then set SMDEBUG_PEER_PYTHON={})",
+        default.display()
+    );
+}
+
+/// Where `cargo xtask` keeps the peer's virtualenv by default.
+pub fn default_peer_venv() -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    cache.join("smdebug-rs/peer-venv")
+}
+
+/// Runs `tests/peer/<script>` with the peer's interpreter and returns its output, panicking
+/// with stdout and stderr if it fails.
+pub fn run_peer(script: &str, args: &[&str]) -> Output {
+    let out = Command::new(peer_python())
+        .arg(peer_dir().join(script))
+        .args(args)
+        .env("SMDEBUG_LOG_LEVEL", "error")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run peer script {script}: {e}"));
+    if !out.status.success() {
+        panic!(
+            "peer script {script} {args:?} failed with {}\n--- stdout\n{}\n--- stderr\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out
+}
+
+/// Runs a peer script and parses its standard output as JSON.
+pub fn run_peer_json(script: &str, args: &[&str]) -> serde_json::Value {
+    let out = run_peer(script, args);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "peer script {script} printed invalid JSON ({e}):\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// The S3 test server, if `cargo xtask test` started one: `(endpoint, bucket)`.
+pub fn s3_server() -> Option<(String, String)> {
+    let endpoint = std::env::var("SMDEBUG_TEST_S3_ENDPOINT").ok()?;
+    let bucket = std::env::var("SMDEBUG_TEST_S3_BUCKET").ok()?;
+    Some((endpoint, bucket))
+}
+
+/// The S3 test server, panicking with instructions when the suite runs without it.
+pub fn require_s3_server() -> (String, String) {
+    s3_server().unwrap_or_else(|| {
+        panic!(
+            "no S3 test server: run the suite with `cargo xtask test`, which starts one \
+             (SMDEBUG_TEST_S3_ENDPOINT / SMDEBUG_TEST_S3_BUCKET)"
+        )
+    })
+}
+
+/// A fresh temporary directory that is removed when dropped.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("smdebug-rs-test")
+        .tempdir()
+        .expect("create temp dir")
+}

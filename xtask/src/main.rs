@@ -1,0 +1,53 @@
+//! `cargo xtask`: every workflow of the project as a subcommand (rust-analyzer's habit),
+//! so that CI and a newcomer run exactly the same steps.
+//!
+//! * `test` — the one test command: lints, the whole suite against the real Python smdebug
+//!   and a real S3-compatible server, then a smoke run of every fuzz target.
+//! * `bench` — criterion benchmarks side by side with the Python peer, printed as ratios.
+//! * `fuzz` — one fuzz target with cargo-fuzz on the stable toolchain.
+//! * `gen-proto` — regenerates the checked-in protobuf code.
+//! * `peer` / `services` — install the peer, or start the test services for a dev shell.
+
+mod fuzz;
+mod peer;
+mod services;
+mod test;
+mod util;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Workflows of smdebug-rs")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Lints, the whole test suite with its real peers, and a fuzz smoke run.
+    Test(test::TestArgs),
+    /// Runs one fuzz target (installs cargo-fuzz if needed).
+    Fuzz(fuzz::FuzzArgs),
+    /// Installs (or verifies) the Python smdebug peer and the test tools; prints their paths.
+    Peer,
+    /// Starts the test services (S3 server) and prints the environment to use them; runs
+    /// until interrupted.
+    Services,
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().task {
+        Task::Test(args) => test::run(args),
+        Task::Fuzz(args) => fuzz::run(args),
+        Task::Peer => {
+            let peer = peer::ensure_peer()?;
+            let tools = peer::ensure_tools()?;
+            println!("SMDEBUG_PEER_PYTHON={}", peer.display());
+            println!("tools python: {}", tools.display());
+            Ok(())
+        }
+        Task::Services => services::run_foreground(),
+    }
+}

@@ -1,0 +1,100 @@
+//! Installs the Python parts the tests compare against, into virtualenvs outside the repo:
+//! the real smdebug 1.0.34 (pinned by `tests/peer/requirements.txt`) and the test tools
+//! (`tests/peer/tools-requirements.txt`: moto's S3 server, TensorBoard).
+use crate::util::{cache_dir, output, root};
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Makes sure the peer venv exists and matches the pins; returns its interpreter.
+pub fn ensure_peer() -> Result<PathBuf> {
+    let req = root().join("tests/peer/requirements.txt");
+    let venv = cache_dir().join("peer-venv");
+    // --no-deps: the requirements file is a lock file, nothing unpinned may come in.
+    ensure_venv(
+        &venv,
+        &req,
+        &["--no-deps"],
+        "import smdebug, numpy, google.protobuf",
+    )
+    .context("setting up the Python smdebug peer")
+}
+
+/// Makes sure the tools venv (moto server, TensorBoard) exists; returns its interpreter.
+pub fn ensure_tools() -> Result<PathBuf> {
+    let req = root().join("tests/peer/tools-requirements.txt");
+    let venv = cache_dir().join("tools-venv");
+    ensure_venv(&venv, &req, &[], "import moto, tensorboard")
+        .context("setting up the test tools (moto, tensorboard)")
+}
+
+fn ensure_venv(venv: &Path, req: &Path, pip_flags: &[&str], smoke: &str) -> Result<PathBuf> {
+    let python = venv.join("bin/python");
+    let wanted = std::fs::read(req).with_context(|| format!("reading {}", req.display()))?;
+    let stamp = venv.join(".smdebug-rs-requirements");
+    let smoke_ok = |python: &Path| {
+        Command::new(python)
+            .args(["-c", smoke])
+            .env("SMDEBUG_LOG_LEVEL", "error")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    if python.exists()
+        && std::fs::read(&stamp).ok().as_deref() == Some(&wanted[..])
+        && smoke_ok(&python)
+    {
+        eprintln!("venv up to date: {}", venv.display());
+        return Ok(python);
+    }
+    let base = std::env::var("PEER_PYTHON").unwrap_or_else(|_| "python3".into());
+    if !python.exists() {
+        eprintln!("creating venv {} with {base}", venv.display());
+        std::fs::create_dir_all(venv.parent().unwrap())?;
+        output(Command::new(&base).args(["-m", "venv"]).arg(venv)).with_context(|| {
+            format!("cannot create a venv with {base} (on Debian: apt-get install python3-venv)")
+        })?;
+    }
+    eprintln!(
+        "installing {} into {} (pip output in pip.log)",
+        req.display(),
+        venv.display()
+    );
+    let log = venv.join("pip.log");
+    let log_file = std::fs::File::create(&log)?;
+    let status = Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "--disable-pip-version-check",
+            "--no-input",
+            "install",
+        ])
+        .args(pip_flags)
+        .arg("-r")
+        .arg(req)
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file)
+        .status()?;
+    if !status.success() {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(30).collect();
+        bail!(
+            "pip install -r {} failed (needs PyPI, gcc and Python headers); last lines of {}:\n{}",
+            req.display(),
+            log.display(),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    output(Command::new(&python).args(["-m", "pip", "check"]))
+        .context("`pip check` found inconsistent dependencies")?;
+    if !smoke_ok(&python) {
+        let err = Command::new(&python).args(["-c", smoke]).output()?;
+        bail!(
+            "installed, but `{smoke}` fails:\n{}",
+            String::from_utf8_lossy(&err.stderr)
+        );
+    }
+    std::fs::write(&stamp, &wanted)?;
+    Ok(python)
+}
