@@ -129,3 +129,20 @@ pub fn tempdir() -> tempfile::TempDir {
         .tempdir()
         .expect("create temp dir")
 }
+
+/// Writes the trial of a preset (`tests/peer/presets/<preset>.json`) with the real Python
+/// smdebug writer classes (`tests/peer/fixture.py`) into `out` (which must not exist yet or
+/// be empty), and returns `out`.
+pub fn write_fixture(preset: &str, out: &Path) -> PathBuf {
+    let out_s = out.to_str().expect("utf-8 temp path");
+    run_peer("fixture.py", &[out_s, "--preset", preset, "--force", "-q"]);
+    out.to_path_buf()
+}
+
+/// Like [`write_fixture`], from a recipe file.
+pub fn write_fixture_from_recipe(recipe: &Path, out: &Path) -> PathBuf {
+    let out_s = out.to_str().expect("utf-8 temp path");
+    let recipe_s = recipe.to_str().expect("utf-8 recipe path");
+    run_peer("fixture.py", &[out_s, "--recipe", recipe_s, "--force", "-q"]);
+    out.to_path_buf()
+}
