@@ -8,6 +8,7 @@
 //! * `gen-proto` — regenerates the checked-in protobuf code.
 //! * `peer` / `services` — install the peer, or start the test services for a dev shell.
 
+mod bench;
 mod fuzz;
 mod peer;
 mod services;
@@ -28,6 +29,8 @@ struct Cli {
 enum Task {
     /// Lints, the whole test suite with its real peers, and a fuzz smoke run.
     Test(test::TestArgs),
+    /// Benchmarks side by side with their baselines (raw limits, the Python peer).
+    Bench(bench::BenchArgs),
     /// Runs one fuzz target (installs cargo-fuzz if needed).
     Fuzz(fuzz::FuzzArgs),
     /// Installs (or verifies) the Python smdebug peer and the test tools; prints their paths.
@@ -41,6 +44,7 @@ fn main() -> Result<()> {
     match Cli::parse().task {
         Task::Test(args) => test::run(args),
         Task::Fuzz(args) => fuzz::run(args),
+        Task::Bench(args) => bench::run(args),
         Task::Peer => {
             let peer = peer::ensure_peer()?;
             let tools = peer::ensure_tools()?;
