@@ -13,6 +13,7 @@ mod fuzz;
 mod peer;
 mod services;
 mod test;
+mod tidy;
 mod util;
 
 use anyhow::Result;
