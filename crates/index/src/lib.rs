@@ -1,2 +1,77 @@
-//! smdebug-index (being built; see README.md for what this crate owns).
+//! The smdebug trial layout: where each file of a trial lives, what a key found in a trial
+//! is, and the index JSON files — byte-compatible with smdebug 1.0.34.
+//!
+//! This crate decides names and formats only. It never touches a file system or the network:
+//! every function works on strings and byte slices, and the storage crate does the fetching.
+//!
+//! ```
+//! use smdebug_config::Mode;
+//! use smdebug_index::{
+//!     classify_key, index_file_key, IndexFile, IndexMeta, TensorEntry, TrialFile, TrialLocation,
+//! };
+//!
+//! // Where step 1234 of worker_0 goes, in an S3 trial.
+//! let trial = TrialLocation::parse("s3://bucket/jobs/run-1")?;
+//! let key = index_file_key(1234, "worker_0")?;
+//! assert_eq!(key, "index/000000001/000000001234_worker_0.json");
+//! assert_eq!(trial.key(&key), "jobs/run-1/index/000000001/000000001234_worker_0.json");
+//!
+//! // What a listed key is.
+//! match classify_key(&key)? {
+//!     TrialFile::Index(f) => assert_eq!((f.step, f.worker().as_ref()), (1234, "worker_0")),
+//!     other => panic!("{other:?}"),
+//! }
+//!
+//! // The index file itself.
+//! let mut index = IndexFile::new(IndexMeta {
+//!     mode: Mode::Train,
+//!     mode_step: 617,
+//!     event_file_name: Some("events/000000001234/000000001234_worker_0.tfevents".into()),
+//! });
+//! index.tensors.push(TensorEntry { name: "loss".into(), start_idx: 0, length: 88, payload_crc32c: Some(7) });
+//! let text = index.to_json();
+//! assert!(text.starts_with(r#"{"meta": {"mode": "TRAIN", "mode_step": 617, "#));
+//! assert_eq!(IndexFile::parse(&key, text.as_bytes())?, index);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Main pieces:
+//!
+//! * [`TrialLocation`]: a local directory or `s3://` / `gs://` / `az://` `bucket/prefix`,
+//!   turning keys relative to the trial root into paths or object keys.
+//! * Keys of trial files: [`event_file_key`], [`index_file_key`], [`collections_file_key`],
+//!   [`tensorboard_file_key`], [`END_OF_JOB_FILE`], [`CLAIM_FILE`],
+//!   [`stop_signal_file_key`]; step formatting [`format_step`] / [`format_index_bucket`].
+//! * Worker names never become paths unchecked: [`validate_worker`] refuses `/`, `..`,
+//!   control characters and over-long names; TF device names go through
+//!   [`serialize_tf_device`].
+//! * Parsing names back: [`classify_key`], [`parse_step_file_name`],
+//!   [`parse_collections_file_name`], and [`python_worker_from_step_file`], which reproduces
+//!   smdebug's quirk for paths containing `__`.
+//! * [`IndexFile`]: parsing (typed [`IndexFileError`]s naming file and field) and writing
+//!   (smdebug's exact `json.dumps` text, plus a `payload_crc32c` key per record).
 #![deny(missing_docs, unsafe_code)]
+
+mod error;
+mod index_json;
+mod layout;
+mod location;
+mod pyjson;
+mod step;
+mod worker;
+
+pub use error::{IndexFileError, LayoutError, LocationError, WorkerNameProblem};
+pub use index_json::{IndexFile, IndexMeta, ShapeEntry, TensorEntry, PAYLOAD_CRC_KEY};
+pub use layout::{
+    classify_key, collections_file_key, event_dir_key, event_file_key, index_bucket_key,
+    index_file_key, parse_collections_file_name, parse_step_file_name,
+    python_worker_from_step_file, stop_signal_file_key, tensorboard_file_key, tensorboard_worker,
+    trial_prefix_from_index_path, validate_relative_key, StepFileKind, StepFileName, TrialFile,
+    CLAIM_FILE, COLLECTIONS_DIR, DEFAULT_TENSORBOARD_DIR, END_OF_JOB_FILE, EVENTS_DIR, INDEX_DIR,
+    RULE_STOP_SIGNAL_ENV, TEMP_SUFFIX,
+};
+pub use location::{default_trial_name, Scheme, TrialLocation};
+pub use step::{format_index_bucket, format_step, STEPS_PER_INDEX_BUCKET};
+pub use worker::{
+    deserialize_tf_device, serialize_tf_device, validate_worker, MAX_WORKER_NAME_BYTES,
+};

@@ -1,0 +1,634 @@
+//! Index files (FORMAT.md §10): reading what smdebug writes, writing it byte for byte.
+
+use serde_json::{Map, Value};
+use smdebug_config::Mode;
+
+use crate::error::{IndexFileError, LayoutError};
+use crate::layout::validate_relative_key;
+use crate::pyjson;
+
+/// The JSON key this project adds to every `tensor_payload` entry it writes: the masked
+/// CRC32C of the record's payload (the serialized `Event`), so a reader can verify a value
+/// although the events file itself carries only smdebug's constant footer. smdebug's reader
+/// ignores unknown keys in entries.
+pub const PAYLOAD_CRC_KEY: &str = "payload_crc32c";
+
+/// One index file: where each record of one (step, worker) events file is, plus shapes.
+///
+/// ```
+/// use smdebug_index::{IndexFile, IndexMeta, TensorEntry};
+/// use smdebug_config::Mode;
+///
+/// let text = br#"{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "events/000000000003/000000000003_worker_0.tfevents"}, "tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 88}], "shape_payload": []}"#;
+/// let index = IndexFile::parse("index/000000000/000000000003_worker_0.json", text)?;
+/// assert_eq!(index.meta.mode, Mode::Train);
+/// assert_eq!(index.tensors[0], TensorEntry { name: "a".into(), start_idx: 0, length: 88, payload_crc32c: None });
+/// // What smdebug wrote, byte for byte:
+/// assert_eq!(index.to_python_json().as_bytes(), text);
+/// # Ok::<(), smdebug_index::IndexFileError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexFile {
+    /// `meta`.
+    pub meta: IndexMeta,
+    /// `tensor_payload`: one entry per record of the events file, in file order.
+    pub tensors: Vec<TensorEntry>,
+    /// `shape_payload`: shapes saved with `save_shape` (nothing in the events file).
+    pub shapes: Vec<ShapeEntry>,
+}
+
+/// `meta` of an index file: shared by every entry of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexMeta {
+    /// `mode`, written as its name (`"TRAIN"`, …).
+    pub mode: Mode,
+    /// `mode_step`.
+    pub mode_step: i64,
+    /// `event_file_name`: the events file relative to the trial root
+    /// (`events/{step:012}/{step:012}_{worker}.tfevents`). Absent in files that hold only
+    /// shapes.
+    pub event_file_name: Option<String>,
+}
+
+impl IndexMeta {
+    /// The events file as a key relative to the trial root, checked with
+    /// [`validate_relative_key`] so that joining it to the trial location cannot leave the
+    /// trial. `Ok(None)` for shape-only files.
+    pub fn event_file_key(&self) -> Result<Option<&str>, LayoutError> {
+        match &self.event_file_name {
+            None => Ok(None),
+            Some(name) => validate_relative_key(name).map(|()| Some(name.as_str())),
+        }
+    }
+}
+
+/// One `tensor_payload` entry: a whole TFRecord in the events file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorEntry {
+    /// `tensorname`: the tag of the record (tensor or reduction name).
+    pub name: String,
+    /// `start_idx`: byte offset of the record (its length field) in the events file.
+    pub start_idx: u64,
+    /// `length`: bytes of the record including its 16 framing bytes.
+    pub length: u64,
+    /// `payload_crc32c`: masked CRC32C of the record's payload, when the writer was this
+    /// project (smdebug does not write it).
+    pub payload_crc32c: Option<u32>,
+}
+
+/// One `shape_payload` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeEntry {
+    /// `tensorname`.
+    pub name: String,
+    /// `originalname`: the framework's name (equal to `name` unless TF renamed the tensor).
+    pub original_name: String,
+    /// `shape`; empty for 0-d tensors.
+    pub shape: Vec<u64>,
+}
+
+impl IndexFile {
+    /// An index file with the given meta and no entries.
+    pub fn new(meta: IndexMeta) -> Self {
+        IndexFile {
+            meta,
+            tensors: Vec::new(),
+            shapes: Vec::new(),
+        }
+    }
+
+    /// Parses an index file. `file` names it in errors.
+    ///
+    /// Accepts everything smdebug 1.0.34 writes and what its reader accepts, except values of
+    /// a type smdebug never writes (a float or a numeric string where an integer belongs).
+    /// Unknown keys are ignored; a missing `tensor_payload` or `shape_payload` is empty (but
+    /// not both); `event_file_name` is required only when `tensor_payload` is not empty;
+    /// `originalname: null` means "same as `tensorname`" (as in smdebug's `TensorShape`).
+    /// Memory use is linear in the input size.
+    pub fn parse(file: &str, bytes: &[u8]) -> Result<IndexFile, IndexFileError> {
+        let doc: Value = serde_json::from_slice(bytes).map_err(|e| IndexFileError::Corrupt {
+            file: file.to_owned(),
+            message: e.to_string(),
+            line: e.line(),
+            column: e.column(),
+        })?;
+        Parser { file }.document(&doc)
+    }
+
+    /// The JSON this project writes: smdebug's exact text plus a [`PAYLOAD_CRC_KEY`] key
+    /// after `length` in every tensor entry that has a CRC.
+    pub fn to_json(&self) -> String {
+        self.write(true)
+    }
+
+    /// The JSON smdebug would write for the same content, byte for byte (no
+    /// [`PAYLOAD_CRC_KEY`]).
+    pub fn to_python_json(&self) -> String {
+        self.write(false)
+    }
+
+    fn write(&self, with_crc: bool) -> String {
+        let mut out = String::with_capacity(128 + 64 * (self.tensors.len() + self.shapes.len()));
+        out.push('{');
+        pyjson::push_key(&mut out, "meta");
+        out.push('{');
+        pyjson::push_key(&mut out, "mode");
+        pyjson::push_str(&mut out, self.meta.mode.name());
+        out.push_str(", ");
+        pyjson::push_key(&mut out, "mode_step");
+        pyjson::push_int(&mut out, self.meta.mode_step);
+        if let Some(name) = &self.meta.event_file_name {
+            out.push_str(", ");
+            pyjson::push_key(&mut out, "event_file_name");
+            pyjson::push_str(&mut out, name);
+        }
+        out.push_str("}, ");
+        pyjson::push_key(&mut out, "tensor_payload");
+        out.push('[');
+        for (i, t) in self.tensors.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push('{');
+            pyjson::push_key(&mut out, "tensorname");
+            pyjson::push_str(&mut out, &t.name);
+            out.push_str(", ");
+            pyjson::push_key(&mut out, "start_idx");
+            pyjson::push_int(&mut out, t.start_idx);
+            out.push_str(", ");
+            pyjson::push_key(&mut out, "length");
+            pyjson::push_int(&mut out, t.length);
+            if let (true, Some(crc)) = (with_crc, t.payload_crc32c) {
+                out.push_str(", ");
+                pyjson::push_key(&mut out, PAYLOAD_CRC_KEY);
+                pyjson::push_int(&mut out, crc);
+            }
+            out.push('}');
+        }
+        out.push_str("], ");
+        pyjson::push_key(&mut out, "shape_payload");
+        out.push('[');
+        for (i, s) in self.shapes.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push('{');
+            pyjson::push_key(&mut out, "tensorname");
+            pyjson::push_str(&mut out, &s.name);
+            out.push_str(", ");
+            pyjson::push_key(&mut out, "originalname");
+            pyjson::push_str(&mut out, &s.original_name);
+            out.push_str(", ");
+            pyjson::push_key(&mut out, "shape");
+            out.push('[');
+            for (j, d) in s.shape.iter().enumerate() {
+                if j > 0 {
+                    out.push_str(", ");
+                }
+                pyjson::push_int(&mut out, d);
+            }
+            out.push_str("]}");
+        }
+        out.push_str("]}");
+        out
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Python's `str.strip()` whitespace: Unicode `White_Space` plus U+001C..U+001F.
+fn is_python_whitespace(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Largest end offset (`start_idx + length`) accepted: file offsets are signed 64-bit on
+/// every platform and in HTTP range requests as servers implement them.
+const MAX_END_OFFSET: u64 = i64::MAX as u64;
+
+struct Parser<'a> {
+    file: &'a str,
+}
+
+impl Parser<'_> {
+    fn missing(&self, field: String) -> IndexFileError {
+        IndexFileError::MissingField {
+            file: self.file.to_owned(),
+            field,
+        }
+    }
+
+    fn wrong(&self, field: String, expected: &'static str, found: &Value) -> IndexFileError {
+        IndexFileError::WrongType {
+            file: self.file.to_owned(),
+            field,
+            expected,
+            found: type_name(found),
+        }
+    }
+
+    fn range(&self, field: String, value: &Value, expected: &'static str) -> IndexFileError {
+        IndexFileError::OutOfRange {
+            file: self.file.to_owned(),
+            field,
+            value: value.to_string(),
+            expected,
+        }
+    }
+
+    fn object<'v>(
+        &self,
+        v: &'v Value,
+        field: &str,
+    ) -> Result<&'v Map<String, Value>, IndexFileError> {
+        v.as_object()
+            .ok_or_else(|| self.wrong(field.to_owned(), "an object", v))
+    }
+
+    fn get<'v>(
+        &self,
+        obj: &'v Map<String, Value>,
+        parent: &str,
+        key: &str,
+    ) -> Result<(&'v Value, String), IndexFileError> {
+        let field = if parent.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{parent}.{key}")
+        };
+        match obj.get(key) {
+            Some(v) => Ok((v, field)),
+            None => Err(self.missing(field)),
+        }
+    }
+
+    fn string<'v>(&self, v: &'v Value, field: String) -> Result<&'v str, IndexFileError> {
+        v.as_str().ok_or_else(|| self.wrong(field, "a string", v))
+    }
+
+    fn u64(&self, v: &Value, field: String) -> Result<u64, IndexFileError> {
+        match v {
+            Value::Number(n) => n
+                .as_u64()
+                .ok_or_else(|| self.range(field, v, "an integer in 0..=2^64-1")),
+            _ => Err(self.wrong(field, "an integer", v)),
+        }
+    }
+
+    fn i64(&self, v: &Value, field: String) -> Result<i64, IndexFileError> {
+        match v {
+            Value::Number(n) => n
+                .as_i64()
+                .ok_or_else(|| self.range(field, v, "an integer in -2^63..=2^63-1")),
+            _ => Err(self.wrong(field, "an integer", v)),
+        }
+    }
+
+    fn array<'v>(&self, v: &'v Value, field: &str) -> Result<&'v [Value], IndexFileError> {
+        v.as_array()
+            .map(Vec::as_slice)
+            .ok_or_else(|| self.wrong(field.to_owned(), "an array", v))
+    }
+
+    fn document(&self, doc: &Value) -> Result<IndexFile, IndexFileError> {
+        let top = self.object(doc, "(document)")?;
+        let (meta_v, _) = self.get(top, "", "meta")?;
+        let meta_obj = self.object(meta_v, "meta")?;
+        if meta_obj.is_empty() {
+            return Err(IndexFileError::EmptyMeta {
+                file: self.file.to_owned(),
+            });
+        }
+        let tensor_v = top.get("tensor_payload");
+        let shape_v = top.get("shape_payload");
+        if tensor_v.is_none() && shape_v.is_none() {
+            return Err(IndexFileError::NoPayload {
+                file: self.file.to_owned(),
+            });
+        }
+        let tensor_items = match tensor_v {
+            Some(v) => self.array(v, "tensor_payload")?,
+            None => &[],
+        };
+        let shape_items = match shape_v {
+            Some(v) => self.array(v, "shape_payload")?,
+            None => &[],
+        };
+        let meta = self.meta(meta_obj, !tensor_items.is_empty())?;
+
+        let mut tensors = Vec::with_capacity(tensor_items.len());
+        for (i, item) in tensor_items.iter().enumerate() {
+            tensors.push(self.tensor(item, &format!("tensor_payload[{i}]"))?);
+        }
+        let mut shapes = Vec::with_capacity(shape_items.len());
+        for (i, item) in shape_items.iter().enumerate() {
+            shapes.push(self.shape(item, &format!("shape_payload[{i}]"))?);
+        }
+        Ok(IndexFile {
+            meta,
+            tensors,
+            shapes,
+        })
+    }
+
+    fn meta(
+        &self,
+        meta: &Map<String, Value>,
+        needs_event_file: bool,
+    ) -> Result<IndexMeta, IndexFileError> {
+        let (mode_v, field) = self.get(meta, "meta", "mode")?;
+        let mode_text = self.string(mode_v, field)?;
+        // smdebug reads the mode with `ModeKeys[mode.strip()]`: exact names, surrounding
+        // whitespace allowed.
+        let mode = match mode_text.trim_matches(is_python_whitespace) {
+            "TRAIN" => Mode::Train,
+            "EVAL" => Mode::Eval,
+            "PREDICT" => Mode::Predict,
+            "GLOBAL" => Mode::Global,
+            _ => {
+                return Err(IndexFileError::UnknownMode {
+                    file: self.file.to_owned(),
+                    mode: mode_text.to_owned(),
+                })
+            }
+        };
+        let (step_v, field) = self.get(meta, "meta", "mode_step")?;
+        let mode_step = self.i64(step_v, field)?;
+        let event_file_name = match meta.get("event_file_name") {
+            Some(v) => Some(self.string(v, "meta.event_file_name".into())?.to_owned()),
+            None if needs_event_file => return Err(self.missing("meta.event_file_name".into())),
+            None => None,
+        };
+        Ok(IndexMeta {
+            mode,
+            mode_step,
+            event_file_name,
+        })
+    }
+
+    fn tensor(&self, item: &Value, at: &str) -> Result<TensorEntry, IndexFileError> {
+        let obj = self.object(item, at)?;
+        let (v, field) = self.get(obj, at, "tensorname")?;
+        let name = self.string(v, field)?.to_owned();
+        let (v, field) = self.get(obj, at, "start_idx")?;
+        let start_idx = self.u64(v, field)?;
+        let (v, field) = self.get(obj, at, "length")?;
+        let length = self.u64(v, field.clone())?;
+        if start_idx
+            .checked_add(length)
+            .is_none_or(|end| end > MAX_END_OFFSET)
+        {
+            return Err(self.range(field, v, "a length whose record ends below 2^63"));
+        }
+        let payload_crc32c = match obj.get(PAYLOAD_CRC_KEY) {
+            None => None,
+            Some(v) => {
+                let field = format!("{at}.{PAYLOAD_CRC_KEY}");
+                let crc = self.u64(v, field.clone())?;
+                Some(u32::try_from(crc).map_err(|_| self.range(field, v, "a 32-bit CRC"))?)
+            }
+        };
+        Ok(TensorEntry {
+            name,
+            start_idx,
+            length,
+            payload_crc32c,
+        })
+    }
+
+    fn shape(&self, item: &Value, at: &str) -> Result<ShapeEntry, IndexFileError> {
+        let obj = self.object(item, at)?;
+        let (v, field) = self.get(obj, at, "tensorname")?;
+        let name = self.string(v, field)?.to_owned();
+        let (v, field) = self.get(obj, at, "originalname")?;
+        let original_name = match v {
+            Value::Null => name.clone(),
+            _ => self.string(v, field)?.to_owned(),
+        };
+        let (v, field) = self.get(obj, at, "shape")?;
+        let dims = self.array(v, &field)?;
+        let mut shape = Vec::with_capacity(dims.len());
+        for (j, d) in dims.iter().enumerate() {
+            shape.push(self.u64(d, format!("{field}[{j}]"))?);
+        }
+        Ok(ShapeEntry {
+            name,
+            original_name,
+            shape,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "index/000000000/000000000003_worker_0.json";
+    const EXAMPLE: &str = r#"{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "events/000000000003/000000000003_worker_0.tfevents"}, "tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 88}], "shape_payload": []}"#;
+
+    fn parse(text: &str) -> Result<IndexFile, IndexFileError> {
+        IndexFile::parse(FILE, text.as_bytes())
+    }
+
+    #[test]
+    fn format_md_example_roundtrips_byte_for_byte() {
+        let index = parse(EXAMPLE).unwrap();
+        assert_eq!(index.to_python_json(), EXAMPLE);
+        assert_eq!(index.to_json(), EXAMPLE, "no CRC, no extra key");
+        assert_eq!(
+            index.meta.event_file_key().unwrap(),
+            Some("events/000000000003/000000000003_worker_0.tfevents")
+        );
+    }
+
+    #[test]
+    fn shape_only_file() {
+        let text = r#"{"meta": {"mode": "EVAL", "mode_step": 0}, "tensor_payload": [], "shape_payload": [{"tensorname": "x:0", "originalname": "x:0", "shape": [2, 3]}, {"tensorname": "s", "originalname": "t", "shape": []}]}"#;
+        let index = parse(text).unwrap();
+        assert_eq!(index.meta.event_file_name, None);
+        assert_eq!(index.meta.event_file_key().unwrap(), None);
+        assert_eq!(index.shapes[0].shape, vec![2, 3]);
+        assert_eq!(index.shapes[1].original_name, "t");
+        assert_eq!(index.to_python_json(), text);
+    }
+
+    #[test]
+    fn crc_key_is_written_and_read() {
+        let mut index = parse(EXAMPLE).unwrap();
+        index.tensors[0].payload_crc32c = Some(u32::MAX);
+        let ours = index.to_json();
+        assert!(
+            ours.contains(r#""length": 88, "payload_crc32c": 4294967295}"#),
+            "{ours}"
+        );
+        assert_eq!(parse(&ours).unwrap(), index);
+        assert_eq!(index.to_python_json(), EXAMPLE);
+    }
+
+    #[test]
+    fn accepts_what_smdebug_reader_accepts() {
+        // Unknown keys, missing shape_payload, whitespace around the mode, duplicate keys
+        // (last wins, like Python), empty event_file_name (smdebug's dummy fixtures), null
+        // originalname.
+        let index = parse(r#"{"meta": {"mode": " GLOBAL\n", "mode_step": 7, "event_file_name": "", "x": 1}, "tensor_payload": [{"tensorname": "gradients/dummy:0", "start_idx": 0, "length": 1, "extra": [1]}], "other": null}"#).unwrap();
+        assert_eq!(index.meta.mode, Mode::Global);
+        assert_eq!(index.tensors.len(), 1);
+        assert!(
+            index.meta.event_file_key().is_err(),
+            "empty key is not fetchable"
+        );
+        let index = parse(r#"{"meta": {"mode": "TRAIN", "mode_step": 1, "mode_step": 2}, "shape_payload": [{"tensorname": "a", "originalname": null, "shape": [0]}]}"#).unwrap();
+        assert_eq!(index.meta.mode_step, 2);
+        assert_eq!(index.shapes[0].original_name, "a");
+        let index =
+            parse(r#"{"meta": {"mode": "PREDICT", "mode_step": -3}, "tensor_payload": []}"#)
+                .unwrap();
+        assert_eq!(index.meta.mode_step, -3);
+    }
+
+    fn field_of(e: &IndexFileError) -> Option<&str> {
+        match e {
+            IndexFileError::MissingField { field, .. }
+            | IndexFileError::WrongType { field, .. }
+            | IndexFileError::OutOfRange { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_files_naming_file_and_field() {
+        let cases: &[(&str, Option<&str>)] = &[
+            (r#"{"tensor_payload": []}"#, Some("meta")),
+            (r#"{"meta": [1], "tensor_payload": []}"#, Some("meta")),
+            (
+                r#"{"meta": {"mode_step": 1}, "tensor_payload": []}"#,
+                Some("meta.mode"),
+            ),
+            (
+                r#"{"meta": {"mode": 1, "mode_step": 1}, "tensor_payload": []}"#,
+                Some("meta.mode"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN"}, "tensor_payload": []}"#,
+                Some("meta.mode_step"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1.5}, "tensor_payload": []}"#,
+                Some("meta.mode_step"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": "1"}, "tensor_payload": []}"#,
+                Some("meta.mode_step"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 99999999999999999999}, "tensor_payload": []}"#,
+                Some("meta.mode_step"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 1}]}"#,
+                Some("meta.event_file_name"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": 3}, "tensor_payload": []}"#,
+                Some("meta.event_file_name"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": null}"#,
+                Some("tensor_payload"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "e"}, "tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": -1}]}"#,
+                Some("tensor_payload[0].length"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "e"}, "tensor_payload": [{"tensorname": "a", "start_idx": -5, "length": 1}]}"#,
+                Some("tensor_payload[0].start_idx"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "e"}, "tensor_payload": [{"tensorname": "a", "start_idx": 1, "length": 9223372036854775807}]}"#,
+                Some("tensor_payload[0].length"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "e"}, "tensor_payload": [{"tensorname": "a", "start_idx": 1, "length": 18446744073709551616}]}"#,
+                Some("tensor_payload[0].length"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "e"}, "tensor_payload": [{"start_idx": 0, "length": 1}]}"#,
+                Some("tensor_payload[0].tensorname"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "e"}, "tensor_payload": [7]}"#,
+                Some("tensor_payload[0]"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "e"}, "tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 1, "payload_crc32c": 4294967296}]}"#,
+                Some("tensor_payload[0].payload_crc32c"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1}, "shape_payload": [{"tensorname": "a", "shape": []}]}"#,
+                Some("shape_payload[0].originalname"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1}, "shape_payload": [{"tensorname": "a", "originalname": "a", "shape": [2, -1]}]}"#,
+                Some("shape_payload[0].shape[1]"),
+            ),
+            (
+                r#"{"meta": {"mode": "TRAIN", "mode_step": 1}, "shape_payload": [{"tensorname": "a", "originalname": "a", "shape": "2"}]}"#,
+                Some("shape_payload[0].shape"),
+            ),
+            (r#"[]"#, Some("(document)")),
+            (r#"{"meta": {}, "tensor_payload": []}"#, None),
+            (r#"{"meta": {"mode": "TRAIN", "mode_step": 1}}"#, None),
+            (
+                r#"{"meta": {"mode": "train", "mode_step": 1}, "tensor_payload": []}"#,
+                None,
+            ),
+            ("", None),
+            ("{", None),
+            ("\u{feff}{}", None),
+        ];
+        for (text, field) in cases {
+            let err = parse(text).expect_err(text);
+            assert_eq!(field_of(&err), *field, "{text} → {err}");
+            let message = err.to_string();
+            assert!(message.contains(FILE), "{message} names the file");
+            if let Some(field) = field {
+                assert!(message.contains(field), "{message} names {field}");
+            }
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!(
+            r#"{{"meta": {{"mode": "TRAIN", "mode_step": 1, "x": {}{}}}, "tensor_payload": []}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(matches!(parse(&deep), Err(IndexFileError::Corrupt { .. })));
+        assert!(matches!(
+            IndexFile::parse(FILE, b"\xff\xfe"),
+            Err(IndexFileError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn unsafe_event_file_names_are_flagged() {
+        for bad in ["/etc/passwd", "../x.tfevents", "events/../../x"] {
+            let meta = IndexMeta {
+                mode: Mode::Train,
+                mode_step: 0,
+                event_file_name: Some(bad.into()),
+            };
+            assert!(meta.event_file_key().is_err(), "{bad}");
+        }
+    }
+}
