@@ -1,0 +1,373 @@
+//! smdebug-index against smdebug 1.0.34: file names and index files of real fixtures are
+//! classified and parsed as smdebug parses them, re-serialized byte for byte, and the index
+//! files we write (with `payload_crc32c`) are read by smdebug's own `IndexReader`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::{json, Value};
+use smdebug_config::Mode;
+use smdebug_conformance::{conformance_presets, run_peer, run_peer_json, tempdir, write_fixture};
+use smdebug_index::{
+    classify_key, collections_file_key, event_file_key, index_file_key,
+    python_worker_from_step_file, IndexFile, IndexMeta, ShapeEntry, TensorEntry, TrialFile,
+};
+
+/// Every conformance preset written once by the real smdebug writer, shared by the tests.
+fn fixtures() -> &'static (tempfile::TempDir, Vec<(String, PathBuf)>) {
+    static FIXTURES: OnceLock<(tempfile::TempDir, Vec<(String, PathBuf)>)> = OnceLock::new();
+    FIXTURES.get_or_init(|| {
+        let dir = tempdir();
+        let trials = conformance_presets()
+            .into_iter()
+            .map(|preset| {
+                let out = write_fixture(&preset, &dir.path().join(&preset));
+                (preset, out)
+            })
+            .collect();
+        (dir, trials)
+    })
+}
+
+/// Relative `/`-separated paths of every file below `root`, sorted.
+fn files_below(root: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).expect("read_dir") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path.strip_prefix(root).expect("below root");
+                let rel: Vec<_> = rel.iter().map(|c| c.to_str().expect("utf-8")).collect();
+                out.push(rel.join("/"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
+/// What smdebug's `_update_tensors_from_json` keeps of one index file, built from our parse:
+/// entries in file order, the last one of a name wins, shapes after locations.
+fn as_smdebug_understands(index: &IndexFile, worker: &str) -> Value {
+    let mut flat = BTreeMap::new();
+    for t in &index.tensors {
+        flat.insert(
+            t.name.clone(),
+            json!({
+                "kind": "location",
+                "mode": index.meta.mode.name(),
+                "mode_step": index.meta.mode_step,
+                "event_file_name": index.meta.event_file_name,
+                "start_idx": t.start_idx,
+                "length": t.length,
+                "worker": worker,
+            }),
+        );
+    }
+    for s in &index.shapes {
+        flat.insert(
+            s.name.clone(),
+            json!({
+                "kind": "shape",
+                "mode": index.meta.mode.name(),
+                "mode_step": index.meta.mode_step,
+                "original_name": s.original_name,
+                "shape": s.shape,
+            }),
+        );
+    }
+    serde_json::to_value(flat).expect("json")
+}
+
+fn peer_view(trial: &Path) -> Value {
+    run_peer_json("index_read.py", &[trial.to_str().expect("utf-8 path")])
+}
+
+#[test]
+fn fixture_files_are_classified_and_parsed_like_smdebug() {
+    let (_, trials) = fixtures();
+    let mut index_files = 0;
+    for (preset, trial) in trials {
+        let peer = peer_view(trial);
+        let peer_files = peer["files"].as_object().expect("files");
+        let peer_index = peer["index"].as_object().expect("index");
+        let trial_str = trial.to_str().expect("utf-8");
+        assert!(!trial_str.contains("__"), "temp path must not trigger the __ quirk");
+        let rels = files_below(trial);
+        assert_eq!(rels.len(), peer_files.len(), "{preset}: same files seen");
+        for rel in &rels {
+            let abs = format!("{trial_str}/{rel}");
+            let info = &peer_files[rel.as_str()];
+            let what = classify_key(rel).unwrap_or_else(|e| panic!("{preset}: {rel}: {e}"));
+            match &what {
+                TrialFile::Index(f) | TrialFile::Events(f) => {
+                    assert_eq!(info["step"], json!(f.step), "{preset}: {rel}");
+                    assert_eq!(info["worker"], json!(f.worker()), "{preset}: {rel}");
+                    assert_eq!(
+                        json!(python_worker_from_step_file(&abs).unwrap()),
+                        info["worker"],
+                        "{preset}: {rel}"
+                    );
+                    let canonical = if matches!(what, TrialFile::Index(_)) {
+                        index_file_key(f.step, &f.file_worker)
+                    } else {
+                        event_file_key(f.step, &f.file_worker)
+                    };
+                    assert_eq!(canonical.as_deref(), Ok(rel.as_str()), "{preset}: layout");
+                }
+                TrialFile::Collections { worker } => {
+                    assert_eq!(info["collections_worker"], json!(worker), "{preset}: {rel}");
+                    let file_worker = rel
+                        .rsplit('/')
+                        .next()
+                        .and_then(|n| n.strip_suffix("_collections.json"))
+                        .expect("collections name");
+                    assert_eq!(
+                        collections_file_key(file_worker).as_deref(),
+                        Ok(rel.as_str())
+                    );
+                }
+                TrialFile::EndOfJob => assert_eq!(rel, "training_job_end.ts"),
+                TrialFile::Ignored => {
+                    panic!("{preset}: {rel} is a trial file but was ignored")
+                }
+            }
+            assert_eq!(
+                peer_index.contains_key(rel.as_str()),
+                matches!(what, TrialFile::Index(_)),
+                "{preset}: {rel}: smdebug lists exactly our index files"
+            );
+
+            if let TrialFile::Index(f) = &what {
+                index_files += 1;
+                let bytes = std::fs::read(trial.join(rel)).expect("read index file");
+                let index = IndexFile::parse(rel, &bytes)
+                    .unwrap_or_else(|e| panic!("{preset}: {e}"));
+                assert_eq!(
+                    index.to_python_json().as_bytes(),
+                    &bytes[..],
+                    "{preset}: {rel} re-serialized byte for byte"
+                );
+                assert_eq!(
+                    as_smdebug_understands(&index, &f.worker()),
+                    peer_index[rel.as_str()],
+                    "{preset}: {rel}: what smdebug's IndexReader understood"
+                );
+                if let Some(key) = index.meta.event_file_key().expect("safe event key") {
+                    assert_eq!(Ok(key), event_file_key(f.step, &f.file_worker).as_deref());
+                    assert!(trial.join(key).is_file(), "{preset}: {key} exists");
+                } else {
+                    assert!(index.tensors.is_empty() && !index.shapes.is_empty());
+                }
+            }
+        }
+    }
+    assert!(index_files > 50, "only {index_files} index files checked");
+}
+
+/// Masked CRC32C (FORMAT.md §5), bitwise: the test must not share code with what it checks.
+fn masked_crc32c(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    let crc = !crc;
+    ((crc >> 15) | (crc << 17)).wrapping_add(0xA282_EAD8)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for rel in files_below(from) {
+        let dest = to.join(&rel);
+        std::fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(from.join(&rel), dest).expect("copy");
+    }
+}
+
+#[test]
+fn index_files_we_write_are_read_by_smdebug() {
+    let (_, trials) = fixtures();
+    let out = tempdir();
+    let mut crcs = 0;
+    for (preset, trial) in trials {
+        let ours = out.path().join(preset);
+        copy_tree(trial, &ours);
+        for rel in files_below(&ours) {
+            let Ok(TrialFile::Index(_)) = classify_key(&rel) else {
+                continue;
+            };
+            let path = ours.join(&rel);
+            let mut index = IndexFile::parse(&rel, &std::fs::read(&path).expect("read"))
+                .expect("parse fixture index");
+            if let Some(key) = index.meta.event_file_key().expect("safe key") {
+                let events = std::fs::read(ours.join(key)).expect("events file");
+                for t in &mut index.tensors {
+                    let start = t.start_idx as usize;
+                    let end = start + t.length as usize;
+                    t.payload_crc32c = Some(masked_crc32c(&events[start + 12..end - 4]));
+                    crcs += 1;
+                }
+            }
+            let text = index.to_json();
+            std::fs::write(&path, &text).expect("write our index file");
+            assert_eq!(
+                IndexFile::parse(&rel, text.as_bytes()).expect("parse ours"),
+                index,
+                "{preset}: {rel}: CRCs read back"
+            );
+        }
+        let theirs = peer_view(trial);
+        let mine = peer_view(&ours);
+        assert_eq!(
+            mine["index"], theirs["index"],
+            "{preset}: smdebug reads our index files exactly like its own"
+        );
+        assert!(!mine["index"].as_object().expect("index").is_empty());
+    }
+    assert!(crcs > 100, "only {crcs} CRCs written");
+}
+
+/// Index files full of awkward names, to compare our text with Python's `json.dumps`.
+fn awkward_index_files() -> Vec<IndexFile> {
+    let names = [
+        "plain",
+        "dense/kernel:0",
+        "smdebug/reductions/abs_l2/x",
+        "quote\"back\\slash",
+        "ctl\u{0}\u{1}\u{8}\u{b}\u{c}\n\r\t\u{1f}\u{7f}",
+        "latin é ß",
+        "euro € and cjk 漢字",
+        "astral 😀 𝄞 \u{10ffff}",
+        "bom \u{feff} and nel \u{85} and ls \u{2028}",
+        "slash / at / ends /",
+        "",
+    ];
+    let mut files = Vec::new();
+    for (i, mode) in Mode::ALL.into_iter().enumerate() {
+        let mut f = IndexFile::new(IndexMeta {
+            mode,
+            mode_step: [0, 1, i64::MAX, -7][i],
+            event_file_name: Some(format!("events/000000000003/000000000003_{}.tfevents", names[i])),
+        });
+        for (j, n) in names.iter().enumerate() {
+            f.tensors.push(TensorEntry {
+                name: (*n).to_owned(),
+                start_idx: (j as u64) << (4 * i),
+                length: 16 + j as u64 * 1000,
+                payload_crc32c: Some((j as u32).wrapping_mul(0x9E37_79B9)),
+            });
+            f.shapes.push(ShapeEntry {
+                name: n.to_string(),
+                original_name: format!("{n}:0"),
+                shape: (0..j as u64).map(|d| d * 7 + u64::from(i == 3) * u64::MAX / 2).collect(),
+            });
+        }
+        files.push(f);
+    }
+    let mut shape_only = IndexFile::new(IndexMeta {
+        mode: Mode::Eval,
+        mode_step: 12,
+        event_file_name: None,
+    });
+    shape_only.shapes.push(ShapeEntry {
+        name: "s".into(),
+        original_name: "s".into(),
+        shape: vec![],
+    });
+    files.push(shape_only);
+    files.push(IndexFile::new(IndexMeta {
+        mode: Mode::Predict,
+        mode_step: 3,
+        event_file_name: None,
+    }));
+    files
+}
+
+#[test]
+fn our_json_text_is_python_json_dumps_text() {
+    let mut lines = Vec::new();
+    for f in awkward_index_files() {
+        lines.push(f.to_python_json());
+        lines.push(f.to_json());
+    }
+    let dir = tempdir();
+    let input = dir.path().join("docs.jsonl");
+    std::fs::write(&input, lines.join("\n")).expect("write");
+    let out = run_peer("index_dumps.py", &[input.to_str().expect("utf-8")]);
+    let redumped = String::from_utf8(out.stdout).expect("ascii");
+    let redumped: Vec<&str> = redumped.lines().collect();
+    assert_eq!(redumped.len(), lines.len());
+    for (ours, python) in lines.iter().zip(redumped) {
+        assert_eq!(ours, python, "json.dumps(json.loads(ours)) == ours");
+    }
+}
+
+#[test]
+fn unusual_steps_and_paths_match_smdebug_or_its_documented_failure() {
+    let dir = tempdir();
+    // A trial whose own path contains "__" (smdebug's quirk), with negative and ≥ 10^12 steps
+    // and a TF device worker.
+    let trial = dir.path().join("run__1");
+    let cases: &[(i64, &str)] = &[
+        (0, "worker_0"),
+        (1_000_000_000_000, "worker_1"),
+        (i64::MAX, "w"),
+        (-1, "worker_0"),
+        (5, "_job-worker_replica-0_task-1_device-GPU-0"),
+        (6, "algo-1"),
+    ];
+    for (step, worker) in cases {
+        let key = index_file_key(*step, worker).expect("valid");
+        let path = trial.join(&key);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        let mut index = IndexFile::new(IndexMeta {
+            mode: Mode::Train,
+            mode_step: *step,
+            event_file_name: Some(event_file_key(*step, worker).expect("valid")),
+        });
+        index.tensors.push(TensorEntry {
+            name: "t".into(),
+            start_idx: 0,
+            length: 100,
+            payload_crc32c: Some(1),
+        });
+        std::fs::write(&path, index.to_json()).expect("write");
+    }
+    let peer = peer_view(&trial);
+    let trial_str = trial.to_str().expect("utf-8");
+    for (step, worker) in cases {
+        let key = index_file_key(*step, worker).expect("valid");
+        let info = &peer["files"][key.as_str()];
+        let abs = format!("{trial_str}/{key}");
+        // smdebug parses the step from the name exactly like us, negative or huge.
+        assert_eq!(info["step"], json!(step), "{key}");
+        match python_worker_from_step_file(&abs) {
+            Ok(w) => assert_eq!(info["worker"], json!(w), "{key}: quirk reproduced"),
+            Err(_) => {
+                assert!(*step < 0, "{key}: only negative steps fail");
+                assert_eq!(info["worker"]["error"], "IndexReaderException", "{key}");
+            }
+        }
+        // The consistent variant ignores the trial path.
+        let Ok(TrialFile::Index(f)) = classify_key(&key) else {
+            panic!("{key} is an index file")
+        };
+        assert_eq!(f.step, *step);
+        assert_eq!(&f.file_worker, worker);
+    }
+    // The quirk itself: smdebug turns worker_0 into worker/0 under a "__" path.
+    assert_eq!(
+        peer["files"]["index/000000000/000000000000_worker_0.json"]["worker"],
+        "worker/0"
+    );
+}
