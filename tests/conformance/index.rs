@@ -96,7 +96,10 @@ fn fixture_files_are_classified_and_parsed_like_smdebug() {
         let peer_files = peer["files"].as_object().expect("files");
         let peer_index = peer["index"].as_object().expect("index");
         let trial_str = trial.to_str().expect("utf-8");
-        assert!(!trial_str.contains("__"), "temp path must not trigger the __ quirk");
+        assert!(
+            !trial_str.contains("__"),
+            "temp path must not trigger the __ quirk"
+        );
         let rels = files_below(trial);
         assert_eq!(rels.len(), peer_files.len(), "{preset}: same files seen");
         for rel in &rels {
@@ -145,8 +148,8 @@ fn fixture_files_are_classified_and_parsed_like_smdebug() {
             if let TrialFile::Index(f) = &what {
                 index_files += 1;
                 let bytes = std::fs::read(trial.join(rel)).expect("read index file");
-                let index = IndexFile::parse(rel, &bytes)
-                    .unwrap_or_else(|e| panic!("{preset}: {e}"));
+                let index =
+                    IndexFile::parse(rel, &bytes).unwrap_or_else(|e| panic!("{preset}: {e}"));
                 assert_eq!(
                     index.to_python_json().as_bytes(),
                     &bytes[..],
@@ -257,7 +260,10 @@ fn awkward_index_files() -> Vec<IndexFile> {
         let mut f = IndexFile::new(IndexMeta {
             mode,
             mode_step: [0, 1, i64::MAX, -7][i],
-            event_file_name: Some(format!("events/000000000003/000000000003_{}.tfevents", names[i])),
+            event_file_name: Some(format!(
+                "events/000000000003/000000000003_{}.tfevents",
+                names[i]
+            )),
         });
         for (j, n) in names.iter().enumerate() {
             f.tensors.push(TensorEntry {
@@ -269,7 +275,9 @@ fn awkward_index_files() -> Vec<IndexFile> {
             f.shapes.push(ShapeEntry {
                 name: n.to_string(),
                 original_name: format!("{n}:0"),
-                shape: (0..j as u64).map(|d| d * 7 + u64::from(i == 3) * u64::MAX / 2).collect(),
+                shape: (0..j as u64)
+                    .map(|d| d * 7 + u64::from(i == 3) * u64::MAX / 2)
+                    .collect(),
             });
         }
         files.push(f);
