@@ -1,2 +1,131 @@
-//! smdebug-reduce (being built; see README.md for what this crate owns).
+//! Tensor reductions for smdebug-rs — `min max median mean std variance sum prod l1 l2` and
+//! their `abs_` variants — computed the way the Python smdebug 1.0.34 computes them, over
+//! every numeric dtype, in one fused pass over the data.
+//!
+//! The same reduction name means different numbers in different parts of the original, so
+//! every call names its [`Flavor`]:
+//!
+//! * [`Flavor::Numpy`] is `smdebug.core.reductions.get_numpy_reduction` (the Python `Trial`'s
+//!   on-the-fly reductions, the TensorFlow/XGBoost writer path): numpy's result dtypes,
+//!   population std/variance, and `l1`/`l2` as `np.linalg.norm(x, ord)` — vector norms for
+//!   1-d input but **matrix norms for 2-d input** (largest absolute column sum; largest
+//!   singular value) and errors for 0-d and ≥3-d input.
+//! * [`Flavor::PyTorch`] is what the PyTorch hook saves: unbiased std/variance and norms of
+//!   the flattened tensor.
+//!
+//! Failures are typed ([`ReduceError`]) and name the Python exception the original raises
+//! ([`ReduceError::python_class`]).
+//!
+//! ```
+//! use ndarray::array;
+//! use smdebug_reduce::{reduce, DType, Flavor, ReductionRequest, Scalar};
+//!
+//! let x = array![[1i32, -2], [3, 4]];
+//! let requests: Vec<ReductionRequest> =
+//!     ["sum", "mean", "l1", "l2", "abs_min"].iter().map(|s| s.parse().unwrap()).collect();
+//! let out = reduce(x.view(), &requests, Flavor::Numpy);
+//! assert_eq!(out[0], Ok(Scalar::I64(6)));      // int32 sums to int64
+//! assert_eq!(out[1], Ok(Scalar::F64(1.5)));    // and averages to float64
+//! assert_eq!(out[2], Ok(Scalar::F64(6.0)));    // matrix 1-norm: max column sum of |x|
+//! let l2 = out[3].as_ref().unwrap();           // spectral norm, not sqrt(30)
+//! assert!((l2.to_f64() - 5.116_672_736_016_927).abs() < 1e-12);
+//! assert_eq!(out[4].as_ref().unwrap().dtype(), DType::I32);
+//!
+//! // A 0-d array has no norm in numpy (unless abs turned it into a scalar first).
+//! let zero_d = ndarray::arr0(3.0f32);
+//! let err = reduce(zero_d.view(), &["l2".parse().unwrap()], Flavor::Numpy).remove(0);
+//! assert_eq!(err.unwrap_err().python_class(), "ValueError");
+//! ```
+//!
+//! # Numerical guarantees
+//!
+//! With [`Flavor::Numpy`], `min`, `max`, `sum`, `mean`, `prod`, `median`, `variance`, `std`
+//! and the 1-d/2-d `l1` reproduce numpy's order of operations (buffers of 8192 elements,
+//! numpy's pairwise summation tree with 8 accumulators, float16 rounding where numpy rounds)
+//! and are bit-identical to numpy 1.26 for contiguous arrays. `l2` of 1-d input is computed
+//! in `f64` (numpy calls BLAS `dot`, whose summation order is the BLAS library's): within a
+//! few ulp of the result dtype. `l2` of 2-d input (the largest singular value) is computed in
+//! `f64` by Jacobi on the Gram matrix: relative error below 1e-12 before rounding to the
+//! result dtype, against LAPACK's ~1e-15 (float64) or ~1e-7 (float32). The
+//! [`Flavor::PyTorch`] std/variance come from per-leaf two-pass moments merged in `f64`
+//! (relative error ~1e-6 for float32 data, 1e-14 for float64, whatever the offset).
 #![deny(missing_docs, unsafe_code)]
+
+mod dtype;
+mod element;
+mod error;
+mod kernel;
+mod linalg;
+mod numpy;
+mod reduction;
+mod stats;
+mod torch;
+mod view;
+
+pub use dtype::{DType, Scalar};
+pub use element::{AccFloat, Element};
+pub use error::ReduceError;
+pub use reduction::{Flavor, ParseReductionError, Reduction, ReductionRequest};
+pub use stats::Stats;
+pub use view::TensorView;
+
+use ndarray::{ArrayView, Dimension};
+use std::borrow::Cow;
+
+/// The elements of `view` in logical (row-major) order, borrowed when already contiguous.
+fn contiguous<'a, T: Element, D: Dimension>(view: &ArrayView<'a, T, D>) -> Cow<'a, [T]> {
+    match view.to_slice() {
+        Some(s) => Cow::Borrowed(s),
+        // The copy is no larger than the view, which the caller already holds in memory.
+        None => Cow::Owned(view.iter().copied().collect()),
+    }
+}
+
+/// Computes every request on `view` with `flavor`'s semantics; one result per request, in
+/// order. One fused pass serves all requests on `x` and one all requests on `abs(x)`
+/// (`prod` and `median`, whose semantics need their own order, take their own pass).
+pub fn reduce<T: Element, D: Dimension>(
+    view: ArrayView<'_, T, D>,
+    requests: &[ReductionRequest],
+    flavor: Flavor,
+) -> Vec<Result<Scalar, ReduceError>> {
+    let data = contiguous(&view);
+    match flavor {
+        Flavor::Numpy => numpy::reduce(&data, view.shape(), requests, None),
+        Flavor::PyTorch => torch::reduce(&data, requests, None),
+    }
+}
+
+/// One reduction (see [`reduce`]).
+pub fn reduce_one<T: Element, D: Dimension>(
+    view: ArrayView<'_, T, D>,
+    request: ReductionRequest,
+    flavor: Flavor,
+) -> Result<Scalar, ReduceError> {
+    reduce(view, &[request], flavor)
+        .pop()
+        .expect("one result per request")
+}
+
+/// [`reduce`] plus the tensor's [`Stats`], from the same pass.
+pub fn reduce_with_stats<T: Element, D: Dimension>(
+    view: ArrayView<'_, T, D>,
+    requests: &[ReductionRequest],
+    flavor: Flavor,
+) -> (Vec<Result<Scalar, ReduceError>>, Stats) {
+    let data = contiguous(&view);
+    let plain = kernel::fused::<T, false, true>(&data);
+    let stats = stats::from_fused(&data, &plain, true);
+    let out = match flavor {
+        Flavor::Numpy => numpy::reduce(&data, view.shape(), requests, Some(&plain)),
+        Flavor::PyTorch => torch::reduce(&data, requests, Some(&plain)),
+    };
+    (out, stats)
+}
+
+/// NaN/Inf counts and finite min/max/mean of `view`, in one pass.
+pub fn stats<T: Element, D: Dimension>(view: ArrayView<'_, T, D>) -> Stats {
+    let data = contiguous(&view);
+    let f = kernel::fused::<T, false, false>(&data);
+    stats::from_fused(&data, &f, false)
+}

@@ -1,0 +1,94 @@
+//! Benchmarks of the fused reduction pass against the machine's single-core memory read
+//! bandwidth.
+//!
+//! IDs (for `cargo xtask bench`):
+//! * `reduce/fused_f32_64Mi`: min, max, mean, std, variance, sum, l1, l2 (flattened norms,
+//!   PyTorch flavour) plus NaN/Inf counts and finite stats, 64 Mi float32 elements.
+//! * `reduce/numpy_f32_64Mi`: min, max, mean, sum, l1, l2 with numpy semantics (1-d input),
+//!   64 Mi float32 elements.
+//! * `reduce/read_bandwidth_f32_64Mi`: the baseline, a plain integer sum of the same buffer.
+//! * `reduce/median_f32_1Mi`: numpy median of 1 Mi float32 elements.
+//!
+//! All report throughput in bytes, so the fused pass as a fraction of read bandwidth is the
+//! ratio of the two throughputs.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ndarray::Array1;
+use smdebug_reduce::{reduce, reduce_with_stats, Flavor, ReductionRequest};
+use std::hint::black_box;
+
+const N: usize = 64 << 20;
+
+fn data(n: usize) -> Array1<f32> {
+    // A cheap deterministic generator (xorshift) with a few NaN/Inf to keep paths honest.
+    let mut s = 0x9E37_79B9_7F4A_7C15u64;
+    Array1::from_shape_fn(n, |i| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        match i % 1_000_003 {
+            17 => f32::NAN,
+            42 => f32::INFINITY,
+            _ => ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 8.0,
+        }
+    })
+}
+
+fn requests(names: &[&str]) -> Vec<ReductionRequest> {
+    names
+        .iter()
+        .map(|n| n.parse().expect("valid reduction name"))
+        .collect()
+}
+
+/// Sums the bit patterns as integers in 16 independent lanes: the simplest loop that reads
+/// every byte, vectorizes, and has no floating-point latency chain.
+fn read_bandwidth(x: &[f32]) -> u32 {
+    let mut acc = [0u32; 16];
+    let chunks = x.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for j in 0..16 {
+            acc[j] = acc[j].wrapping_add(c[j].to_bits());
+        }
+    }
+    for (j, v) in rest.iter().enumerate() {
+        acc[j] = acc[j].wrapping_add(v.to_bits());
+    }
+    acc.iter().fold(0, |a, &b| a.wrapping_add(b))
+}
+
+fn bench(c: &mut Criterion) {
+    let x = data(N);
+    let mut g = c.benchmark_group("reduce");
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes((N * 4) as u64));
+    let fused = requests(&["min", "max", "mean", "std", "variance", "sum", "l1", "l2"]);
+    g.bench_function("fused_f32_64Mi", |b| {
+        b.iter(|| {
+            black_box(reduce_with_stats(
+                black_box(x.view()),
+                &fused,
+                Flavor::PyTorch,
+            ))
+        })
+    });
+    let np = requests(&["min", "max", "mean", "sum", "l1", "l2"]);
+    g.bench_function("numpy_f32_64Mi", |b| {
+        b.iter(|| black_box(reduce(black_box(x.view()), &np, Flavor::Numpy)))
+    });
+    let slice = x.as_slice().expect("contiguous");
+    g.bench_function("read_bandwidth_f32_64Mi", |b| {
+        b.iter(|| black_box(read_bandwidth(black_box(slice))))
+    });
+    let small = data(1 << 20);
+    g.throughput(Throughput::Bytes((small.len() * 4) as u64));
+    let median = requests(&["median"]);
+    g.bench_function("median_f32_1Mi", |b| {
+        b.iter(|| black_box(reduce(black_box(small.view()), &median, Flavor::Numpy)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
