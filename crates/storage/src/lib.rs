@@ -1,2 +1,132 @@
-//! smdebug-storage (being built; see README.md for what this crate owns).
+//! Storage for smdebug trials: the one place where bytes are listed, read and written, on
+//! local disk or in an object store (S3, and behind cargo features GCS and Azure; an
+//! in-memory store for tests), behind one async trait, [`Storage`].
+//!
+//! Readers and writers of trials use only this trait, so neither knows where a trial lives.
+//! This crate knows nothing about tensors, steps or the trial layout: it moves named bytes.
+//!
+//! * Keys are relative, `/`-separated and checked by [`validate_key`] on every backend (no
+//!   `..`, no absolute paths, no empty components, no NUL or backslash): a hostile key is a
+//!   typed [`StorageError::InvalidKey`], never a file outside the trial.
+//! * [`Storage::put`] is atomic: a reader sees the old object, no object, or the whole new
+//!   one — never a part. On disk: a temporary file in the same folder, `fsync`, `rename`.
+//!   On object stores: one PUT.
+//! * [`Storage::list`] returns keys in ascending byte order with an optional exclusive
+//!   start-after key, so a reader can poll for new files incrementally.
+//! * Transient failures are retried a bounded number of times with backoff; then the error
+//!   names the operation, the store and the key.
+//! * [`BlockingStore`] is the same API for threads that have no async runtime.
+//!
+//! ```
+//! use smdebug_storage::{BlockingStore, Location};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let location = Location::parse(dir.path().to_str().unwrap())?;
+//! let store = BlockingStore::open(&location)?;
+//! store.put("index/000000000/000000000001_worker_0.json", b"{}".to_vec().into())?;
+//! store.put("training_job_end.ts", bytes::Bytes::new())?;
+//!
+//! let keys: Vec<String> = store.list("index/", None)?.into_iter().map(|o| o.key).collect();
+//! assert_eq!(keys, ["index/000000000/000000000001_worker_0.json"]);
+//! assert_eq!(store.get_range("index/000000000/000000000001_worker_0.json", 1..2)?, "}");
+//! assert!(store.exists("training_job_end.ts")?);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The async API is the same, on an `Arc<dyn Storage>`:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), smdebug_storage::StorageError> {
+//! use smdebug_storage::Location;
+//!
+//! let store = Location::parse("memory://crate-doc-example")?.open()?;
+//! store.put("a/b", "hello world".into()).await?;
+//! let parts = store.get_ranges("a/b", &[0..5, 6..11]).await?;
+//! assert_eq!(parts, ["hello", "world"]);
+//! # Ok(())
+//! # }
+//! ```
 #![deny(missing_docs, unsafe_code)]
+
+mod blocking;
+mod error;
+mod key;
+mod local;
+mod location;
+mod object;
+mod ranges;
+mod retry;
+#[cfg(feature = "testsuite")]
+pub mod testsuite;
+
+use std::fmt::Debug;
+use std::ops::Range;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+pub use blocking::BlockingStore;
+pub use error::{Operation, Result, StorageError};
+pub use key::{validate_key, validate_prefix, MAX_KEY_LEN};
+pub use local::LocalStorage;
+pub use location::{Location, StorageOptions};
+pub use object::{ObjectStorage, ObjectStoreOptions};
+pub use ranges::{get_ranges_with, ReadOptions};
+pub use retry::LocalRetry;
+
+/// One object found by [`Storage::list`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectMeta {
+    /// The key, relative to the store's root.
+    pub key: String,
+    /// The size in bytes.
+    pub size: u64,
+}
+
+/// Named bytes in one place: a local folder, a bucket prefix, or memory.
+///
+/// Every method validates its key (see [`validate_key`]) before touching anything.
+#[async_trait]
+pub trait Storage: Send + Sync + Debug {
+    /// The store, as a location string (`/path`, `s3://bucket/prefix`, …), for messages.
+    fn location(&self) -> String;
+
+    /// Every object whose key starts with `prefix` (a plain string prefix, not a folder:
+    /// `index/0` matches `index/000000000/x.json`; `""` matches everything) and, when
+    /// `start_after` is given, whose key is strictly greater than it.
+    ///
+    /// Order guarantee: the result is sorted by key in ascending byte order (the order of
+    /// S3's ListObjectsV2), with no duplicates. A poller can therefore pass the last key it
+    /// saw as `start_after` and get only keys after it. (Keys that appear later but sort
+    /// before `start_after` are not returned; a caller that needs them lists again without
+    /// it.) Objects being written are not listed: on disk their temporary files are hidden.
+    async fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>>;
+
+    /// The whole object.
+    async fn get(&self, key: &str) -> Result<Bytes>;
+
+    /// Bytes `range.start..range.end` of the object. An empty range (`start == end`,
+    /// `start <= size`) gives empty bytes; `end > size` is
+    /// [`StorageError::RangeOutOfBounds`], `start > end` is [`StorageError::InvalidRange`].
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
+
+    /// Several ranges of one object, in the order given, each exactly as requested. Close
+    /// ranges are fetched as one request and sliced, the requests run concurrently (see
+    /// [`ReadOptions`]); errors as for [`get_range`](Self::get_range).
+    async fn get_ranges(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        get_ranges_with(self, key, ranges, &ReadOptions::default()).await
+    }
+
+    /// Stores `data` under `key`, replacing any previous object, atomically: concurrent
+    /// readers see either the previous state or all of `data`. When this returns `Ok` the
+    /// object is durable (on disk: fsynced file and folder); when it returns `Err` the
+    /// object may or may not have been replaced, but never partially.
+    async fn put(&self, key: &str, data: Bytes) -> Result<()>;
+
+    /// Whether an object exists under exactly `key`.
+    async fn exists(&self, key: &str) -> Result<bool>;
+
+    /// Removes the object; removing a missing object is not an error (as on S3).
+    async fn delete(&self, key: &str) -> Result<()>;
+}

@@ -1,0 +1,224 @@
+//! The blocking facade for callers without an async runtime (the training thread).
+
+use std::future::Future;
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
+
+use crate::error::{Result, StorageError};
+use crate::location::{Location, StorageOptions};
+use crate::{ObjectMeta, Storage};
+
+/// A [`Storage`] with blocking methods, driven by a small tokio runtime of its own.
+///
+/// The runtime has two worker threads (named `smdebug-storage`) that drive the I/O; the
+/// calling thread waits for the result. Callers never need a runtime of their own.
+///
+/// Calling from inside an async runtime is allowed but blocks the calling thread until the
+/// operation is done (it is a blocking API): on a multi-threaded tokio runtime the call
+/// goes through [`tokio::task::block_in_place`], so the runtime moves its other tasks to
+/// other workers; on a current-thread runtime (where that is impossible) the wait happens
+/// on a short-lived helper thread while the runtime's only thread waits for it, so the
+/// caller's other tasks pause meanwhile. Async code should prefer
+/// [`storage`](Self::storage) and `.await`. Never panics for being called in a runtime, and
+/// may be dropped anywhere (its runtime shuts down in the background).
+///
+/// ```
+/// use smdebug_storage::{BlockingStore, Location};
+/// let store = BlockingStore::open(&Location::parse("memory://blocking-doc")?)?;
+/// store.put("k", "v".into())?;
+/// assert_eq!(store.get("k")?, "v");
+/// # Ok::<(), smdebug_storage::StorageError>(())
+/// ```
+#[derive(Debug)]
+pub struct BlockingStore {
+    storage: Arc<dyn Storage>,
+    runtime: Option<Runtime>,
+}
+
+impl BlockingStore {
+    /// Wraps `storage`, starting the background runtime.
+    pub fn new(storage: Arc<dyn Storage>) -> Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("smdebug-storage")
+            .enable_all()
+            .build()
+            .map_err(|e| StorageError::Runtime {
+                reason: format!("cannot start the storage runtime: {e}"),
+            })?;
+        Ok(BlockingStore {
+            storage,
+            runtime: Some(runtime),
+        })
+    }
+
+    /// Opens `location` with default options.
+    pub fn open(location: &Location) -> Result<Self> {
+        Self::new(location.open()?)
+    }
+
+    /// Opens `location` with `options`.
+    pub fn open_with(location: &Location, options: &StorageOptions) -> Result<Self> {
+        Self::new(location.open_with(options)?)
+    }
+
+    /// The async storage underneath (for code that can `.await`).
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// Runs `future` to completion on this store's runtime and returns its output, from any
+    /// thread (see the type's docs for calls from inside a runtime).
+    pub fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        let runtime = self
+            .runtime
+            .as_ref()
+            .expect("the runtime is only taken in Drop");
+        match Handle::try_current() {
+            Err(_) => runtime.block_on(future),
+            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| runtime.block_on(future))
+            }
+            Ok(_) => std::thread::scope(|scope| {
+                let waiter = std::thread::Builder::new()
+                    .name("smdebug-storage-wait".into())
+                    .spawn_scoped(scope, || runtime.block_on(future));
+                match waiter {
+                    Ok(waiter) => match waiter.join() {
+                        Ok(output) => output,
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    },
+                    Err(e) => {
+                        panic!("cannot start a helper thread for a blocking storage call: {e}")
+                    }
+                }
+            }),
+        }
+    }
+
+    /// See [`Storage::list`].
+    pub fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
+        self.block_on(self.storage.list(prefix, start_after))
+    }
+
+    /// See [`Storage::get`].
+    pub fn get(&self, key: &str) -> Result<Bytes> {
+        self.block_on(self.storage.get(key))
+    }
+
+    /// See [`Storage::get_range`].
+    pub fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        self.block_on(self.storage.get_range(key, range))
+    }
+
+    /// See [`Storage::get_ranges`].
+    pub fn get_ranges(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.block_on(self.storage.get_ranges(key, ranges))
+    }
+
+    /// See [`Storage::put`].
+    pub fn put(&self, key: &str, data: Bytes) -> Result<()> {
+        self.block_on(self.storage.put(key, data))
+    }
+
+    /// See [`Storage::exists`].
+    pub fn exists(&self, key: &str) -> Result<bool> {
+        self.block_on(self.storage.exists(key))
+    }
+
+    /// See [`Storage::delete`].
+    pub fn delete(&self, key: &str) -> Result<()> {
+        self.block_on(self.storage.delete(key))
+    }
+}
+
+impl Drop for BlockingStore {
+    fn drop(&mut self) {
+        // Dropping a runtime waits for its threads, which panics inside another runtime;
+        // shutting down in the background is allowed everywhere.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(name: &str) -> BlockingStore {
+        BlockingStore::open(&Location::parse(&format!("memory://blocking-test-{name}")).unwrap())
+            .unwrap()
+    }
+
+    #[test]
+    fn works_without_a_runtime() {
+        let s = store("plain");
+        s.put("a/b", "xyz".into()).unwrap();
+        assert_eq!(s.get_range("a/b", 1..3).unwrap(), "yz");
+        assert_eq!(s.list("", None).unwrap().len(), 1);
+        s.delete("a/b").unwrap();
+        assert!(!s.exists("a/b").unwrap());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn works_inside_a_current_thread_runtime() {
+        let s = store("current");
+        s.put("k", "v".into()).unwrap();
+        assert_eq!(s.get("k").unwrap(), "v");
+        // The caller's runtime still works afterwards, and dropping here does not panic.
+        tokio::task::yield_now().await;
+        drop(s);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn works_inside_a_multi_thread_runtime() {
+        let s = store("multi");
+        s.put("k", "v".into()).unwrap();
+        let h = tokio::spawn(async { 1 + 1 });
+        assert_eq!(s.get("k").unwrap(), "v");
+        assert_eq!(h.await.unwrap(), 2);
+        drop(s);
+    }
+
+    #[test]
+    fn works_from_spawn_blocking() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let s = Arc::new(store("spawn-blocking"));
+        let s2 = s.clone();
+        rt.block_on(async move {
+            tokio::task::spawn_blocking(move || s2.put("k", "v".into()))
+                .await
+                .unwrap()
+                .unwrap();
+        });
+        assert!(s.exists("k").unwrap());
+    }
+
+    #[test]
+    fn usable_from_many_threads() {
+        let s = Arc::new(store("threads"));
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let s = &s;
+                scope.spawn(move || {
+                    for i in 0..20 {
+                        s.put(&format!("t{t}/{i}"), vec![t as u8; i].into())
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(s.list("", None).unwrap().len(), 80);
+        assert_eq!(s.get("t3/5").unwrap(), vec![3u8; 5]);
+    }
+}

@@ -1,0 +1,151 @@
+//! The typed errors of this crate.
+
+use std::fmt;
+use std::ops::Range;
+
+/// The storage operation that failed, named in every [`StorageError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// Opening a [`Location`](crate::Location) (parsing, building a client).
+    Open,
+    /// [`Storage::list`](crate::Storage::list).
+    List,
+    /// [`Storage::get`](crate::Storage::get).
+    Get,
+    /// [`Storage::get_range`](crate::Storage::get_range) and
+    /// [`Storage::get_ranges`](crate::Storage::get_ranges).
+    GetRange,
+    /// [`Storage::put`](crate::Storage::put).
+    Put,
+    /// [`Storage::exists`](crate::Storage::exists).
+    Exists,
+    /// [`Storage::delete`](crate::Storage::delete).
+    Delete,
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Operation::Open => "open",
+            Operation::List => "list",
+            Operation::Get => "get",
+            Operation::GetRange => "ranged get",
+            Operation::Put => "put",
+            Operation::Exists => "exists",
+            Operation::Delete => "delete",
+        })
+    }
+}
+
+/// Everything that can go wrong when touching stored bytes.
+///
+/// Every variant names the store (`location`, as given to [`Location::parse`](crate::Location::parse))
+/// and, where there is one, the key, so a message alone says what failed where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// A key (or list prefix) that is not a safe relative `/`-separated key.
+    #[error("invalid key {key:?}: {reason}")]
+    InvalidKey {
+        /// The rejected key, verbatim.
+        key: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+    /// A location string that cannot be parsed.
+    #[error("invalid location {location:?}: {reason}")]
+    InvalidLocation {
+        /// The rejected location, verbatim.
+        location: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// A location whose backend was not compiled in.
+    #[error("cannot open {location}: this build has no {scheme} support (enable the cargo feature `{feature}` of smdebug-storage)")]
+    UnsupportedScheme {
+        /// The location.
+        location: String,
+        /// The URL scheme (`s3`, `gs`, `az`).
+        scheme: &'static str,
+        /// The cargo feature that enables it.
+        feature: &'static str,
+    },
+    /// The object does not exist.
+    #[error("{op} {location} key {key:?}: no such object")]
+    NotFound {
+        /// The operation.
+        op: Operation,
+        /// The store.
+        location: String,
+        /// The missing key.
+        key: String,
+    },
+    /// A byte range whose start lies after its end.
+    #[error("{op} {location} key {key:?}: invalid range {}..{} (start after end)", range.start, range.end)]
+    InvalidRange {
+        /// The operation.
+        op: Operation,
+        /// The store.
+        location: String,
+        /// The key.
+        key: String,
+        /// The requested range.
+        range: Range<u64>,
+    },
+    /// A byte range that reaches beyond the end of the object.
+    #[error("{op} {location} key {key:?}: range {}..{} is beyond the end of the object ({size} bytes)", range.start, range.end)]
+    RangeOutOfBounds {
+        /// The operation.
+        op: Operation,
+        /// The store.
+        location: String,
+        /// The key.
+        key: String,
+        /// The requested range.
+        range: Range<u64>,
+        /// The object's actual size.
+        size: u64,
+    },
+    /// A local filesystem error (after the bounded retries of transient ones).
+    #[error("{op} {location} key {key:?}: {source}")]
+    Io {
+        /// The operation.
+        op: Operation,
+        /// The store.
+        location: String,
+        /// The key (or list prefix).
+        key: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An object store error (after object_store's bounded retries of transient ones).
+    #[error("{op} {location} key {key:?}: {source}")]
+    ObjectStore {
+        /// The operation.
+        op: Operation,
+        /// The store.
+        location: String,
+        /// The key (or list prefix).
+        key: String,
+        /// The cause.
+        #[source]
+        source: object_store::Error,
+    },
+    /// The blocking facade could not start its runtime, or a task it ran panicked.
+    #[error("blocking storage facade: {reason}")]
+    Runtime {
+        /// What happened.
+        reason: String,
+    },
+}
+
+impl StorageError {
+    /// True for [`StorageError::NotFound`].
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, StorageError::NotFound { .. })
+    }
+}
+
+/// `Result` with [`StorageError`].
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -1,0 +1,346 @@
+//! The local filesystem backend.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::error::{Operation, Result, StorageError};
+use crate::key::{invalid, prefix_dir, validate_key, validate_prefix};
+use crate::ranges::{get_ranges_with, ReadOptions};
+use crate::retry::LocalRetry;
+use crate::{ObjectMeta, Storage};
+
+/// File names ending in this are files being written (ours, and the Python writer's
+/// `<name>.tmp`): never listed, and refused as keys of [`Storage::put`].
+pub const TEMP_SUFFIX: &str = ".tmp";
+
+/// Objects as files under a root folder; keys are paths relative to it.
+///
+/// * `put` writes `.<name>.<pid>.<n>.tmp` beside the target, fsyncs it, renames it over the
+///   target and fsyncs the folder, so readers never see a partial file and a completed put
+///   survives a crash.
+/// * `list` walks the folders under the prefix (skipping folders that cannot hold a match
+///   or that sort entirely before `start_after`), hides `*.tmp` files and returns sorted keys.
+///   File names that are not UTF-8 are skipped (they cannot be keys). Symbolic links to
+///   files are followed; symbolic links to folders are not (no loops).
+/// * Blocking file system calls run on tokio's blocking pool (`spawn_blocking`), so this
+///   must be used inside a tokio runtime (or through [`BlockingStore`](crate::BlockingStore)).
+/// * Transient I/O errors are retried as [`LocalRetry`] says.
+#[derive(Debug, Clone)]
+pub struct LocalStorage {
+    root: PathBuf,
+    retry: LocalRetry,
+    read: ReadOptions,
+}
+
+/// Makes temporary names unique among the puts of this process (the pid separates processes).
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl LocalStorage {
+    /// A store rooted at `root`, which need not exist yet (the first put creates it).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        LocalStorage {
+            root: root.into(),
+            retry: LocalRetry::default(),
+            // Local reads are cheap: only merge ranges that (almost) touch.
+            read: ReadOptions {
+                coalesce_gap: Some(4096),
+                ..ReadOptions::default()
+            },
+        }
+    }
+
+    /// Replaces the retry policy for transient I/O errors.
+    pub fn with_retry(mut self, retry: LocalRetry) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Replaces how [`Storage::get_ranges`] merges and parallelises reads.
+    pub fn with_read_options(mut self, read: ReadOptions) -> Self {
+        self.read = read;
+        self
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, key: &str) -> PathBuf {
+        // Safe: validate_key rejected everything that could leave the root.
+        self.root.join(key)
+    }
+
+    fn io_error(&self, op: Operation, key: &str, source: io::Error) -> StorageError {
+        if source.kind() == io::ErrorKind::NotFound
+            && matches!(op, Operation::Get | Operation::GetRange)
+        {
+            return StorageError::NotFound {
+                op,
+                location: self.location(),
+                key: key.to_owned(),
+            };
+        }
+        StorageError::Io {
+            op,
+            location: self.location(),
+            key: key.to_owned(),
+            source,
+        }
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T> {
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| StorageError::Runtime {
+                reason: format!("local storage task of {} failed: {e}", self.location()),
+            })
+    }
+}
+
+#[async_trait]
+impl Storage for LocalStorage {
+    fn location(&self) -> String {
+        self.root.display().to_string()
+    }
+
+    async fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
+        validate_prefix(prefix)?;
+        let (root, retry) = (self.root.clone(), self.retry.clone());
+        let (p, s) = (prefix.to_owned(), start_after.map(str::to_owned));
+        self.blocking(move || retry.run(|| list_blocking(&root, &p, s.as_deref())))
+            .await?
+            .map_err(|e| self.io_error(Operation::List, prefix, e))
+    }
+
+    async fn get(&self, key: &str) -> Result<Bytes> {
+        validate_key(key)?;
+        let (path, retry) = (self.path(key), self.retry.clone());
+        self.blocking(move || retry.run(|| fs::read(&path)))
+            .await?
+            .map(Bytes::from)
+            .map_err(|e| self.io_error(Operation::Get, key, e))
+    }
+
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        validate_key(key)?;
+        if range.start > range.end {
+            return Err(StorageError::InvalidRange {
+                op: Operation::GetRange,
+                location: self.location(),
+                key: key.to_owned(),
+                range,
+            });
+        }
+        let (path, retry, r) = (self.path(key), self.retry.clone(), range.clone());
+        match self
+            .blocking(move || retry.run(|| read_range(&path, r.clone())))
+            .await?
+        {
+            Ok(Ok(bytes)) => Ok(Bytes::from(bytes)),
+            Ok(Err(size)) => Err(StorageError::RangeOutOfBounds {
+                op: Operation::GetRange,
+                location: self.location(),
+                key: key.to_owned(),
+                range,
+                size,
+            }),
+            Err(e) => Err(self.io_error(Operation::GetRange, key, e)),
+        }
+    }
+
+    async fn get_ranges(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        get_ranges_with(self, key, ranges, &self.read).await
+    }
+
+    async fn put(&self, key: &str, data: Bytes) -> Result<()> {
+        validate_key(key)?;
+        if key.ends_with(TEMP_SUFFIX) {
+            return Err(invalid(
+                key,
+                "ends with .tmp, which marks files being written on local disk",
+            ));
+        }
+        let (path, retry) = (self.path(key), self.retry.clone());
+        self.blocking(move || retry.run(|| put_blocking(&path, &data)))
+            .await?
+            .map_err(|e| self.io_error(Operation::Put, key, e))
+    }
+
+    async fn exists(&self, key: &str) -> Result<bool> {
+        validate_key(key)?;
+        let (path, retry) = (self.path(key), self.retry.clone());
+        self.blocking(move || {
+            retry.run(|| match fs::metadata(&path) {
+                Ok(m) => Ok(m.is_file()),
+                Err(e) if is_absent(&e) => Ok(false),
+                Err(e) => Err(e),
+            })
+        })
+        .await?
+        .map_err(|e| self.io_error(Operation::Exists, key, e))
+    }
+
+    async fn delete(&self, key: &str) -> Result<()> {
+        validate_key(key)?;
+        let (path, retry) = (self.path(key), self.retry.clone());
+        self.blocking(move || {
+            retry.run(|| match fs::remove_file(&path) {
+                Err(e) if is_absent(&e) => Ok(()),
+                other => other,
+            })
+        })
+        .await?
+        .map_err(|e| self.io_error(Operation::Delete, key, e))
+    }
+}
+
+/// Missing, or a path component is a file rather than a folder.
+fn is_absent(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// `Ok(Err(size))` when the range reaches beyond the end of the file.
+fn read_range(path: &Path, range: Range<u64>) -> io::Result<std::result::Result<Vec<u8>, u64>> {
+    let mut file = File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a folder, not an object",
+        ));
+    }
+    let size = meta.len();
+    if range.end > size {
+        return Ok(Err(size));
+    }
+    // Bounded by the file's actual size, checked just above.
+    let mut buf = vec![0u8; (range.end - range.start) as usize];
+    file.seek(SeekFrom::Start(range.start))?;
+    file.read_exact(&mut buf)?;
+    Ok(Ok(buf))
+}
+
+fn put_blocking(path: &Path, data: &[u8]) -> io::Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("object");
+    fs::create_dir_all(parent)?;
+    let tmp = parent.join(format!(
+        ".{name}.{}.{}{TEMP_SUFFIX}",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        file.write_all(data)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, path)?;
+        sync_dir(parent)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Makes the rename itself durable. Some file systems cannot fsync a folder; that is not a
+/// reason to fail a put whose data is already synced.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    if cfg!(unix) {
+        match File::open(dir).and_then(|d| d.sync_all()) {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported
+                ) => {}
+            other => return other,
+        }
+    }
+    Ok(())
+}
+
+fn list_blocking(
+    root: &Path,
+    prefix: &str,
+    start_after: Option<&str>,
+) -> io::Result<Vec<ObjectMeta>> {
+    let dir = prefix_dir(prefix);
+    let mut out = Vec::new();
+    walk(&root.join(dir), dir, prefix, start_after, &mut out)?;
+    out.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+    Ok(out)
+}
+
+fn walk(
+    dir: &Path,
+    dir_key: &str,
+    prefix: &str,
+    start_after: Option<&str>,
+    out: &mut Vec<ObjectMeta>,
+) -> io::Result<()> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        // The folder was never created or was removed while we walked: nothing in it.
+        Err(e) if is_absent(&e) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().into_string() else {
+            tracing::warn!(path = %entry.path().display(), "skipping a file name that is not UTF-8");
+            continue;
+        };
+        let key = format!("{dir_key}{name}");
+        let file_type = match entry.file_type() {
+            Ok(t) => t,
+            Err(e) if is_absent(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        if file_type.is_dir() {
+            let sub = format!("{key}/");
+            let may_match = sub.starts_with(prefix) || prefix.starts_with(&sub);
+            // Every key under `sub` sorts before `start_after` when `start_after` is greater
+            // than `sub` without extending it.
+            let all_before = start_after.is_some_and(|s| s > sub.as_str() && !s.starts_with(&sub));
+            if may_match && !all_before {
+                walk(&entry.path(), &sub, prefix, start_after, out)?;
+            }
+            continue;
+        }
+        if name.ends_with(TEMP_SUFFIX)
+            || !key.starts_with(prefix)
+            || start_after.is_some_and(|s| key.as_str() <= s)
+        {
+            continue;
+        }
+        // Follows symbolic links; a link to a folder (or a dangling one) is not an object.
+        let meta = match fs::metadata(entry.path()) {
+            Ok(m) => m,
+            Err(e) if is_absent(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        if meta.is_file() {
+            out.push(ObjectMeta {
+                key,
+                size: meta.len(),
+            });
+        }
+    }
+    Ok(())
+}

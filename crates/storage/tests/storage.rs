@@ -1,0 +1,188 @@
+//! The shared behaviour suite (`smdebug_storage::testsuite`) on local disk and in memory,
+//! plus what only the local backend promises.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use smdebug_storage::{testsuite, LocalStorage, Location, Storage, StorageError};
+
+fn local() -> (tempfile::TempDir, Arc<dyn Storage>) {
+    let dir = tempfile::tempdir().unwrap();
+    // A root that does not exist yet: the first put must create it.
+    let store = Location::parse(dir.path().join("trial").to_str().unwrap())
+        .unwrap()
+        .open()
+        .unwrap();
+    (dir, store)
+}
+
+fn memory() -> ((), Arc<dyn Storage>) {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    // A prefix inside a shared store: the suite must only see its own prefix.
+    let store = Location::parse(&format!("memory://suite/run-{n}/trial"))
+        .unwrap()
+        .open()
+        .unwrap();
+    ((), store)
+}
+
+macro_rules! suite {
+    ($backend:ident: $($name:ident),* $(,)?) => {
+        mod $backend {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let (_guard, store) = super::$backend();
+                    smdebug_storage::testsuite::$name(store.as_ref()).await;
+                }
+            )*
+        }
+    };
+}
+
+suite!(local: list_order_and_start_after, list_by_prefix, get_and_overwrite,
+    ranged_reads_at_edges, many_ranged_reads, empty_objects, large_object, concurrent_writers,
+    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused);
+suite!(memory: list_order_and_start_after, list_by_prefix, get_and_overwrite,
+    ranged_reads_at_edges, many_ranged_reads, empty_objects, large_object, concurrent_writers,
+    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused);
+
+#[test]
+fn every_behaviour_runs_on_both_backends() {
+    let this = include_str!("storage.rs");
+    for name in testsuite::ALL {
+        assert_eq!(
+            this.matches(&format!(" {name},")).count()
+                + this.matches(&format!(" {name});")).count(),
+            2,
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn local_hides_files_being_written_and_refuses_tmp_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStorage::new(dir.path());
+    store
+        .put("index/a.json", Bytes::from_static(b"{}"))
+        .await
+        .unwrap();
+    // What the Python writer leaves while a file is open, and what ours would.
+    std::fs::write(dir.path().join("index/b.json.tmp"), b"{").unwrap();
+    std::fs::write(dir.path().join("index/.c.json.1.2.tmp"), b"{").unwrap();
+    let keys: Vec<String> = store
+        .list("", None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    assert_eq!(keys, ["index/a.json"]);
+    let err = store
+        .put("index/b.json.tmp", Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StorageError::InvalidKey { .. }), "{err}");
+    // No temporary file of ours is left behind by a successful put.
+    let names: Vec<String> = std::fs::read_dir(dir.path().join("index"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+}
+
+#[tokio::test]
+async fn local_hostile_keys_touch_nothing_outside_the_root() {
+    let outer = tempfile::tempdir().unwrap();
+    let root = outer.path().join("root");
+    let store = LocalStorage::new(&root);
+    testsuite::hostile_keys_are_refused(&store).await;
+    assert_eq!(std::fs::read_dir(outer.path()).unwrap().count(), 0);
+}
+
+#[tokio::test]
+async fn local_listing_of_a_missing_root_is_empty_and_reads_are_not_found() {
+    let store = LocalStorage::new("/nonexistent/smdebug-storage-test");
+    assert!(store.list("", None).await.unwrap().is_empty());
+    assert!(store
+        .list("index/", Some("index/0"))
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store.get("x").await.unwrap_err().is_not_found());
+    assert!(!store.exists("x").await.unwrap());
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn local_skips_non_utf8_names_and_folder_symlinks() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStorage::new(dir.path());
+    store.put("a/ok", Bytes::from_static(b"1")).await.unwrap();
+    std::fs::write(
+        dir.path().join(std::ffi::OsStr::from_bytes(b"a/bad\xff")),
+        b"x",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(dir.path().join("a"), dir.path().join("loop")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("a/ok"), dir.path().join("link")).unwrap();
+    let keys: Vec<String> = store
+        .list("", None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    assert_eq!(keys, ["a/ok", "link"]);
+}
+
+#[tokio::test]
+async fn a_put_over_a_folder_is_an_io_error_naming_key_and_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStorage::new(dir.path());
+    store.put("a/b", Bytes::from_static(b"1")).await.unwrap();
+    let err = store.put("a", Bytes::from_static(b"2")).await.unwrap_err();
+    assert!(matches!(err, StorageError::Io { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.starts_with("put ") && msg.contains("\"a\""), "{msg}");
+    assert!(msg.contains(&dir.path().display().to_string()), "{msg}");
+    // The folder and its object survived.
+    assert_eq!(store.get("a/b").await.unwrap(), "1");
+}
+
+#[tokio::test]
+async fn memory_locations_share_one_store_per_name_and_isolate_prefixes() {
+    let a = Location::parse("memory://shared-test/x")
+        .unwrap()
+        .open()
+        .unwrap();
+    let a2 = Location::parse("memory://shared-test/x/")
+        .unwrap()
+        .open()
+        .unwrap();
+    let b = Location::parse("memory://shared-test/xy")
+        .unwrap()
+        .open()
+        .unwrap();
+    let whole = Location::parse("memory://shared-test")
+        .unwrap()
+        .open()
+        .unwrap();
+    a.put("k", Bytes::from_static(b"1")).await.unwrap();
+    b.put("k", Bytes::from_static(b"2")).await.unwrap();
+    assert_eq!(a2.get("k").await.unwrap(), "1");
+    assert_eq!(a.list("", None).await.unwrap().len(), 1);
+    let all: Vec<String> = whole
+        .list("", None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    assert_eq!(all, ["x/k", "xy/k"]);
+    assert_eq!(whole.list("x/", None).await.unwrap().len(), 1);
+}
