@@ -146,3 +146,4 @@ pub fn write_fixture_from_recipe(recipe: &Path, out: &Path) -> PathBuf {
     run_peer("fixture.py", &[out_s, "--recipe", recipe_s, "--force", "-q"]);
     out.to_path_buf()
 }
+pub mod recipe;
