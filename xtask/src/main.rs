@@ -11,6 +11,7 @@
 mod bench;
 mod fuzz;
 mod peer;
+mod proto;
 mod services;
 mod test;
 mod tidy;
@@ -34,6 +35,8 @@ enum Task {
     Bench(bench::BenchArgs),
     /// Runs one fuzz target (installs cargo-fuzz if needed).
     Fuzz(fuzz::FuzzArgs),
+    /// Regenerates the checked-in protobuf code of smdebug-record (`--check`: fail on a diff).
+    GenProto(proto::GenProtoArgs),
     /// Installs (or verifies) the Python smdebug peer and the test tools; prints their paths.
     Peer,
     /// Starts the test services (S3 server) and prints the environment to use them; runs
@@ -45,6 +48,7 @@ fn main() -> Result<()> {
     match Cli::parse().task {
         Task::Test(args) => test::run(args),
         Task::Fuzz(args) => fuzz::run(args),
+        Task::GenProto(args) => proto::run(args),
         Task::Bench(args) => bench::run(args),
         Task::Peer => {
             let peer = peer::ensure_peer()?;

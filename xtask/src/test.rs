@@ -27,6 +27,7 @@ pub fn run(args: TestArgs) -> Result<()> {
     if !args.no_lint {
         step("cargo fmt --check");
         exec(cargo().args(["fmt", "--all", "--", "--check"])).context("run `cargo fmt --all`")?;
+        crate::proto::run(crate::proto::GenProtoArgs { check: true })?;
         step("clippy -D warnings");
         exec(cargo().args([
             "clippy",

@@ -1,0 +1,244 @@
+//! Event-level helpers: the exact `Event` smdebug writes for a tensor, parsing it back, and
+//! the TensorBoard events (scalar, histogram, file version, graph).
+use crate::error::{Error, Result};
+use crate::proto::{
+    event, summary, summary_metadata, Event, HistogramProto, Summary, SummaryMetadata,
+};
+use crate::tensor::Tensor;
+use prost::Message;
+
+/// Plugin name of the metadata entry holding the mode step.
+pub const MODE_STEP_PLUGIN_NAME: &str = "mode_step";
+/// Plugin name of the metadata entry holding the mode number.
+pub const MODE_PLUGIN_NAME: &str = "mode";
+
+/// The mode numbers smdebug writes in the `mode` plugin entry (`ModeKeys` values). This crate
+/// only carries the number; `smdebug-config` owns the `Mode` type.
+pub mod mode_number {
+    /// `ModeKeys.TRAIN`.
+    pub const TRAIN: u8 = 1;
+    /// `ModeKeys.EVAL`.
+    pub const EVAL: u8 = 2;
+    /// `ModeKeys.PREDICT`.
+    pub const PREDICT: u8 = 3;
+    /// `ModeKeys.GLOBAL`: also what a reader assumes when an event carries no mode.
+    pub const GLOBAL: u8 = 4;
+}
+
+/// `file_version` of TensorFlow/TensorBoard event files.
+pub const FILE_VERSION: &str = "brain.Event:2";
+
+/// A tensor record of a trial's `events/` file, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorEvent {
+    /// The Summary tag: the tensor name (raw tensor or reduction name).
+    pub tag: String,
+    /// The value.
+    pub tensor: Tensor,
+    /// Global step (0 when the event omits it).
+    pub step: i64,
+    /// Mode number, 1..=4 ([`mode_number`]); GLOBAL (4) when the event has no `mode` entry.
+    pub mode: u8,
+    /// Mode step; the global step when the event has no `mode_step` entry.
+    pub mode_step: i64,
+    /// Seconds since the Unix epoch.
+    pub wall_time: f64,
+}
+
+fn check_mode(mode: i64) -> Result<u8> {
+    match u8::try_from(mode) {
+        Ok(m @ mode_number::TRAIN..=mode_number::GLOBAL) => Ok(m),
+        _ => Err(Error::unexpected_event(format!(
+            "mode {mode} is not one of 1 (TRAIN), 2 (EVAL), 3 (PREDICT), 4 (GLOBAL)"
+        ))),
+    }
+}
+
+/// Builds the `Event` smdebug's `FileWriter.write_tensor` writes: `wall_time`, `step`
+/// (omitted on the wire when 0), and a summary with one value `{tag, tensor, metadata}` whose
+/// metadata holds the plugin entries `mode_step` then `mode` as decimal text.
+///
+/// Fails for a mode outside 1..=4 and for tensors smdebug cannot encode
+/// (see [`Tensor::to_proto`]).
+pub fn tensor_event(
+    tag: &str,
+    tensor: &Tensor,
+    step: i64,
+    mode: u8,
+    mode_step: i64,
+    wall_time: f64,
+) -> Result<Event> {
+    check_mode(i64::from(mode))?;
+    let metadata = SummaryMetadata {
+        plugin_data: vec![
+            summary_metadata::PluginData {
+                plugin_name: MODE_STEP_PLUGIN_NAME.to_owned(),
+                content: mode_step.to_string().into_bytes(),
+            },
+            summary_metadata::PluginData {
+                plugin_name: MODE_PLUGIN_NAME.to_owned(),
+                content: mode.to_string().into_bytes(),
+            },
+        ],
+    };
+    Ok(Event {
+        wall_time,
+        step,
+        what: Some(event::What::Summary(Summary {
+            value: vec![summary::Value {
+                tag: tag.to_owned(),
+                metadata: Some(metadata),
+                value: Some(summary::value::Value::Tensor(tensor.to_proto(tag)?)),
+                ..Default::default()
+            }],
+        })),
+    })
+}
+
+/// [`tensor_event`] serialized: the payload of one record of an `events/` file.
+///
+/// ```
+/// use smdebug_record::{encode_tensor_event, decode_tensor_event, mode_number, Tensor};
+/// let value = Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+/// let payload = encode_tensor_event("a", &value, 3, mode_number::TRAIN, 1, 1.6e9)?;
+/// assert_eq!(payload.len(), 72); // the worked example of FORMAT.md §6.2
+/// let back = decode_tensor_event(&payload)?;
+/// assert_eq!((back.tag.as_str(), back.step, back.mode, back.mode_step), ("a", 3, 1, 1));
+/// assert_eq!(back.tensor, value);
+/// # Ok::<(), smdebug_record::Error>(())
+/// ```
+pub fn encode_tensor_event(
+    tag: &str,
+    tensor: &Tensor,
+    step: i64,
+    mode: u8,
+    mode_step: i64,
+    wall_time: f64,
+) -> Result<Vec<u8>> {
+    Ok(tensor_event(tag, tensor, step, mode, mode_step, wall_time)?.encode_to_vec())
+}
+
+/// Decodes a record payload as an `Event`.
+pub fn decode_event(payload: &[u8]) -> Result<Event> {
+    Event::decode(payload).map_err(|source| Error::Protobuf {
+        at: Default::default(),
+        message: "Event",
+        source,
+    })
+}
+
+/// Decodes a record payload of an `events/` file into its tensor, name, steps and mode.
+///
+/// Mode and mode step follow Python's `EventFileReader._get_mode_modestep`: GLOBAL and the
+/// global step unless the metadata says otherwise. Fails with
+/// [`Error::UnexpectedEvent`] when the event holds no tensor value.
+pub fn decode_tensor_event(payload: &[u8]) -> Result<TensorEvent> {
+    tensor_event_from(&decode_event(payload)?)
+}
+
+/// Extracts the tensor, name, steps and mode from an already decoded `Event` (the first
+/// summary value, which is the only one smdebug writes).
+pub fn tensor_event_from(event: &Event) -> Result<TensorEvent> {
+    let summary = match &event.what {
+        Some(event::What::Summary(s)) => s,
+        _ => return Err(Error::unexpected_event("event holds no summary")),
+    };
+    let value = summary
+        .value
+        .first()
+        .ok_or_else(|| Error::unexpected_event("summary holds no value"))?;
+    let tensor = match &value.value {
+        Some(summary::value::Value::Tensor(t)) => Tensor::from_proto(t)?,
+        _ => {
+            return Err(Error::unexpected_event(format!(
+                "summary value {:?} holds no tensor",
+                value.tag
+            )))
+        }
+    };
+    let mut mode = mode_number::GLOBAL;
+    let mut mode_step = event.step;
+    for plugin in value.metadata.iter().flat_map(|m| &m.plugin_data) {
+        if plugin.plugin_name == MODE_STEP_PLUGIN_NAME {
+            mode_step = parse_int(&plugin.content, MODE_STEP_PLUGIN_NAME)?;
+        } else if plugin.plugin_name == MODE_PLUGIN_NAME {
+            mode = check_mode(parse_int(&plugin.content, MODE_PLUGIN_NAME)?)?;
+        }
+    }
+    Ok(TensorEvent {
+        tag: value.tag.clone(),
+        tensor,
+        step: event.step,
+        mode,
+        mode_step,
+        wall_time: event.wall_time,
+    })
+}
+
+/// Parses decimal text the way Python's `int()` accepts what smdebug writes (surrounding
+/// whitespace allowed).
+fn parse_int(content: &[u8], what: &str) -> Result<i64> {
+    std::str::from_utf8(content)
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .ok_or_else(|| {
+            Error::unexpected_event(format!(
+                "{what} plugin content {:?} is not an integer",
+                String::from_utf8_lossy(content)
+            ))
+        })
+}
+
+fn summary_event(value: summary::Value, step: i64, wall_time: f64) -> Event {
+    Event {
+        wall_time,
+        step,
+        what: Some(event::What::Summary(Summary { value: vec![value] })),
+    }
+}
+
+/// A TensorBoard scalar: `Summary.Value{tag, simple_value}` (what smdebug's TensorBoard
+/// writer makes for scalar collections and `save_scalar`).
+pub fn scalar_event(tag: &str, value: f32, step: i64, wall_time: f64) -> Event {
+    summary_event(
+        summary::Value {
+            tag: tag.to_owned(),
+            value: Some(summary::value::Value::SimpleValue(value)),
+            ..Default::default()
+        },
+        step,
+        wall_time,
+    )
+}
+
+/// A TensorBoard histogram: `Summary.Value{tag, histo}`.
+pub fn histogram_event(tag: &str, histogram: HistogramProto, step: i64, wall_time: f64) -> Event {
+    summary_event(
+        summary::Value {
+            tag: tag.to_owned(),
+            value: Some(summary::value::Value::Histo(histogram)),
+            ..Default::default()
+        },
+        step,
+        wall_time,
+    )
+}
+
+/// The `file_version` event TensorFlow writes first in every event file
+/// ([`FILE_VERSION`]). smdebug itself never writes it.
+pub fn file_version_event(wall_time: f64) -> Event {
+    Event {
+        wall_time,
+        step: 0,
+        what: Some(event::What::FileVersion(FILE_VERSION.to_owned())),
+    }
+}
+
+/// A graph event: `Event.graph_def` holding a serialized `GraphDef`.
+pub fn graph_event(graph_def: Vec<u8>, step: i64, wall_time: f64) -> Event {
+    Event {
+        wall_time,
+        step,
+        what: Some(event::What::GraphDef(graph_def)),
+    }
+}

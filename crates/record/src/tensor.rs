@@ -1,0 +1,635 @@
+//! The tensor codec: [`Tensor`] (an `ndarray::ArrayD` of one of smdebug's dtypes) to and from
+//! `TensorProto`, exactly as smdebug 1.0.34 encodes it.
+use crate::error::{Error, Result};
+use crate::proto::{tensor_shape_proto, DataType, TensorProto, TensorShapeProto};
+use half::f16;
+use ndarray::{ArrayD, IxDyn};
+use num_complex::{Complex32, Complex64};
+use std::fmt;
+
+/// The element types smdebug can write, named as numpy names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// IEEE-754 half precision (`DT_HALF`).
+    Float16,
+    /// `DT_FLOAT`.
+    Float32,
+    /// `DT_DOUBLE`.
+    Float64,
+    /// `DT_INT8` (Python smdebug reads it back as uint8).
+    Int8,
+    /// `DT_INT16` (Python smdebug cannot read it back).
+    Int16,
+    /// `DT_INT32`.
+    Int32,
+    /// `DT_INT64`.
+    Int64,
+    /// `DT_UINT8`.
+    UInt8,
+    /// `DT_UINT16` (Python smdebug cannot read it back).
+    UInt16,
+    /// `DT_UINT32` (Python smdebug cannot read it back).
+    UInt32,
+    /// `DT_UINT64` (Python smdebug cannot read it back).
+    UInt64,
+    /// `DT_BOOL`, one byte per element.
+    Bool,
+    /// `DT_COMPLEX64`: (real, imag) `f32` pairs (Python smdebug cannot read it back).
+    Complex64,
+    /// `DT_COMPLEX128`: (real, imag) `f64` pairs.
+    Complex128,
+    /// UTF-8 strings, written with `dtype` left at 0 and one `string_val` per element.
+    Str,
+}
+
+impl DType {
+    /// Every dtype, in the order of the table in FORMAT.md §7.2.
+    pub const ALL: [DType; 15] = [
+        DType::Float16,
+        DType::Float32,
+        DType::Float64,
+        DType::Int8,
+        DType::Int16,
+        DType::Int32,
+        DType::Int64,
+        DType::UInt8,
+        DType::UInt16,
+        DType::UInt32,
+        DType::UInt64,
+        DType::Bool,
+        DType::Complex64,
+        DType::Complex128,
+        DType::Str,
+    ];
+
+    /// The numpy name (`"float32"`, `"uint8"`, `"complex128"`, `"bool"`, `"str"`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Float16 => "float16",
+            DType::Float32 => "float32",
+            DType::Float64 => "float64",
+            DType::Int8 => "int8",
+            DType::Int16 => "int16",
+            DType::Int32 => "int32",
+            DType::Int64 => "int64",
+            DType::UInt8 => "uint8",
+            DType::UInt16 => "uint16",
+            DType::UInt32 => "uint32",
+            DType::UInt64 => "uint64",
+            DType::Bool => "bool",
+            DType::Complex64 => "complex64",
+            DType::Complex128 => "complex128",
+            DType::Str => "str",
+        }
+    }
+
+    /// The dtype with this numpy name, if any.
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// Bytes per element in `tensor_content`; `None` for strings.
+    pub fn item_size(self) -> Option<usize> {
+        Some(match self {
+            DType::Int8 | DType::UInt8 | DType::Bool => 1,
+            DType::Float16 | DType::Int16 | DType::UInt16 => 2,
+            DType::Float32 | DType::Int32 | DType::UInt32 => 4,
+            DType::Float64 | DType::Int64 | DType::UInt64 | DType::Complex64 => 8,
+            DType::Complex128 => 16,
+            DType::Str => return None,
+        })
+    }
+
+    /// The `DataType` smdebug writes for this dtype. Strings give `DtInvalid` (0), not
+    /// `DtString`: smdebug leaves the field unset for them.
+    pub fn to_proto(self) -> DataType {
+        match self {
+            DType::Float16 => DataType::DtHalf,
+            DType::Float32 => DataType::DtFloat,
+            DType::Float64 => DataType::DtDouble,
+            DType::Int8 => DataType::DtInt8,
+            DType::Int16 => DataType::DtInt16,
+            DType::Int32 => DataType::DtInt32,
+            DType::Int64 => DataType::DtInt64,
+            DType::UInt8 => DataType::DtUint8,
+            DType::UInt16 => DataType::DtUint16,
+            DType::UInt32 => DataType::DtUint32,
+            DType::UInt64 => DataType::DtUint64,
+            DType::Bool => DataType::DtBool,
+            DType::Complex64 => DataType::DtComplex64,
+            DType::Complex128 => DataType::DtComplex128,
+            DType::Str => DataType::DtInvalid,
+        }
+    }
+
+    /// The dtype a numeric `DataType` number decodes to (`DT_STRING` gives [`DType::Str`];
+    /// 0 gives `None` because its meaning depends on `string_val`).
+    pub fn from_proto(dtype: i32) -> Option<DType> {
+        Some(match DataType::try_from(dtype).ok()? {
+            DataType::DtHalf => DType::Float16,
+            DataType::DtFloat => DType::Float32,
+            DataType::DtDouble => DType::Float64,
+            DataType::DtInt8 => DType::Int8,
+            DataType::DtInt16 => DType::Int16,
+            DataType::DtInt32 => DType::Int32,
+            DataType::DtInt64 => DType::Int64,
+            DataType::DtUint8 => DType::UInt8,
+            DataType::DtUint16 => DType::UInt16,
+            DataType::DtUint32 => DType::UInt32,
+            DataType::DtUint64 => DType::UInt64,
+            DataType::DtBool => DType::Bool,
+            DataType::DtComplex64 => DType::Complex64,
+            DataType::DtComplex128 => DType::Complex128,
+            DataType::DtString => DType::Str,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A numeric element type that travels as little-endian bytes in `tensor_content`.
+pub trait Element: Copy + Default + fmt::Debug + 'static {
+    /// Its dtype.
+    const DTYPE: DType;
+    /// Bytes per element.
+    const SIZE: usize;
+    /// Appends the element's little-endian bytes.
+    fn put_le(self, out: &mut Vec<u8>);
+    /// Reads an element from exactly [`SIZE`](Self::SIZE) little-endian bytes.
+    fn from_le(bytes: &[u8]) -> Self;
+    /// Wraps an array of this type in a [`Tensor`].
+    fn into_tensor(array: ArrayD<Self>) -> Tensor;
+    /// The array inside `tensor` if it holds this type.
+    fn array_of(tensor: &Tensor) -> Option<&ArrayD<Self>>;
+}
+
+/// `N` bytes from the front of `bytes` (callers pass chunks of exactly the element size).
+fn le_array<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&bytes[..N]);
+    a
+}
+
+macro_rules! plain_element {
+    ($t:ty, $dtype:ident, $size:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dtype;
+            const SIZE: usize = $size;
+            fn put_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn from_le(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(le_array::<$size>(bytes))
+            }
+            fn into_tensor(array: ArrayD<Self>) -> Tensor {
+                Tensor::$dtype(array)
+            }
+            fn array_of(tensor: &Tensor) -> Option<&ArrayD<Self>> {
+                match tensor {
+                    Tensor::$dtype(a) => Some(a),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+plain_element!(f16, Float16, 2);
+plain_element!(f32, Float32, 4);
+plain_element!(f64, Float64, 8);
+plain_element!(i8, Int8, 1);
+plain_element!(i16, Int16, 2);
+plain_element!(i32, Int32, 4);
+plain_element!(i64, Int64, 8);
+plain_element!(u8, UInt8, 1);
+plain_element!(u16, UInt16, 2);
+plain_element!(u32, UInt32, 4);
+plain_element!(u64, UInt64, 8);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    const SIZE: usize = 1;
+    fn put_le(self, out: &mut Vec<u8>) {
+        out.push(u8::from(self));
+    }
+    /// numpy treats any non-zero byte as true.
+    fn from_le(bytes: &[u8]) -> Self {
+        bytes[0] != 0
+    }
+    fn into_tensor(array: ArrayD<Self>) -> Tensor {
+        Tensor::Bool(array)
+    }
+    fn array_of(tensor: &Tensor) -> Option<&ArrayD<Self>> {
+        match tensor {
+            Tensor::Bool(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
+macro_rules! complex_element {
+    ($t:ty, $part:ty, $dtype:ident, $half:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dtype;
+            const SIZE: usize = 2 * $half;
+            fn put_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.re.to_le_bytes());
+                out.extend_from_slice(&self.im.to_le_bytes());
+            }
+            fn from_le(bytes: &[u8]) -> Self {
+                <$t>::new(
+                    <$part>::from_le_bytes(le_array::<$half>(bytes)),
+                    <$part>::from_le_bytes(le_array::<$half>(&bytes[$half..])),
+                )
+            }
+            fn into_tensor(array: ArrayD<Self>) -> Tensor {
+                Tensor::$dtype(array)
+            }
+            fn array_of(tensor: &Tensor) -> Option<&ArrayD<Self>> {
+                match tensor {
+                    Tensor::$dtype(a) => Some(a),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+complex_element!(Complex32, f32, Complex64, 4);
+complex_element!(Complex64, f64, Complex128, 8);
+
+/// A tensor value of any dtype smdebug writes: one variant per [`DType`], each holding an
+/// n-dimensional array (0-d arrays and arrays with a zero-length axis included).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tensor {
+    /// float16.
+    Float16(ArrayD<f16>),
+    /// float32.
+    Float32(ArrayD<f32>),
+    /// float64.
+    Float64(ArrayD<f64>),
+    /// int8.
+    Int8(ArrayD<i8>),
+    /// int16.
+    Int16(ArrayD<i16>),
+    /// int32.
+    Int32(ArrayD<i32>),
+    /// int64.
+    Int64(ArrayD<i64>),
+    /// uint8.
+    UInt8(ArrayD<u8>),
+    /// uint16.
+    UInt16(ArrayD<u16>),
+    /// uint32.
+    UInt32(ArrayD<u32>),
+    /// uint64.
+    UInt64(ArrayD<u64>),
+    /// bool.
+    Bool(ArrayD<bool>),
+    /// complex64 (two `f32`).
+    Complex64(ArrayD<Complex32>),
+    /// complex128 (two `f64`).
+    Complex128(ArrayD<Complex64>),
+    /// Strings. smdebug can only write 1-D string tensors.
+    Str(ArrayD<String>),
+}
+
+/// Runs `$body` with `$a` bound to the array of any numeric variant, or `$str` for strings.
+macro_rules! dispatch {
+    ($self:expr, $a:ident => $body:expr, $s:ident => $str:expr) => {
+        match $self {
+            Tensor::Float16($a) => $body,
+            Tensor::Float32($a) => $body,
+            Tensor::Float64($a) => $body,
+            Tensor::Int8($a) => $body,
+            Tensor::Int16($a) => $body,
+            Tensor::Int32($a) => $body,
+            Tensor::Int64($a) => $body,
+            Tensor::UInt8($a) => $body,
+            Tensor::UInt16($a) => $body,
+            Tensor::UInt32($a) => $body,
+            Tensor::UInt64($a) => $body,
+            Tensor::Bool($a) => $body,
+            Tensor::Complex64($a) => $body,
+            Tensor::Complex128($a) => $body,
+            Tensor::Str($s) => $str,
+        }
+    };
+}
+
+impl<T: Element> From<ArrayD<T>> for Tensor {
+    fn from(array: ArrayD<T>) -> Self {
+        T::into_tensor(array)
+    }
+}
+
+impl From<ArrayD<String>> for Tensor {
+    fn from(array: ArrayD<String>) -> Self {
+        Tensor::Str(array)
+    }
+}
+
+impl Tensor {
+    /// Its dtype.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Tensor::Float16(_) => DType::Float16,
+            Tensor::Float32(_) => DType::Float32,
+            Tensor::Float64(_) => DType::Float64,
+            Tensor::Int8(_) => DType::Int8,
+            Tensor::Int16(_) => DType::Int16,
+            Tensor::Int32(_) => DType::Int32,
+            Tensor::Int64(_) => DType::Int64,
+            Tensor::UInt8(_) => DType::UInt8,
+            Tensor::UInt16(_) => DType::UInt16,
+            Tensor::UInt32(_) => DType::UInt32,
+            Tensor::UInt64(_) => DType::UInt64,
+            Tensor::Bool(_) => DType::Bool,
+            Tensor::Complex64(_) => DType::Complex64,
+            Tensor::Complex128(_) => DType::Complex128,
+            Tensor::Str(_) => DType::Str,
+        }
+    }
+
+    /// Its shape (empty for a 0-d tensor).
+    pub fn shape(&self) -> &[usize] {
+        dispatch!(self, a => a.shape(), s => s.shape())
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        dispatch!(self, a => a.len(), s => s.len())
+    }
+
+    /// True when the tensor has no element (some axis has length 0; a 0-d tensor has one).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The array if the tensor holds elements of type `T`.
+    ///
+    /// ```
+    /// use smdebug_record::Tensor;
+    /// let t = Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+    /// assert_eq!(t.as_array::<f32>().unwrap().sum(), 3.0);
+    /// assert!(t.as_array::<f64>().is_none());
+    /// ```
+    pub fn as_array<T: Element>(&self) -> Option<&ArrayD<T>> {
+        T::array_of(self)
+    }
+
+    /// The element bytes in C (row-major) order: little-endian numbers as in
+    /// `tensor_content` (bool as one 0/1 byte, complex as (real, imag)). Strings, which have
+    /// no fixed width, are each a `u32` LE byte count followed by the UTF-8 bytes.
+    ///
+    /// This is the canonical form hashed by the project's dumps (numpy's `tobytes()` for
+    /// numeric arrays), so equal hashes mean equal values on both implementations.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        dispatch!(self, a => le_bytes(a), s => {
+            let mut out = Vec::new();
+            for x in s.iter() {
+                out.extend_from_slice(&(x.len() as u32).to_le_bytes());
+                out.extend_from_slice(x.as_bytes());
+            }
+            out
+        })
+    }
+
+    /// Encodes the tensor exactly as smdebug's `make_tensor_proto` does for a tensor named
+    /// `tag`: `dtype`, `tensor_shape` with one dim `{size, name: "<tag>_<size>"}` per axis
+    /// (always present, empty for 0-d), raw `tensor_content` for numbers, `string_val` with
+    /// `dtype` 0 for strings.
+    ///
+    /// Fails only for string tensors that are not 1-D (Python's writer fails on them too).
+    pub fn to_proto(&self, tag: &str) -> Result<TensorProto> {
+        let tensor_shape = Some(shape_proto(tag, self.shape()));
+        Ok(match self {
+            Tensor::Str(s) => {
+                if s.ndim() != 1 {
+                    return Err(Error::UnencodableTensor {
+                        at: Default::default(),
+                        reason: format!(
+                            "string tensor {tag:?} has {} dimensions; smdebug writes only 1-D string tensors",
+                            s.ndim()
+                        ),
+                    });
+                }
+                TensorProto {
+                    dtype: DataType::DtInvalid as i32,
+                    tensor_shape,
+                    string_val: s.iter().map(|x| x.as_bytes().to_vec()).collect(),
+                    ..Default::default()
+                }
+            }
+            _ => TensorProto {
+                dtype: self.dtype().to_proto() as i32,
+                tensor_shape,
+                tensor_content: self.to_le_bytes(),
+                ..Default::default()
+            },
+        })
+    }
+
+    /// Decodes a `TensorProto` as written by smdebug, TensorFlow or TensorBoard.
+    ///
+    /// Like Python smdebug: the shape is the list of dim sizes; `dtype` 0 with `string_val`
+    /// is a string tensor; numeric values come from `tensor_content`, or, when it is empty,
+    /// from `float_val`/`int_val`/`int64_val`/`bool_val`. Unlike Python: every dtype of
+    /// [`DType`] decodes (int8 as signed; Python returns uint8 and fails on int16, uint16,
+    /// uint32, uint64 and complex64), a tensor with zero elements decodes to an empty
+    /// array (Python returns `None` or raises), string tensors of any rank decode, and a
+    /// fallback list whose length matches the shape is reshaped to it.
+    pub fn from_proto(proto: &TensorProto) -> Result<Tensor> {
+        let shape = decode_shape(proto)?;
+        let count = element_count(&shape)?;
+        let dtype = match (proto.dtype, proto.string_val.is_empty()) {
+            (0, false) => DType::Str,
+            // smdebug writes an empty string array with dtype 0 and nothing else; it has
+            // zero elements, so any numeric reading is as good: keep it a string tensor.
+            (0, true) if count == 0 => DType::Str,
+            (d, _) => DType::from_proto(d).ok_or(Error::UnsupportedDType {
+                at: Default::default(),
+                dtype: d,
+            })?,
+        };
+        Ok(match dtype {
+            DType::Float16 => Tensor::Float16(numeric(proto, &shape, count, |p| {
+                Some(
+                    p.half_val
+                        .iter()
+                        // half_val holds the 16 bits in the low half of each int32.
+                        .map(|&b| f16::from_bits(b as u16))
+                        .collect(),
+                )
+            })?),
+            DType::Float32 => Tensor::Float32(numeric(proto, &shape, count, |p| {
+                Some(p.float_val.clone())
+            })?),
+            DType::Float64 => Tensor::Float64(numeric(proto, &shape, count, |p| {
+                Some(p.double_val.clone())
+            })?),
+            DType::Int8 => Tensor::Int8(numeric(proto, &shape, count, |p| {
+                p.int_val.iter().map(|&v| i8::try_from(v).ok()).collect()
+            })?),
+            DType::Int16 => Tensor::Int16(numeric(proto, &shape, count, |p| {
+                p.int_val.iter().map(|&v| i16::try_from(v).ok()).collect()
+            })?),
+            DType::Int32 => {
+                Tensor::Int32(numeric(proto, &shape, count, |p| Some(p.int_val.clone()))?)
+            }
+            DType::Int64 => Tensor::Int64(numeric(proto, &shape, count, |p| {
+                Some(p.int64_val.clone())
+            })?),
+            DType::UInt8 => Tensor::UInt8(numeric(proto, &shape, count, |p| {
+                p.int_val.iter().map(|&v| u8::try_from(v).ok()).collect()
+            })?),
+            DType::UInt16 => Tensor::UInt16(numeric(proto, &shape, count, |p| {
+                p.int_val.iter().map(|&v| u16::try_from(v).ok()).collect()
+            })?),
+            DType::UInt32 => Tensor::UInt32(numeric(proto, &shape, count, |_| None)?),
+            DType::UInt64 => Tensor::UInt64(numeric(proto, &shape, count, |_| None)?),
+            DType::Bool => {
+                Tensor::Bool(numeric(proto, &shape, count, |p| Some(p.bool_val.clone()))?)
+            }
+            DType::Complex64 => Tensor::Complex64(numeric(proto, &shape, count, |p| {
+                pairs(&p.scomplex_val).map(|v| v.map(|(re, im)| Complex32::new(re, im)).collect())
+            })?),
+            DType::Complex128 => Tensor::Complex128(numeric(proto, &shape, count, |p| {
+                pairs(&p.dcomplex_val).map(|v| v.map(|(re, im)| Complex64::new(re, im)).collect())
+            })?),
+            DType::Str => Tensor::Str(strings(proto, &shape, count)?),
+        })
+    }
+}
+
+/// `(re, im)` pairs of a flat list, or `None` when its length is odd.
+fn pairs<T: Copy>(flat: &[T]) -> Option<impl Iterator<Item = (T, T)> + '_> {
+    if flat.len() % 2 != 0 {
+        return None;
+    }
+    Some(flat.chunks_exact(2).map(|c| (c[0], c[1])))
+}
+
+fn le_bytes<T: Element>(a: &ArrayD<T>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(a.len() * T::SIZE);
+    // `iter()` walks in logical (C) order whatever the memory layout, like numpy's
+    // `tobytes()` does for Fortran-ordered or strided arrays.
+    match a.as_slice() {
+        Some(slice) => slice.iter().for_each(|&x| x.put_le(&mut out)),
+        None => a.iter().for_each(|&x| x.put_le(&mut out)),
+    }
+    out
+}
+
+fn shape_proto(tag: &str, shape: &[usize]) -> TensorShapeProto {
+    TensorShapeProto {
+        dim: shape
+            .iter()
+            .map(|&size| tensor_shape_proto::Dim {
+                size: size as i64,
+                name: format!("{tag}_{size}"),
+            })
+            .collect(),
+        unknown_rank: false,
+    }
+}
+
+fn decode_shape(proto: &TensorProto) -> Result<Vec<usize>> {
+    let dims = proto
+        .tensor_shape
+        .as_ref()
+        .map(|s| s.dim.as_slice())
+        .unwrap_or_default();
+    dims.iter()
+        .map(|d| {
+            usize::try_from(d.size)
+                .map_err(|_| Error::malformed(format!("dimension size {} is invalid", d.size)))
+        })
+        .collect()
+}
+
+/// Product of the dims, failing on overflow (a shape read from input can claim anything).
+fn element_count(shape: &[usize]) -> Result<usize> {
+    shape.iter().try_fold(1usize, |acc, &d| {
+        acc.checked_mul(d)
+            .ok_or_else(|| Error::malformed(format!("shape {shape:?} has too many elements")))
+    })
+}
+
+/// Decodes a numeric tensor from `tensor_content`, or from the typed fallback list that
+/// `fallback` extracts (`None`: no usable fallback for this dtype).
+fn numeric<T: Element>(
+    proto: &TensorProto,
+    shape: &[usize],
+    count: usize,
+    fallback: impl FnOnce(&TensorProto) -> Option<Vec<T>>,
+) -> Result<ArrayD<T>> {
+    let content = &proto.tensor_content;
+    if !content.is_empty() {
+        // `count` came from the input; compare before allocating anything of that size.
+        let expected = count.checked_mul(T::SIZE);
+        if expected != Some(content.len()) {
+            return Err(Error::malformed(format!(
+                "{} content bytes for shape {shape:?} of {} ({} bytes each)",
+                content.len(),
+                T::DTYPE,
+                T::SIZE
+            )));
+        }
+        let values: Vec<T> = content.chunks_exact(T::SIZE).map(T::from_le).collect();
+        return to_array(shape, values);
+    }
+    if count == 0 {
+        return to_array(shape, Vec::new());
+    }
+    let values = match fallback(proto) {
+        Some(v) if !v.is_empty() => v,
+        Some(_) => {
+            return Err(Error::malformed(format!(
+                "{} tensor of shape {shape:?} has neither tensor_content nor values",
+                T::DTYPE
+            )))
+        }
+        None => {
+            return Err(Error::malformed(format!(
+                "{} tensor of shape {shape:?} has no tensor_content and unusable typed values",
+                T::DTYPE
+            )))
+        }
+    };
+    if values.len() == count {
+        to_array(shape, values)
+    } else {
+        // What Python does with any fallback list (`np.int32(tensor.int_val)`): a 1-D
+        // array of the values, whatever the declared shape.
+        to_array(&[values.len()], values)
+    }
+}
+
+fn to_array<T>(shape: &[usize], values: Vec<T>) -> Result<ArrayD<T>> {
+    ArrayD::from_shape_vec(IxDyn(shape), values)
+        .map_err(|e| Error::malformed(format!("cannot shape values as {shape:?}: {e}")))
+}
+
+fn strings(proto: &TensorProto, shape: &[usize], count: usize) -> Result<ArrayD<String>> {
+    if proto.string_val.len() < count {
+        return Err(Error::malformed(format!(
+            "string tensor of shape {shape:?} has only {} values",
+            proto.string_val.len()
+        )));
+    }
+    // Like Python, extra values beyond the shape are ignored.
+    let values = proto.string_val[..count]
+        .iter()
+        .map(|b| {
+            String::from_utf8(b.clone())
+                .map_err(|e| Error::malformed(format!("string value is not UTF-8: {e}")))
+        })
+        .collect::<Result<Vec<String>>>()?;
+    to_array(shape, values)
+}
