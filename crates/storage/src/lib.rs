@@ -24,7 +24,7 @@
 //! let location = Location::parse(dir.path().to_str().unwrap())?;
 //! let store = BlockingStore::open(&location)?;
 //! store.put("index/000000000/000000000001_worker_0.json", b"{}".to_vec().into())?;
-//! store.put("training_job_end.ts", bytes::Bytes::new())?;
+//! store.put("training_job_end.ts", smdebug_storage::Bytes::new())?;
 //!
 //! let keys: Vec<String> = store.list("index/", None)?.into_iter().map(|o| o.key).collect();
 //! assert_eq!(keys, ["index/000000000/000000000001_worker_0.json"]);
@@ -64,9 +64,9 @@ use std::fmt::Debug;
 use std::ops::Range;
 
 use async_trait::async_trait;
-use bytes::Bytes;
-
 pub use blocking::BlockingStore;
+/// The byte buffer type of this API (re-exported so callers need not depend on `bytes`).
+pub use bytes::Bytes;
 pub use error::{Operation, Result, StorageError};
 pub use key::{validate_key, validate_prefix, MAX_KEY_LEN};
 pub use local::LocalStorage;

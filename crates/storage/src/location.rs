@@ -173,7 +173,11 @@ impl Location {
         use object_store::aws::AmazonS3Builder;
         install_tls_provider();
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let endpoint = env("AWS_ENDPOINT_URL_S3").or_else(|| env("AWS_ENDPOINT_URL"));
+        let endpoint = options
+            .endpoint
+            .clone()
+            .or_else(|| env("AWS_ENDPOINT_URL_S3"))
+            .or_else(|| env("AWS_ENDPOINT_URL"));
         // An explicit http:// endpoint is a deliberate choice (a local test server), as
         // boto3 treats it; otherwise plain HTTP needs AWS_ALLOW_HTTP=true.
         let allow_http = env("AWS_ALLOW_HTTP").is_some_and(|v| v.eq_ignore_ascii_case("true"))
@@ -189,7 +193,12 @@ impl Location {
         }
         if let Some(endpoint) = endpoint {
             // Custom servers (moto, MinIO, …) rarely have per-bucket DNS names.
+            // Both keys: from_env may have set the S3-specific one, which wins in build().
             builder = builder
+                .with_config(
+                    object_store::aws::AmazonS3ConfigKey::S3Endpoint,
+                    endpoint.clone(),
+                )
                 .with_endpoint(endpoint)
                 .with_virtual_hosted_style_request(false);
         }

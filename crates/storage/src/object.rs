@@ -37,6 +37,9 @@ pub struct ObjectStoreOptions {
     pub connect_timeout: Duration,
     /// How [`Storage::get_ranges`] merges and parallelises reads.
     pub read: ReadOptions,
+    /// S3 only: the endpoint URL, overriding `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`
+    /// (requests are then path-style, and an `http://` endpoint allows plain HTTP).
+    pub endpoint: Option<String>,
 }
 
 impl Default for ObjectStoreOptions {
@@ -49,6 +52,7 @@ impl Default for ObjectStoreOptions {
             request_timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(5),
             read: ReadOptions::default(),
+            endpoint: None,
         }
     }
 }
