@@ -2,4 +2,6 @@
 //! smdebug 1.0.34 (run by `cargo xtask test`, which sets up the peer).
 mod index;
 mod record;
+mod reduce;
+mod config;
 mod storage;
