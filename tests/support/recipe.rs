@@ -862,7 +862,7 @@ mod tests {
         .unwrap();
         let u = recipe.expected_values(0, 5, 1).unwrap();
         assert!(u.bytes.iter().all(|b| (3..=9).contains(b)));
-        assert!(u.bytes.iter().any(|&b| b == 3) && u.bytes.iter().any(|&b| b == 9));
+        assert!(u.bytes.contains(&3) && u.bytes.contains(&9));
         let d = recipe.expected_values(1, 5, 1).unwrap();
         for c in d.bytes.chunks(8) {
             let v = f64::from_le_bytes(c.try_into().unwrap());
