@@ -123,6 +123,10 @@ impl IndexFile {
 
     /// The JSON smdebug would write for the same content, byte for byte (no
     /// [`PAYLOAD_CRC_KEY`]).
+    ///
+    /// Both writers emit the content as it is: a file with tensor entries but no
+    /// `meta.event_file_name` is written, although neither smdebug's reader (`KeyError`) nor
+    /// [`IndexFile::parse`] accepts it.
     pub fn to_python_json(&self) -> String {
         self.write(false)
     }

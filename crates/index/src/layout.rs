@@ -315,13 +315,13 @@ pub fn classify_key(key: &str) -> Result<TrialFile, LayoutError> {
             TrialFile::Ignored
         });
     };
+    // smdebug lists `(.+)\.(json|csv)$` / `(.+)\.(tfevents)$`: a bare ".json" is not listed.
+    let listed = |ext: &str| name.len() > ext.len() && name.ends_with(ext);
     match first {
-        INDEX_DIR if name.ends_with(".json") || name.ends_with(".csv") => {
-            parse_step_file_name(name)
-                .map(TrialFile::Index)
-                .map_err(|e| with_path(e, key))
-        }
-        EVENTS_DIR if name.ends_with(".tfevents") => parse_step_file_name(name)
+        INDEX_DIR if listed(".json") || listed(".csv") => parse_step_file_name(name)
+            .map(TrialFile::Index)
+            .map_err(|e| with_path(e, key)),
+        EVENTS_DIR if listed(".tfevents") => parse_step_file_name(name)
             .map(TrialFile::Events)
             .map_err(|e| with_path(e, key)),
         // smdebug only lists below `collections/000000000/`, i.e. one folder deeper.
@@ -541,6 +541,8 @@ mod tests {
             "system/incremental/x.json",
             "sub/training_job_end.ts",
             "training_job_end.ts/x",
+            "index/000000000/.json",
+            "events/000000000000/.tfevents",
         ] {
             assert_eq!(classify_key(ignored).unwrap(), Ignored, "{ignored:?}");
         }

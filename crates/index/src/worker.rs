@@ -49,6 +49,9 @@ pub fn validate_worker(worker: &str) -> Result<(), LayoutError> {
 
 /// smdebug's `serialize_tf_device`: every `/` becomes `_`, then every `:` becomes `-`.
 ///
+/// smdebug's Trial applies it to *every* worker name (not only TF devices) when it builds its
+/// `last_index_token`, so `a:b` becomes `a-b` there.
+///
 /// ```
 /// use smdebug_index::serialize_tf_device;
 /// assert_eq!(
