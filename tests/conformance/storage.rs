@@ -303,7 +303,7 @@ fn puts_survive_or_fail_loudly_when_the_server_stops_answering() {
         std::thread::sleep(Duration::from_millis(5));
     }
     server.signal("-STOP");
-    std::thread::sleep(Duration::from_secs(4));
+    std::thread::sleep(Duration::from_secs(5));
     server.signal("-CONT");
     let results = writer.join().expect("writer thread");
 
