@@ -41,7 +41,13 @@ impl fmt::Display for WorkerNameProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             WorkerNameProblem::Empty => "it is empty",
-            WorkerNameProblem::TooLong => "it is longer than 200 bytes",
+            WorkerNameProblem::TooLong => {
+                return write!(
+                    f,
+                    "it is longer than {} bytes",
+                    crate::MAX_WORKER_NAME_BYTES
+                )
+            }
             WorkerNameProblem::PathSeparator => {
                 "it contains a path separator ('/' or '\\'; serialize TF device names first)"
             }
