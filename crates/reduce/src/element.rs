@@ -103,8 +103,8 @@ pub trait Element: Copy + PartialOrd + Debug + Send + Sync + 'static + sealed::S
     fn to_f64(self) -> f64;
     /// The value as a [`Scalar`] of its own dtype.
     fn to_scalar(self) -> Scalar;
-    /// Divides a sum by an element count the way a numpy *array* `true_divide` of this dtype
-    /// does (the count is first converted to this dtype: `float16(n)`, `float32(n)`).
+    /// Divides a sum by an element count the way numpy's `_var` divides its one-element
+    /// mean *array* by the count (numpy 1.x value-based casting decides the precision).
     fn div_count(sum: Self::Acc, n: usize) -> Self::Acc;
 }
 
@@ -294,7 +294,13 @@ impl Element for f32 {
         Scalar::F32(self)
     }
     fn div_count(sum: f32, n: usize) -> f32 {
-        sum / n as f32
+        // Value-based casting: the count is a uint16 at most below 65536, which float32
+        // holds; beyond that the division happens in float64.
+        if n < 65536 {
+            sum / n as f32
+        } else {
+            (f64::from(sum) / n as f64) as f32
+        }
     }
 }
 
@@ -377,8 +383,13 @@ impl Element for f16 {
         Scalar::F16(self)
     }
     fn div_count(sum: f32, n: usize) -> f32 {
-        // numpy's HALF_divide: both operands as float, the count having been cast to half.
-        let n = f32::from(f16::from_f64(n as f64));
-        Self::round_acc(sum / n)
+        // Value-based casting picks the division dtype from the count's minimal type: uint8
+        // (float16 division, which numpy does in float), uint16 (float32), else float64;
+        // the quotient is then stored as float16.
+        if n < 65536 {
+            Self::round_acc(sum / n as f32)
+        } else {
+            f32::from(f16::from_f64(f64::from(sum) / n as f64))
+        }
     }
 }

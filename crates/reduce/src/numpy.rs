@@ -218,10 +218,8 @@ fn norm<T: Element, const ABS: bool>(
             fres::<T>(T::round_acc(tmp).to_f64()).sqrt()
         } else if f.nan > 0 {
             fres::<T>(f64::NAN)
-        } else if f.inf > 0 {
-            fres::<T>(f64::INFINITY)
         } else {
-            fres::<T>(f.sumsq.sqrt())
+            fres::<T>(vector_l2::<T>(f))
         }),
         2 => {
             let (rows, cols) = (shape[0], shape[1]);
@@ -234,6 +232,10 @@ fn norm<T: Element, const ABS: bool>(
                 }
                 if rows == 0 {
                     return Ok(fres::<T>(0.0));
+                }
+                if cols == 1 {
+                    // numpy drops the unit axis, so this is a 1-d pairwise reduction.
+                    return Ok(fres::<T>(f.abs_store.to_f64()));
                 }
                 // add.reduce over axis 0 adds whole rows: a sequential sum per column, each
                 // addition rounded to the element dtype (which matters for float16).
@@ -285,5 +287,21 @@ fn norm<T: Element, const ABS: bool>(
             request: req,
             ndim: shape.len(),
         }),
+    }
+}
+
+/// `sqrt(Σx²)` of data without NaN, from the fused pass's moments. An overflowing sum of
+/// squares is +∞, as in BLAS `dot` (our per-leaf moments would give NaN there); float32 data
+/// overflow where numpy's float32 `dot` does, once Σx² exceeds `f32::MAX`.
+pub(crate) fn vector_l2<T: Element>(f: &Fused<T>) -> f64 {
+    let limit = if T::DTYPE == DType::F32 {
+        f64::from(f32::MAX)
+    } else {
+        f64::MAX
+    };
+    if f.inf > 0 || f.sumsq.is_nan() || f.sumsq > limit {
+        f64::INFINITY
+    } else {
+        f.sumsq.sqrt()
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::element::{AccFloat, Element};
 use crate::kernel::{fused, Fused};
-use crate::numpy::{fres, map, mean_result, needs_fused};
+use crate::numpy::{fres, map, mean_result, needs_fused, vector_l2};
 use crate::{Flavor, ReduceError, Reduction, ReductionRequest, Scalar};
 use std::cmp::Ordering;
 
@@ -107,10 +107,8 @@ fn one<T: Element, const ABS: bool>(
             let f = fused();
             fres::<T>(if f.nan > 0 {
                 f64::NAN
-            } else if f.inf > 0 {
-                f64::INFINITY
             } else {
-                f.sumsq.sqrt()
+                vector_l2::<T>(f)
             })
         }
         Reduction::Prod => {
