@@ -1,4 +1,33 @@
 //! `smdebug`: the command-line tool of smdebug-rs.
-fn main() {
-    println!("smdebug {}", env!("CARGO_PKG_VERSION"));
+//!
+//! Until the hook and trial crates land, its command is `roundtrip`: write a small trial with
+//! the record, index, config and storage crates exactly as smdebug lays one out, then read it
+//! back through the index files and print what it saw.
+
+mod roundtrip;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "smdebug",
+    version,
+    about = "Write, read and check SageMaker Debugger trials"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write a small trial (local path or s3:// URL) and read it back, printing every tensor.
+    Roundtrip(roundtrip::Args),
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Roundtrip(args) => roundtrip::run(&args, &mut std::io::stdout().lock()),
+    }
 }
