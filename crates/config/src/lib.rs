@@ -32,6 +32,9 @@ mod pyregex;
 mod reduction_config;
 mod save_config;
 
+#[cfg(test)]
+mod proptests;
+
 pub use collection::{
     collections_file_path, keys, Collection, CollectionManager, Framework, COLLECTIONS_DIR,
 };

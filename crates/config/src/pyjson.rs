@@ -499,7 +499,7 @@ pub fn py_int(v: &PyValue) -> Option<i64> {
                 return None;
             }
             let t = f.trunc();
-            if t >= -9.223_372_036_854_776e18 && t < 9.223_372_036_854_776e18 {
+            if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&t) {
                 Some(t as i64)
             } else {
                 None

@@ -241,8 +241,7 @@ fn width_seq(chars: &[char], mut i: usize, depth: usize) -> (Option<usize>, usiz
     let mut branch: Option<usize> = Some(0);
     let mut result: Option<Option<usize>> = None;
     let mut last: Option<usize> = None;
-    loop {
-        let Some(&c) = chars.get(i) else { break };
+    while let Some(&c) = chars.get(i) {
         let atom: Option<usize>;
         match c {
             ')' => break,
@@ -431,7 +430,7 @@ mod tests {
 
     #[test]
     fn defaults_use_the_right_engine() {
-        assert!(PyRegex::new("^gradient").unwrap().uses_fancy() == false);
+        assert!(!PyRegex::new("^gradient").unwrap().uses_fancy());
         assert!(PyRegex::new("^(?!gradient).*weight").unwrap().uses_fancy());
         assert!(m("^[a-zA-z]+-.+(?<!(auc|map))$", "train-rmse"));
         assert!(!m("^[a-zA-z]+-.+(?<!(auc|map))$", "train-auc"));
