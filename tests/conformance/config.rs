@@ -462,3 +462,46 @@ fn save_config_decisions_match_should_save_step() {
         }
     }
 }
+
+const HOOK_DOCS: &[&str] = &[
+    r#"{"LocalPath": "/tmp/all_params", "HookParameters": {"save_interval": "2", "save_all": "true", "include_workers": "one", "export_tensorboard": "true", "tensorboard_dir": "/tmp/tensorboard"},
+        "CollectionConfigurations": [{"CollectionName": "weights", "CollectionParameters": {"save_histogram": "false"}}, {"CollectionName": "gradients", "CollectionParameters": {"save_histogram": false}}]}"#,
+    r#"{"LocalPath": "/tmp/p", "HookParameters": {"save_interval": 1, "train.save_interval": 2, "eval.save_interval": 3},
+        "CollectionConfigurations": [{"CollectionName": "weights"}, {"CollectionName": "losses", "CollectionParameters": {"eval.save_interval": 4, "global.save_interval": 5}}]}"#,
+    r#"{"HookParameters": {"save_steps": "0, 1,2,3", "reductions": "max, mean, variance", "save_shape": true, "include_regex": "relu*, conv"},
+        "CollectionConfigurations": [{"CollectionName": "ReluActivation", "CollectionParameters": {"include_regex": "relu*", "reductions": "min,abs_max", "save_raw_tensor": true, "train.end_step": "7", "start_step": 2.9}}]}"#,
+    r#"{"HookParameters": {"end_step": 0, "eval.save_interval": null}, "CollectionConfigurations": [{"CollectionName": "c", "CollectionParameters": null}, {"CollectionName": "c", "CollectionParameters": {"save_interval": null, "include_regex": "a,b"}}]}"#,
+    r#"{"HookParameters": null, "CollectionConfigurations": null}"#,
+];
+
+#[test]
+fn hook_configs_parse_like_smdebug_json_config() {
+    let tmp = tempdir();
+    let mut paths = Vec::new();
+    for (i, doc) in HOOK_DOCS.iter().enumerate() {
+        let p = tmp.path().join(format!("hook{i}.json"));
+        std::fs::write(&p, doc).unwrap();
+        paths.push(p.to_str().unwrap().to_string());
+    }
+    let args: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let py = smdebug_conformance::run_peer_json("config_hook.py", &args);
+    for (doc, py) in HOOK_DOCS.iter().zip(py.as_array().unwrap()) {
+        let c = smdebug_config::HookConfig::from_json(doc).unwrap();
+        let h = &c.hook;
+        let mut cm = CollectionManager::new();
+        c.apply_to(&mut cm).unwrap();
+        let ours = json!({
+            "out_dir": c.local_path,
+            "save_config": serde_json::from_str::<Value>(&h.save_config.to_json()).unwrap(),
+            "reduction_config": h.reduction_config.as_ref().map(|r| serde_json::from_str::<Value>(&r.to_json()).unwrap()),
+            "save_all": h.save_all,
+            "include_regex": h.include_regex,
+            "include_workers": match h.include_workers { smdebug_config::IncludeWorkers::One => "one", smdebug_config::IncludeWorkers::All => "all" },
+            "export_tensorboard": h.export_tensorboard,
+            "tensorboard_dir": h.tensorboard_dir,
+            "include_collections": c.include_collections(),
+            "collections": cm.to_json(),
+        });
+        assert_eq!(&ours, py, "{doc}");
+    }
+}
