@@ -128,9 +128,9 @@ pub enum StorageError {
         location: String,
         /// The key (or list prefix).
         key: String,
-        /// The cause.
+        /// The cause (boxed: it is large, and errors travel through every call).
         #[source]
-        source: object_store::Error,
+        source: Box<object_store::Error>,
     },
     /// The blocking facade could not start its runtime, or a task it ran panicked.
     #[error("blocking storage facade: {reason}")]

@@ -261,7 +261,7 @@ impl Location {
             op: crate::Operation::Open,
             location: self.to_string(),
             key: String::new(),
-            source,
+            source: Box::new(source),
         }
     }
 

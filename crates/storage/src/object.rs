@@ -59,7 +59,7 @@ impl Default for ObjectStoreOptions {
 
 impl ObjectStoreOptions {
     /// object_store's retry configuration for these options.
-    #[cfg_attr(not(feature = "http-client"), allow(dead_code))]
+    #[cfg(feature = "http-client")]
     pub(crate) fn retry_config(&self) -> object_store::RetryConfig {
         object_store::RetryConfig {
             backoff: object_store::BackoffConfig {
@@ -73,7 +73,7 @@ impl ObjectStoreOptions {
     }
 
     /// object_store's HTTP client options for these options.
-    #[cfg_attr(not(feature = "http-client"), allow(dead_code))]
+    #[cfg(feature = "http-client")]
     pub(crate) fn client_options(&self, allow_http: bool) -> object_store::ClientOptions {
         object_store::ClientOptions::new()
             .with_timeout(self.request_timeout)
@@ -146,7 +146,7 @@ impl ObjectStorage {
                 op,
                 location: self.location.clone(),
                 key: key.to_owned(),
-                source,
+                source: Box::new(source),
             },
         }
     }
