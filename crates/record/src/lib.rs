@@ -5,8 +5,8 @@
 //! This crate knows nothing about paths, steps as files or storage: it turns a tensor into
 //! the bytes of a record and back. Layers above it decide where the bytes go.
 //!
-//! * [`framing`](crate::RecordWriter): `u64` LE length, masked CRC32C of the length, payload,
-//!   `u32` footer. Writers choose [`Footer::Magic`] (the constant smdebug puts in `events/`
+//! * Framing ([`RecordWriter`], [`append_record`]): `u64` LE length, masked CRC32C of the
+//!   length, payload, `u32` footer. Writers choose [`Footer::Magic`] (the constant smdebug puts in `events/`
 //!   files) or [`Footer::Crc`] (TensorBoard); readers ([`RecordReader`] over any `Read`,
 //!   [`decode_record_at`] for an index entry's range, [`records`] over a slice) accept both.
 //! * [`proto`]: the prost messages (`Event`, `Summary`, `TensorProto`, ...).

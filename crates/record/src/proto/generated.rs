@@ -30,7 +30,7 @@ pub mod tensor_shape_proto {
         /// Size of the dimension; smdebug's 0 is omitted on the wire (proto3 default).
         #[prost(int64, tag = "1")]
         pub size: i64,
-        /// smdebug names every dim "<tag>_<size>".
+        /// smdebug names every dim `{tag}_{size}`.
         #[prost(string, tag = "2")]
         pub name: ::prost::alloc::string::String,
     }
