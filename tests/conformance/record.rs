@@ -671,3 +671,92 @@ fn recipe_model_agrees_with_every_manifest_value_of_a_template_recipe() {
     // Every tensor and the duplicate were compared.
     assert_eq!(checked.len(), recipe.tensors.len() + 1, "{checked:?}");
 }
+
+fn run_compare(a: &Path, b: &Path) -> (i32, String) {
+    let out = Command::new(peer_python())
+        .arg(smdebug_conformance::peer_dir().join("compare_dumps.py"))
+        .arg(a)
+        .arg(b)
+        .output()
+        .expect("run compare_dumps.py");
+    let code = out
+        .status
+        .code()
+        .expect("compare_dumps.py exited by signal");
+    (code, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Our `dump.py` and `compare_dumps.py`, which later tests use to judge the Rust dump: a dump
+/// equals itself, and one changed digest, a changed error type or a NaN turned into a number
+/// is reported at its JSON Pointer path.
+#[test]
+fn dump_and_compare_dumps_find_real_differences_only() {
+    let tmp = tempdir();
+    let trial = smdebug_conformance::write_fixture("small", &tmp.path().join("small"));
+    let dump = run_peer_json("dump.py", &[trial.to_str().unwrap(), "--compact"]);
+    assert_eq!(dump["schema"], "smdebug-trial-dump/v1");
+    let a = tmp.path().join("a.json");
+    std::fs::write(&a, dump.to_string()).unwrap();
+
+    let mut same = dump.clone();
+    same["generator"]["seconds"] = json!(12345.0); // ignored by default
+    let b = tmp.path().join("b.json");
+    std::fs::write(&b, same.to_string()).unwrap();
+    assert_eq!(run_compare(&a, &b).0, 0, "{}", run_compare(&a, &b).1);
+
+    let value = &mut same["tensors"]["fc1.weight"]["at"]["3"]["by_worker"]["worker_0"]["value"];
+    value["sha256"] = json!("0".repeat(64));
+    value["data"][0] = json!("NaN");
+    std::fs::write(&b, same.to_string()).unwrap();
+    let (code, report) = run_compare(&a, &b);
+    assert_eq!(code, 1, "{report}");
+    assert!(report.contains("DIFFERENT: 2 difference(s)"), "{report}");
+    assert!(
+        report.contains("/tensors/fc1.weight/at/3/by_worker/worker_0/value/sha256"),
+        "{report}"
+    );
+    assert!(
+        report.contains("/tensors/fc1.weight/at/3/by_worker/worker_0/value/data/0"),
+        "{report}"
+    );
+}
+
+/// Our `dump.py` agrees with the shared peer's `dump_trial.py` on every conformance preset
+/// (runs only where `../shared/peer` exists, like the fixture check above).
+#[test]
+fn shared_peer_dump_trial_and_our_dump_agree() {
+    let Some(shared) = std::env::var_os("SMDEBUG_SHARED_PEER").map(PathBuf::from) else {
+        eprintln!(
+            "record::shared_peer_dump_trial_and_our_dump_agree: NOT RUN \
+             (SMDEBUG_SHARED_PEER is not set; the shared peer is not beside this clone)"
+        );
+        return;
+    };
+    for preset in conformance_presets() {
+        let tmp = tempdir();
+        let trial = smdebug_conformance::write_fixture(&preset, &tmp.path().join(&preset));
+        let theirs = tmp.path().join("theirs.json");
+        let out = Command::new(peer_python())
+            .arg(shared.join("dump_trial.py"))
+            .arg(&trial)
+            .arg("--out")
+            .arg(&theirs)
+            .env("PEER_NO_REEXEC", "1")
+            .output()
+            .expect("run dump_trial.py");
+        assert!(
+            out.status.success(),
+            "dump_trial.py failed for {preset}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ours = tmp.path().join("ours.json");
+        let doc = run_peer_json("dump.py", &[trial.to_str().unwrap(), "--compact"]);
+        std::fs::write(&ours, doc.to_string()).unwrap();
+        let (code, report) = run_compare(&theirs, &ours);
+        assert_eq!(
+            code, 0,
+            "{preset}: our dump differs from dump_trial.py's:\n{report}"
+        );
+        eprintln!("record: shared peer: {preset}: dumps equal");
+    }
+}
