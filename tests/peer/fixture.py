@@ -36,6 +36,7 @@ import shutil
 import sys
 import warnings
 
+sys.dont_write_bytecode = True  # no __pycache__ inside the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_common as pc  # noqa: E402
 

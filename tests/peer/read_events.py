@@ -21,6 +21,7 @@ import json
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ inside the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_common as pc  # noqa: E402
 
