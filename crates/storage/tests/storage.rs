@@ -186,3 +186,73 @@ async fn memory_locations_share_one_store_per_name_and_isolate_prefixes() {
     assert_eq!(all, ["x/k", "xy/k"]);
     assert_eq!(whole.list("x/", None).await.unwrap().len(), 1);
 }
+
+mod listing_model {
+    //! Listing against a model (a sorted set filtered by prefix and start-after), with keys
+    //! chosen so that folder names and their siblings interleave in byte order.
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    fn key() -> impl Strategy<Value = String> {
+        let dir = prop::sample::select(vec!["a", "a-", "a0", "b", "ab"]);
+        let leaf = prop::sample::select(vec!["x", "x.json", "y", "0", "z-"]);
+        (prop::collection::vec(dir, 0..3), leaf).prop_map(|(dirs, leaf)| {
+            let mut k = dirs.join("/");
+            if !k.is_empty() {
+                k.push('/');
+            }
+            k.push_str(leaf);
+            k
+        })
+    }
+
+    fn probe() -> impl Strategy<Value = String> {
+        "[ab0x/-]{0,6}"
+    }
+
+    fn model(keys: &BTreeSet<String>, prefix: &str, start_after: Option<&str>) -> Vec<String> {
+        keys.iter()
+            .filter(|k| k.starts_with(prefix) && start_after.is_none_or(|s| k.as_str() > s))
+            .cloned()
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn list_matches_the_model(
+            keys in prop::collection::btree_set(key(), 0..14),
+            prefix in probe(),
+            start_after in prop::option::of(probe()),
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let local = LocalStorage::new(dir.path());
+            let (_, memory) = memory();
+            for k in &keys {
+                // Written directly: this property is about listing, not about put.
+                let path = dir.path().join(k);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, k.as_bytes()).unwrap();
+                runtime.block_on(memory.put(k, Bytes::copy_from_slice(k.as_bytes()))).unwrap();
+            }
+            let want = model(&keys, &prefix, start_after.as_deref());
+            for store in [&local as &dyn Storage, memory.as_ref()] {
+                match runtime.block_on(store.list(&prefix, start_after.as_deref())) {
+                    Ok(listed) => {
+                        let got: Vec<String> = listed.iter().map(|o| o.key.clone()).collect();
+                        prop_assert_eq!(&got, &want, "{}", store.location());
+                        for o in &listed {
+                            prop_assert_eq!(o.size, o.key.len() as u64);
+                        }
+                    }
+                    Err(StorageError::InvalidKey { .. }) => {
+                        prop_assert!(smdebug_storage::validate_prefix(&prefix).is_err());
+                    }
+                    Err(e) => prop_assert!(false, "{}", e),
+                }
+            }
+        }
+    }
+}
