@@ -86,8 +86,12 @@ fn generate() -> Result<String> {
              // Do not edit: change the .proto files and regenerate.\n\n{body}"
         ),
     )?;
-    exec(Command::new("rustfmt").args(["--edition", "2021"]).arg(&file))
-        .context("rustfmt is needed to format the generated code (rustup component add rustfmt)")?;
+    exec(
+        Command::new("rustfmt")
+            .args(["--edition", "2021"])
+            .arg(&file),
+    )
+    .context("rustfmt is needed to format the generated code (rustup component add rustfmt)")?;
     Ok(std::fs::read_to_string(&file)?)
 }
 
