@@ -186,7 +186,7 @@ fn masked_crc32c(data: &[u8]) -> u32 {
         }
     }
     let crc = !crc;
-    ((crc >> 15) | (crc << 17)).wrapping_add(0xA282_EAD8)
+    crc.rotate_right(15).wrapping_add(0xA282_EAD8)
 }
 
 fn copy_tree(from: &Path, to: &Path) {
