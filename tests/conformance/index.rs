@@ -379,3 +379,127 @@ fn unusual_steps_and_paths_match_smdebug_or_its_documented_failure() {
         "worker/0"
     );
 }
+
+#[test]
+fn layout_keys_are_the_ones_smdebug_builds() {
+    let steps = [
+        0,
+        1,
+        999,
+        1000,
+        1234,
+        999_999_999_999,
+        1_000_000_000_000,
+        i64::MAX,
+        -1,
+        -999,
+        -1000,
+        -1001,
+        i64::MIN,
+    ];
+    let long = "w".repeat(smdebug_index::MAX_WORKER_NAME_BYTES);
+    let workers = [
+        "worker_0",
+        "algo-1",
+        "chief_0",
+        "_job-worker_replica-0_task-1_device-GPU-0",
+        "1234_ip-10-0-0-1.ec2.internal",
+        "wörker ünïcode 😀",
+        "a:b",
+        long.as_str(),
+    ];
+    let mut names = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        for (j, worker) in workers.iter().enumerate() {
+            // A sample of the product keeps the request small but covers every step and worker.
+            if (i + j) % 3 == 0 || j == 0 {
+                names.push((*step, *worker));
+            }
+        }
+    }
+    let locations = [
+        "s3://a",
+        "s3://a/",
+        "s3://a/b",
+        "s3://a/b/c/",
+        "s3://a//b",
+        "s3://bucket.with.dots/p r e",
+        "a/b/c",
+        "/abs/path",
+    ];
+    let devices = [
+        "/job:worker/replica:0/task:1/device:GPU:0",
+        "/device:CPU:0",
+        "/replica:0/task:0/device:GPU:0",
+    ];
+    let request = json!({
+        "names": names.iter().map(|(s, w)| json!([s, w])).collect::<Vec<_>>(),
+        "locations": locations,
+        "devices": devices,
+    });
+    let dir = tempdir();
+    let path = dir.path().join("request.json");
+    std::fs::write(&path, request.to_string()).expect("write request");
+    let peer = run_peer_json("index_layout.py", &[path.to_str().expect("utf-8")]);
+    assert_eq!(peer["names"].as_array().map(Vec::len), Some(names.len()));
+    assert_eq!(
+        peer["locations"].as_array().map(Vec::len),
+        Some(locations.len())
+    );
+    assert_eq!(
+        peer["devices"].as_array().map(Vec::len),
+        Some(devices.len())
+    );
+
+    for ((step, worker), theirs) in names.iter().zip(peer["names"].as_array().expect("names")) {
+        assert_eq!(
+            theirs["index"],
+            json!(index_file_key(*step, worker).unwrap())
+        );
+        assert_eq!(
+            theirs["events"],
+            json!(event_file_key(*step, worker).unwrap())
+        );
+        assert_eq!(
+            theirs["tensorboard_train"],
+            json!(format!(
+                "{}/{}",
+                smdebug_index::DEFAULT_TENSORBOARD_DIR,
+                smdebug_index::tensorboard_file_key(Mode::Train, *step, worker).unwrap()
+            ))
+        );
+        assert_eq!(
+            theirs["collections"],
+            json!(collections_file_key(worker).unwrap())
+        );
+    }
+    for (loc, theirs) in locations
+        .iter()
+        .zip(peer["locations"].as_array().expect("locations"))
+    {
+        let ours = match smdebug_index::TrialLocation::parse(loc).expect("location") {
+            smdebug_index::TrialLocation::ObjectStore { bucket, prefix, .. } => {
+                json!([true, bucket, prefix])
+            }
+            smdebug_index::TrialLocation::Local { .. } => json!([false, null, null]),
+        };
+        assert_eq!(&ours, theirs, "{loc}");
+    }
+    for (device, theirs) in devices
+        .iter()
+        .zip(peer["devices"].as_array().expect("devices"))
+    {
+        assert_eq!(json!(smdebug_index::serialize_tf_device(device)), *theirs);
+    }
+    let constants = &peer["constants"];
+    assert_eq!(constants["end_of_job"], smdebug_index::END_OF_JOB_FILE);
+    assert_eq!(constants["claim"], smdebug_index::CLAIM_FILE);
+    assert_eq!(
+        constants["stop_signal_env"],
+        smdebug_index::RULE_STOP_SIGNAL_ENV
+    );
+    assert_eq!(
+        constants["default_tensorboard_dir"],
+        smdebug_index::DEFAULT_TENSORBOARD_DIR
+    );
+}
