@@ -47,6 +47,16 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Cargo features
+//!
+//! * `s3` (default): `s3://` locations (credentials, region and endpoint from the standard
+//!   `AWS_*` environment variables; path-style requests with a custom endpoint).
+//! * `gcp`: `gs://` locations. `azure`: `az://` locations.
+//! * `testsuite` (default): [`testsuite`], the behaviour every backend must pass.
+//!
+//! TLS is rustls with the `ring` provider (no `aws-lc-sys` C build). `memory://` and local
+//! paths are always available.
 #![deny(missing_docs, unsafe_code)]
 
 mod blocking;

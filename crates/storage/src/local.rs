@@ -239,6 +239,11 @@ fn put_blocking(path: &Path, data: &[u8]) -> io::Result<()> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("object");
+    // A long final name must not make the temporary one exceed the file system's limit.
+    let name = match name.char_indices().nth(64) {
+        Some((cut, _)) => &name[..cut],
+        None => name,
+    };
     fs::create_dir_all(parent)?;
     let tmp = parent.join(format!(
         ".{name}.{}.{}{TEMP_SUFFIX}",

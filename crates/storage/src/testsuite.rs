@@ -218,7 +218,10 @@ pub async fn many_ranged_reads(store: &dyn Storage) {
         }
         other => panic!("expected RangeOutOfBounds, got {other:?}"),
     }
-    let err = store.get_ranges("missing", std::slice::from_ref(&(0..1))).await.unwrap_err();
+    let err = store
+        .get_ranges("missing", std::slice::from_ref(&(0..1)))
+        .await
+        .unwrap_err();
     assert!(err.is_not_found(), "{err}");
 }
 
@@ -399,7 +402,10 @@ pub async fn hostile_keys_are_refused(store: &dyn Storage) {
             &format!("get_range {k:?}"),
         );
         invalid(
-            store.get_ranges(k, std::slice::from_ref(&(0..1))).await.map(drop),
+            store
+                .get_ranges(k, std::slice::from_ref(&(0..1)))
+                .await
+                .map(drop),
             &format!("get_ranges {k:?}"),
         );
         invalid(store.exists(k).await.map(drop), &format!("exists {k:?}"));

@@ -256,3 +256,12 @@ mod listing_model {
         }
     }
 }
+
+#[tokio::test]
+async fn local_put_of_a_name_near_the_file_system_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStorage::new(dir.path());
+    let key = format!("d/{}", "n".repeat(250));
+    store.put(&key, Bytes::from_static(b"long")).await.unwrap();
+    assert_eq!(store.get(&key).await.unwrap(), "long");
+}
