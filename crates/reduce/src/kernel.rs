@@ -26,10 +26,18 @@ pub(crate) struct Fused<T: Element> {
     pub nan: u64,
     /// Number of ±infinite elements.
     pub inf: u64,
-    /// Minimum ignoring NaN; `T::HIGHEST` when there is none. Only meaningful if `nan == 0`.
+    /// Number of +infinite elements.
+    pub pinf: u64,
+    /// Number of −infinite elements.
+    pub ninf: u64,
+    /// Minimum ignoring NaN (numpy's `min` when `nan == 0`); `T::HIGHEST` when empty.
     pub min: T,
     /// Maximum ignoring NaN, like `min`.
     pub max: T,
+    /// Smallest finite element; `T::HIGHEST` when there is none.
+    pub fmin: T,
+    /// Largest finite element; `T::LOWEST` when there is none.
+    pub fmax: T,
     /// numpy's `sum` without a dtype: buffer sums added to a total stored as `T`.
     pub sum_store: T::Acc,
     /// numpy's sum in the accumulator dtype (`mean`'s `dtype=f4/f8` path).
@@ -50,22 +58,29 @@ pub(crate) struct Fused<T: Element> {
 
 /// Per-lane running state that does not follow numpy's summation tree.
 struct Lanes<T> {
+    /// Finite minimum (non-finite values never enter, so NaN cannot poison a lane).
     min: [T; LANES],
+    /// Finite maximum.
     max: [T; LANES],
     nan: [u32; LANES],
-    inf: [u32; LANES],
+    pinf: [u32; LANES],
+    ninf: [u32; LANES],
 }
 
-impl<T: Element> Lanes<T> {
-    #[inline(always)]
-    fn update(&mut self, j: usize, v: T) {
-        // `if m < v { m } else { v }` is one `minps`; NaN lanes are repaired by the NaN count.
-        self.min[j] = if self.min[j] < v { self.min[j] } else { v };
-        self.max[j] = if self.max[j] > v { self.max[j] } else { v };
-        if T::IS_FLOAT {
-            self.nan[j] += u32::from(v.is_nan());
-            self.inf[j] += u32::from(v.is_inf());
-        }
+/// Folds one value into lane `j` (the block loop below is the vectorized twin).
+#[inline(always)]
+fn update<T: Element>(l: &mut Lanes<T>, j: usize, v: T) {
+    if T::IS_FLOAT {
+        // Both comparisons are false for NaN and ±inf.
+        let fin = v < T::HIGHEST && v > T::LOWEST;
+        l.min[j] = if fin && v < l.min[j] { v } else { l.min[j] };
+        l.max[j] = if fin && v > l.max[j] { v } else { l.max[j] };
+        l.nan[j] += u32::from(v.is_nan());
+        l.pinf[j] += u32::from(v == T::HIGHEST);
+        l.ninf[j] += u32::from(v == T::LOWEST);
+    } else {
+        l.min[j] = if v < l.min[j] { v } else { l.min[j] };
+        l.max[j] = if v > l.max[j] { v } else { l.max[j] };
     }
 }
 
@@ -120,18 +135,56 @@ fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
     let mut r = [T::Acc::ZERO; LANES];
     let mut ra = [T::Acc::ZERO; LANES];
     let mut ints = [0u64; LANES];
+    // Local copies: through `&mut` the compiler would reload and store them every step.
+    let mut mn = lanes.min;
+    let mut mx = lanes.max;
+    let mut nan = lanes.nan;
+    let mut pinf = lanes.pinf;
+    let mut ninf = lanes.ninf;
     for c in x[..body].chunks_exact(LANES) {
+        // One simple loop per quantity over a fixed-size block: each becomes a few SIMD
+        // instructions (addps/andps/cmpps/blend), with no branch per element.
+        let v: [T; LANES] = std::array::from_fn(|j| map::<T, ABS>(c[j]));
         for j in 0..LANES {
-            let v = map::<T, ABS>(c[j]);
-            let a = v.to_acc();
-            r[j] = r[j] + a;
-            ra[j] = ra[j] + a.abs();
-            lanes.update(j, v);
-            if !T::IS_FLOAT {
-                ints[j] = ints[j].wrapping_add(v.wrap_bits());
+            r[j] = r[j] + v[j].to_acc();
+        }
+        for j in 0..LANES {
+            ra[j] = ra[j] + v[j].to_acc().abs();
+        }
+        if T::IS_FLOAT {
+            let fin: [bool; LANES] = std::array::from_fn(|j| v[j] < T::HIGHEST && v[j] > T::LOWEST);
+            for j in 0..LANES {
+                mn[j] = if fin[j] && v[j] < mn[j] { v[j] } else { mn[j] };
+            }
+            for j in 0..LANES {
+                mx[j] = if fin[j] && v[j] > mx[j] { v[j] } else { mx[j] };
+            }
+            for j in 0..LANES {
+                nan[j] += u32::from(v[j].is_nan());
+            }
+            for j in 0..LANES {
+                pinf[j] += u32::from(v[j] == T::HIGHEST);
+            }
+            for j in 0..LANES {
+                ninf[j] += u32::from(v[j] == T::LOWEST);
+            }
+        } else {
+            for j in 0..LANES {
+                mn[j] = if v[j] < mn[j] { v[j] } else { mn[j] };
+            }
+            for j in 0..LANES {
+                mx[j] = if v[j] > mx[j] { v[j] } else { mx[j] };
+            }
+            for j in 0..LANES {
+                ints[j] = ints[j].wrapping_add(v[j].wrap_bits());
             }
         }
     }
+    lanes.min = mn;
+    lanes.max = mx;
+    lanes.nan = nan;
+    lanes.pinf = pinf;
+    lanes.ninf = ninf;
     let (mut res, mut resa) = if body == 0 {
         (T::Acc::ZERO, T::Acc::ZERO)
     } else {
@@ -142,7 +195,7 @@ fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
         let a = v.to_acc();
         res = res + a;
         resa = resa + a.abs();
-        lanes.update(0, v);
+        update(lanes, 0, v);
         if !T::IS_FLOAT {
             ints[0] = ints[0].wrapping_add(v.wrap_bits());
         }
@@ -157,10 +210,12 @@ fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
         let mut s1 = [T::Acc::ZERO; LANES];
         let mut s2 = [T::Acc::ZERO; LANES];
         for c in x[..body].chunks_exact(LANES) {
+            let d: [T::Acc; LANES] = std::array::from_fn(|j| map::<T, ABS>(c[j]).to_acc() - m);
             for j in 0..LANES {
-                let d = map::<T, ABS>(c[j]).to_acc() - m;
-                s1[j] = s1[j] + d;
-                s2[j] = s2[j] + d * d;
+                s1[j] = s1[j] + d[j];
+            }
+            for j in 0..LANES {
+                s2[j] = s2[j] + d[j] * d[j];
             }
         }
         for &e in &x[body..] {
@@ -204,7 +259,8 @@ pub(crate) fn fused<T: Element, const ABS: bool, const MOMENTS: bool>(x: &[T]) -
         min: [T::HIGHEST; LANES],
         max: [T::LOWEST; LANES],
         nan: [0; LANES],
-        inf: [0; LANES],
+        pinf: [0; LANES],
+        ninf: [0; LANES],
     };
     let mut mom = Moments {
         n: 0.0,
@@ -216,8 +272,12 @@ pub(crate) fn fused<T: Element, const ABS: bool, const MOMENTS: bool>(x: &[T]) -
         n: x.len(),
         nan: 0,
         inf: 0,
+        pinf: 0,
+        ninf: 0,
         min: T::HIGHEST,
         max: T::LOWEST,
+        fmin: T::HIGHEST,
+        fmax: T::LOWEST,
         sum_store: T::Acc::ZERO,
         sum_acc: T::Acc::ZERO,
         abs_store: T::Acc::ZERO,
@@ -235,20 +295,40 @@ pub(crate) fn fused<T: Element, const ABS: bool, const MOMENTS: bool>(x: &[T]) -
         out.abs_acc = out.abs_acc + a;
         if T::IS_FLOAT {
             // u32 lane counters cannot overflow within one buffer.
-            out.nan += lanes.nan.iter().map(|&c| u64::from(c)).sum::<u64>();
-            out.inf += lanes.inf.iter().map(|&c| u64::from(c)).sum::<u64>();
-            lanes.nan = [0; LANES];
-            lanes.inf = [0; LANES];
+            let total = |c: &mut [u32; LANES]| {
+                let t = c.iter().map(|&v| u64::from(v)).sum::<u64>();
+                *c = [0; LANES];
+                t
+            };
+            out.nan += total(&mut lanes.nan);
+            out.pinf += total(&mut lanes.pinf);
+            out.ninf += total(&mut lanes.ninf);
         }
     }
+    out.inf = out.pinf + out.ninf;
     for j in 0..LANES {
-        if lanes.min[j] < out.min {
-            out.min = lanes.min[j];
+        if lanes.min[j] < out.fmin {
+            out.fmin = lanes.min[j];
         }
-        if lanes.max[j] > out.max {
-            out.max = lanes.max[j];
+        if lanes.max[j] > out.fmax {
+            out.fmax = lanes.max[j];
         }
     }
+    let finite = out.n as u64 - out.nan - out.inf;
+    out.min = if out.ninf > 0 {
+        T::LOWEST
+    } else if finite > 0 {
+        out.fmin
+    } else {
+        T::HIGHEST
+    };
+    out.max = if out.pinf > 0 {
+        T::HIGHEST
+    } else if finite > 0 {
+        out.fmax
+    } else {
+        T::LOWEST
+    };
     if MOMENTS {
         out.mean = mom.mean;
         out.m2 = mom.m2;

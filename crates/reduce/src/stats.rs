@@ -48,25 +48,33 @@ pub(crate) fn from_fused<T: Element>(x: &[T], f: &Fused<T>, moments: bool) -> St
         s.finite_max = Some(f.max.to_f64());
         s.finite_mean = Some(if moments {
             f.mean
-        } else if T::IS_FLOAT {
-            f.sum_acc.to_f64() / f.n as f64
         } else {
-            x.iter().map(|v| v.to_f64()).sum::<f64>() / f.n as f64
+            f.sum_acc.to_f64() / f.n as f64
         });
         return s;
     }
-    // Rare path: some values are not finite, so the fused extremes are not the finite ones.
-    let (mut lo, mut hi, mut sum, mut count) = (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0u64);
-    for v in x.iter().map(|v| v.to_f64()).filter(|v| v.is_finite()) {
-        lo = lo.min(v);
-        hi = hi.max(v);
-        sum += v;
-        count += 1;
+    let finite = s.finite_count();
+    if finite == 0 {
+        return s;
     }
-    if count > 0 {
-        s.finite_min = Some(lo);
-        s.finite_max = Some(hi);
-        s.finite_mean = Some(sum / count as f64);
+    s.finite_min = Some(f.fmin.to_f64());
+    s.finite_max = Some(f.fmax.to_f64());
+    // Rare path: some values are not finite, so the pass's sums include them; a second,
+    // vectorizable pass sums the finite ones.
+    let mut acc = [0.0f64; 8];
+    let chunks = x.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for j in 0..8 {
+            let v = c[j].to_f64();
+            acc[j] += if v.is_finite() { v } else { 0.0 };
+        }
     }
+    let tail: f64 = rest
+        .iter()
+        .map(|v| v.to_f64())
+        .filter(|v| v.is_finite())
+        .sum();
+    s.finite_mean = Some((acc.iter().sum::<f64>() + tail) / finite as f64);
     s
 }
