@@ -4,6 +4,8 @@
 //! the record, index, config and storage crates exactly as smdebug lays one out, then read it
 //! back through the index files and print what it saw.
 
+mod dump;
+mod inspect;
 mod roundtrip;
 
 use anyhow::Result;
@@ -24,10 +26,17 @@ struct Cli {
 enum Command {
     /// Write a small trial (local path or s3:// URL) and read it back, printing every tensor.
     Roundtrip(roundtrip::Args),
+    /// Print everything the Trial/Tensor API says about a trial as JSON
+    /// (schema smdebug-trial-dump/v1).
+    Dump(dump::Args),
+    /// Print a human summary of a trial: steps, modes, workers, collections, tensors.
+    Inspect(inspect::Args),
 }
 
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Roundtrip(args) => roundtrip::run(&args, &mut std::io::stdout().lock()),
+        Command::Dump(args) => dump::run(&args, &mut std::io::stdout().lock()),
+        Command::Inspect(args) => inspect::run(&args, &mut std::io::stdout().lock()),
     }
 }

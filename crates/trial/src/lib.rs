@@ -1,6 +1,71 @@
-//! smdebug-trial: The smdebug trial reader: the Trial and Tensor API over local and object-store trials, live while the job writes.
+//! The smdebug trial reader: smdebug's analysis API — `create_trial`, `Trial`, `Tensor` —
+//! over a trial on local disk or in object storage (S3, GCS, Azure, memory), also while the
+//! training job is still writing it.
+//!
+//! A trial is read through its index files: each lists, per step and worker, where every
+//! tensor record sits in the step's event file, so a value costs one ranged read of exactly
+//! its record (grouped per file and read concurrently on object stores, CRC-checked, cached
+//! with a memory bound). New index files are found with incremental listings that start
+//! after the last key seen. Semantics — completeness, `has_passed_step`, the errors raised
+//! where — are those of smdebug 1.0.34 (`SEMANTICS.md` §8–10), except where the original has
+//! a bug (see the README).
 //!
 //! ```
-//! // (being built)
+//! use smdebug_config::Mode;
+//! use smdebug_exceptions::StepState;
+//! use smdebug_index::{collections_file_key, event_file_key, index_file_key, IndexFile, IndexMeta, TensorEntry};
+//! use smdebug_record::{append_record, encode_tensor_event, mode_number, Footer, Tensor as Value};
+//! use smdebug_storage::{BlockingStore, Location};
+//!
+//! // A one-step trial written by hand into an in-memory store.
+//! let store = BlockingStore::open(&Location::parse("memory://trial-doc/run")?)?;
+//! let value = Value::from(ndarray::arr1(&[1.0f32, -2.0, 3.0]).into_dyn());
+//! let payload = encode_tensor_event("loss", &value, 0, mode_number::TRAIN, 0, 0.0)?;
+//! let mut events = Vec::new();
+//! let rec = append_record(&mut events, &payload, Footer::Magic);
+//! let mut index = IndexFile::new(IndexMeta {
+//!     mode: Mode::Train,
+//!     mode_step: 0,
+//!     event_file_name: Some(event_file_key(0, "worker_0")?),
+//! });
+//! index.tensors.push(TensorEntry { name: "loss".into(), start_idx: rec.offset, length: rec.len, payload_crc32c: Some(rec.payload_crc32c) });
+//! store.put(&event_file_key(0, "worker_0")?, events.into())?;
+//! store.put(&index_file_key(0, "worker_0")?, index.to_json().into_bytes().into())?;
+//! let collections = r#"{"collections": {}, "_meta": {"num_workers": 1}}"#;
+//! store.put(&collections_file_key("worker_0")?, collections.into())?;
+//!
+//! let trial = smdebug_trial::create_trial("memory://trial-doc/run")?;
+//! assert_eq!(trial.tensor_names()?, ["loss"]);
+//! assert_eq!(trial.steps(Mode::Global, false)?, [0]);
+//! assert_eq!(trial.has_passed_step(1, Mode::Global)?, StepState::NotYetAvailable);
+//! let loss = trial.tensor("loss")?;
+//! assert_eq!(*loss.value(0, Mode::Train, None)?, value);
+//! let max = loss.reduction_value(0, "max", Mode::Global, None, true)?; // computed: |x| max
+//! assert_eq!(max.as_array::<f32>().unwrap().iter().next(), Some(&3.0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Main pieces: [`create_trial`] / [`Trial::open`] ([`TrialOptions`]), [`Trial`] (steps,
+//! modes, workers, collections, `has_passed_step`, `wait_for_steps`, refresh control),
+//! [`Tensor`] (values, shapes, reductions), [`TrialError`] (with the Python exception name
+//! of every failure), and [`dump`], the `smdebug-trial-dump/v1` document behind
+//! `smdebug dump`.
 #![deny(missing_docs, unsafe_code)]
+
+pub mod dump;
+mod error;
+mod fetch;
+mod reductions;
+mod state;
+mod tensor;
+mod trial;
+
+pub use error::{Result, TrialError};
+pub use smdebug_config::Mode;
+pub use smdebug_exceptions::{AnalysisError, StepState};
+pub use state::{reverse_reduction_name, RecordLocation, REDUCTIONS_PREFIX};
+pub use tensor::{ReductionValues, Tensor};
+pub use trial::{create_trial, PollPolicy, TensorFilter, Trial, TrialOptions};
+
+/// A decoded tensor value (an n-dimensional array of one of smdebug's dtypes).
+pub type Value = smdebug_record::Tensor;

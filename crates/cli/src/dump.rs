@@ -1,0 +1,53 @@
+//! `smdebug dump`: the `smdebug-trial-dump/v1` JSON document of a trial (what
+//! `tests/peer/dump.py` prints for the Python smdebug), for comparison with
+//! `tests/peer/compare_dumps.py`.
+use anyhow::{Context, Result};
+use smdebug_trial::dump::{dump_trial_with, DumpOptions};
+use smdebug_trial::TrialOptions;
+use std::io::Write;
+use std::time::Duration;
+
+/// Options of `smdebug dump`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The trial: a local directory, `s3://bucket/prefix` or `memory://name/prefix`.
+    path: String,
+    /// Values with at most this many elements are written out in full.
+    #[arg(long, default_value_t = 64)]
+    max_inline: usize,
+    /// Leave out the 18 `reduction_value`s of every step.
+    #[arg(long)]
+    no_computed_reductions: bool,
+    /// Leave out `value_via_global_step`.
+    #[arg(long)]
+    no_global_lookup: bool,
+    /// One line instead of indented JSON.
+    #[arg(long)]
+    compact: bool,
+    /// Give up waiting for the collections files after this many seconds (0: wait until the
+    /// job ends, as smdebug does).
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+}
+
+/// Runs the command, writing the document to `out`.
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
+    let options = DumpOptions {
+        max_inline: args.max_inline,
+        computed_reductions: !args.no_computed_reductions,
+        global_lookup: !args.no_global_lookup,
+    };
+    let trial_options = TrialOptions {
+        collections_timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
+        ..TrialOptions::default()
+    };
+    let doc = dump_trial_with(&args.path, &options, trial_options);
+    let text = if args.compact {
+        serde_json::to_string(&doc)
+    } else {
+        serde_json::to_string_pretty(&doc)
+    }
+    .context("serialising the dump")?;
+    writeln!(out, "{text}").context("writing the dump")?;
+    Ok(())
+}

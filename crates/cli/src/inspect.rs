@@ -1,0 +1,154 @@
+//! `smdebug inspect`: a human summary of a trial — steps, modes, workers, collections and
+//! tensors with their dtypes, shapes and sizes.
+use anyhow::{Context, Result};
+use smdebug_trial::{Mode, Trial, TrialOptions};
+use std::io::Write;
+use std::time::Duration;
+
+/// Options of `smdebug inspect`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The trial: a local directory, `s3://bucket/prefix` or `memory://name/prefix`.
+    path: String,
+    /// Give up waiting for the collections files after this many seconds (0: no limit).
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+}
+
+fn ranges(steps: &[i64]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < steps.len() {
+        let mut j = i;
+        while j + 1 < steps.len() && steps[j + 1] == steps[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            steps[i].to_string()
+        } else {
+            format!("{}-{}", steps[i], steps[j])
+        });
+        i = j + 1;
+    }
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+fn human(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+/// Runs the command, writing the summary to `out`.
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
+    let options = TrialOptions {
+        collections_timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
+        ..TrialOptions::default()
+    };
+    let trial = Trial::open(&args.path, options)
+        .with_context(|| format!("cannot open trial {}", args.path))?;
+    let names = trial.tensor_names()?;
+    let all = trial.steps(Mode::Global, true)?;
+    let complete = trial.steps(Mode::Global, false)?;
+    writeln!(out, "trial      {} ({})", trial.name(), trial.path())?;
+    writeln!(
+        out,
+        "ended      {}",
+        if trial.has_training_ended()? {
+            "yes"
+        } else {
+            "no (still being written?)"
+        }
+    )?;
+    writeln!(
+        out,
+        "workers    {} of {}: {}",
+        trial.workers()?.len(),
+        trial.num_workers(),
+        trial.workers()?.join(", ")
+    )?;
+    writeln!(
+        out,
+        "steps      {} ({} complete): {}",
+        all.len(),
+        complete.len(),
+        ranges(&all)
+    )?;
+    for m in trial.modes() {
+        let s = trial.steps(m, true)?;
+        writeln!(
+            out,
+            "  {:<8} {} mode steps: {}",
+            m.name(),
+            s.len(),
+            ranges(&s)
+        )?;
+    }
+    writeln!(out, "last complete step {}", trial.last_complete_step())?;
+    let colls = trial.collections();
+    writeln!(out, "collections {}:", colls.len())?;
+    for (name, c) in &colls {
+        let n = trial
+            .tensor_names_filtered(&smdebug_trial::TensorFilter {
+                collection: Some(name.clone()),
+                ..Default::default()
+            })
+            .map(|v| v.len())
+            .unwrap_or(0);
+        writeln!(
+            out,
+            "  {name:<24} {n} tensors saved, regex {:?}",
+            c.include_regex()
+        )?;
+    }
+    writeln!(out, "tensors {}:", names.len())?;
+    writeln!(
+        out,
+        "  {:<40} {:>6} {:>10} {:<16} {:>10}",
+        "name", "steps", "dtype", "shape (last)", "size"
+    )?;
+    let mut total: u64 = 0;
+    for name in &names {
+        let t = trial.tensor(name)?;
+        let steps = t.steps(Mode::Global, true)?;
+        let (dtype, shape, bytes) = match steps.last() {
+            Some(&s) => match t.value(s, Mode::Global, None) {
+                Ok(v) => (
+                    v.dtype().name().to_owned(),
+                    format!("{:?}", v.shape()),
+                    (v.len() * v.dtype().item_size().unwrap_or(0)) as u64,
+                ),
+                Err(_) => match t.shape(s, Mode::Global, None) {
+                    Ok(sh) => ("(shape)".into(), format!("{sh:?}"), 0),
+                    Err(_) => ("(reductions)".into(), "-".into(), 0),
+                },
+            },
+            None => ("-".into(), "-".into(), 0),
+        };
+        total += bytes * steps.len() as u64;
+        writeln!(
+            out,
+            "  {:<40} {:>6} {:>10} {:<16} {:>10}",
+            name,
+            steps.len(),
+            dtype,
+            shape,
+            human(bytes)
+        )?;
+    }
+    writeln!(out, "raw values: about {}", human(total))?;
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! Reading tensor records by index entry: one ranged read per record, grouped per event file
+//! (close ranges coalesced and files read concurrently by the storage layer), CRC-checked,
+//! decoded, and kept in a memory-bounded cache.
+
+use crate::state::RecordLocation;
+use crate::{Result, TrialError, Value};
+use futures::stream::{self, StreamExt};
+use smdebug_record::{decode_exact_record, decode_tensor_event};
+use smdebug_storage::{BlockingStore, Bytes};
+use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+/// How many event files are read at the same time.
+const FILE_CONCURRENCY: usize = 16;
+
+/// Decoded values, least recently inserted evicted first once `budget` bytes are held.
+#[derive(Debug)]
+pub(crate) struct ValueCache {
+    budget: usize,
+    held: usize,
+    map: HashMap<(Arc<str>, u64), Arc<Value>>,
+    order: VecDeque<(Arc<str>, u64)>,
+}
+
+/// Approximate heap size of a value.
+pub(crate) fn value_bytes(v: &Value) -> usize {
+    match v {
+        Value::Str(a) => a.iter().map(|s| s.len() + 24).sum(),
+        other => other.len() * other.dtype().item_size().unwrap_or(8),
+    }
+}
+
+impl ValueCache {
+    pub fn new(budget: usize) -> Self {
+        ValueCache {
+            budget,
+            held: 0,
+            map: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+
+    pub fn get(&self, loc: &RecordLocation) -> Option<Arc<Value>> {
+        self.map
+            .get(&(Arc::clone(&loc.event_file), loc.start))
+            .cloned()
+    }
+
+    pub fn insert(&mut self, loc: &RecordLocation, value: Arc<Value>) {
+        let size = value_bytes(&value);
+        if size > self.budget {
+            return;
+        }
+        let key = (Arc::clone(&loc.event_file), loc.start);
+        if self.map.insert(key.clone(), value).is_some() {
+            return;
+        }
+        self.order.push_back(key);
+        self.held += size;
+        while self.held > self.budget {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(v) = self.map.remove(&old) {
+                self.held -= value_bytes(&v);
+            }
+        }
+    }
+}
+
+/// Decodes one record's bytes as the index entry `loc` describes it.
+pub(crate) fn decode_value(loc: &RecordLocation, bytes: &[u8]) -> Result<Value> {
+    let file = || loc.event_file.to_string();
+    let record = decode_exact_record(bytes, loc.start).map_err(|e| e.with_file(file()))?;
+    if let Some(crc) = loc.payload_crc32c {
+        record
+            .verify_payload_crc32c(crc)
+            .map_err(|e| e.with_file(file()))?;
+    }
+    let event = decode_tensor_event(record.payload)
+        .map_err(|e| e.with_file(file()).with_offset(loc.start))?;
+    if event.tag != loc.tag {
+        return Err(TrialError::WrongRecord {
+            file: file(),
+            offset: loc.start,
+            expected: loc.tag.clone(),
+            found: event.tag,
+        });
+    }
+    Ok(event.tensor)
+}
+
+/// Reads and decodes `locs` (cache first), returning one result per location in order.
+pub(crate) fn fetch_values(
+    store: &BlockingStore,
+    cache: &Mutex<ValueCache>,
+    locs: &[&RecordLocation],
+) -> Vec<Result<Arc<Value>>> {
+    let mut out: Vec<Option<Result<Arc<Value>>>> = Vec::with_capacity(locs.len());
+    let mut by_file: HashMap<Arc<str>, Vec<usize>> = HashMap::new();
+    {
+        let cache = lock(cache);
+        for (i, loc) in locs.iter().enumerate() {
+            match cache.get(loc) {
+                Some(v) => out.push(Some(Ok(v))),
+                None => {
+                    out.push(None);
+                    by_file
+                        .entry(Arc::clone(&loc.event_file))
+                        .or_default()
+                        .push(i);
+                }
+            }
+        }
+    }
+    if by_file.is_empty() {
+        return out.into_iter().flatten().collect();
+    }
+    let storage = Arc::clone(store.storage());
+    let jobs: Vec<(Arc<str>, Vec<usize>, Vec<Range<u64>>)> = by_file
+        .into_iter()
+        .map(|(file, idx)| {
+            let ranges = idx
+                .iter()
+                .map(|&i| locs[i].start..locs[i].start.saturating_add(locs[i].length))
+                .collect();
+            (file, idx, ranges)
+        })
+        .collect();
+    let results: Vec<(Vec<usize>, smdebug_storage::Result<Vec<Bytes>>)> =
+        store.block_on(async move {
+            stream::iter(jobs)
+                .map(|(file, idx, ranges)| {
+                    let storage = Arc::clone(&storage);
+                    async move {
+                        let r = storage.get_ranges(&file, &ranges).await;
+                        (idx, r)
+                    }
+                })
+                .buffer_unordered(FILE_CONCURRENCY)
+                .collect()
+                .await
+        });
+    let mut cache = lock(cache);
+    for (idx, result) in results {
+        match result {
+            Ok(parts) => {
+                for (&i, bytes) in idx.iter().zip(parts) {
+                    let r = decode_value(locs[i], &bytes).map(Arc::new);
+                    if let Ok(v) = &r {
+                        cache.insert(locs[i], Arc::clone(v));
+                    }
+                    out[i] = Some(r);
+                }
+            }
+            Err(e) => {
+                // A failed grouped read (one range past a truncated file's end fails the
+                // whole group) is retried record by record, so only the damaged records fail.
+                let not_found = e.is_not_found();
+                for &i in &idx {
+                    let r = if not_found {
+                        Err(TrialError::tensor_unavailable_for_step(
+                            &locs[i].tag,
+                            locs[i].mode_step,
+                            locs[i].mode,
+                            false,
+                        ))
+                    } else {
+                        single_read(store, locs[i]).map(Arc::new)
+                    };
+                    if let Ok(v) = &r {
+                        cache.insert(locs[i], Arc::clone(v));
+                    }
+                    out[i] = Some(r);
+                }
+            }
+        }
+    }
+    out.into_iter()
+        .map(|o| {
+            o.unwrap_or_else(|| {
+                Err(TrialError::InvalidArgument {
+                    message: "internal: a record was not fetched".into(),
+                })
+            })
+        })
+        .collect()
+}
+
+/// Reads one record on its own.
+fn single_read(store: &BlockingStore, loc: &RecordLocation) -> Result<Value> {
+    let range = loc.start..loc.start.saturating_add(loc.length);
+    let bytes = store.get_range(&loc.event_file, range)?;
+    decode_value(loc, &bytes)
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock leaves consistent data (every update is a single
+    // insert), so a poisoned lock is still usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

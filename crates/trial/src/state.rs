@@ -1,0 +1,351 @@
+//! The trial's bookkeeping of what the index files said, without any I/O: which tensor has
+//! which step for which worker and where its record is, the step maps, completeness,
+//! `last_complete_step` and the listing token (SEMANTICS.md §8.3–8.4, §8.7).
+
+use smdebug_config::Mode;
+use smdebug_exceptions::StepState;
+use smdebug_index::{index_file_key, serialize_tf_device, IndexFile};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Text that marks a reduction record's name (`smdebug/reductions/…`).
+pub const REDUCTIONS_PREFIX: &str = "smdebug/reductions/";
+
+/// Where one tensor record lives: an event file and a byte range, as an index entry says.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RecordLocation {
+    /// The event file's key relative to the trial root.
+    pub event_file: Arc<str>,
+    /// Offset of the record's first byte.
+    pub start: u64,
+    /// Whole record length including the 16 framing bytes.
+    pub length: u64,
+    /// The record's payload CRC from the index file, when the writer stored one.
+    pub payload_crc32c: Option<u32>,
+    /// The record's tag as the index file names it.
+    pub tag: String,
+    /// The index file that listed the record.
+    pub index_file: Arc<str>,
+    /// Mode of the step (from the index file).
+    pub mode: Mode,
+    /// Mode step of the step (from the index file).
+    pub mode_step: i64,
+}
+
+/// What one worker saved of one tensor at one step.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StepData {
+    pub location: Option<RecordLocation>,
+    pub shape: Option<Vec<u64>>,
+    /// `(op, abs)` → the saved reduction's record (None for a shape entry with a reduction
+    /// name, which smdebug registers without a location).
+    pub reductions: BTreeMap<(String, bool), Option<RecordLocation>>,
+}
+
+/// Everything known about one tensor.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TensorData {
+    pub original_name: Option<String>,
+    /// mode → mode step → workers in first-seen order.
+    pub modes: BTreeMap<Mode, BTreeMap<i64, Vec<(String, StepData)>>>,
+}
+
+impl TensorData {
+    pub fn step_dict(&self, mode: Mode, mode_step: i64) -> Option<&Vec<(String, StepData)>> {
+        self.modes.get(&mode).and_then(|m| m.get(&mode_step))
+    }
+
+    fn entry(&mut self, mode: Mode, mode_step: i64, worker: &str) -> &mut StepData {
+        let workers = self
+            .modes
+            .entry(mode)
+            .or_default()
+            .entry(mode_step)
+            .or_default();
+        let i = match workers.iter().position(|(w, _)| w == worker) {
+            Some(i) => i,
+            None => {
+                workers.push((worker.to_owned(), StepData::default()));
+                workers.len() - 1
+            }
+        };
+        &mut workers[i].1
+    }
+}
+
+/// smdebug's `reverse_reduction_tensor_name`: `(tensor, op, abs)` for a name containing
+/// [`REDUCTIONS_PREFIX`], or `None` when the text after the prefix has no `/` (Python then
+/// fails with `IndexError`; here the record stays a tensor of its own name).
+pub fn reverse_reduction_name(name: &str) -> Option<(String, String, bool)> {
+    let rest = name.split(REDUCTIONS_PREFIX).nth(1)?;
+    let (reduction, tensor) = rest.split_once('/')?;
+    let (op, abs) = match reduction.split("abs_").nth(1) {
+        Some(op) if reduction.contains("abs_") => (op.to_owned(), true),
+        _ => (reduction.to_owned(), false),
+    };
+    Some((tensor.to_owned(), op, abs))
+}
+
+/// The index bookkeeping of a trial.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub tensors: BTreeMap<String, TensorData>,
+    pub global_to_mode: BTreeMap<i64, (Mode, i64)>,
+    pub mode_to_global: BTreeMap<Mode, BTreeMap<i64, i64>>,
+    pub workers_for_global_step: BTreeMap<i64, BTreeSet<String>>,
+    pub global_step_to_tensors: BTreeMap<i64, BTreeSet<String>>,
+    pub mode_to_tensors: BTreeMap<Mode, BTreeSet<String>>,
+    pub last_complete_step: i64,
+    /// The start-after key of the next index listing, relative to the trial root.
+    pub last_index_token: Option<String>,
+    pub loaded_all_steps: bool,
+    pub dynamic_refresh: bool,
+    /// Index files already read that sort after the token (bounded, see `remember_read`).
+    pub read_files: BTreeSet<String>,
+    pub workers: BTreeSet<String>,
+    pub num_workers: usize,
+}
+
+/// Soft limit of remembered index file names (smdebug's `ReadIndexFilesCache.cache_limit`).
+const READ_FILES_LIMIT: usize = 1000;
+
+impl State {
+    pub fn new() -> Self {
+        State {
+            last_complete_step: -1,
+            dynamic_refresh: true,
+            ..Default::default()
+        }
+    }
+
+    pub fn has_read(&self, key: &str) -> bool {
+        self.read_files.contains(key)
+    }
+
+    /// Remembers an index file as read; past the soft limit, names sorting before the token
+    /// are forgotten (a listing never returns them again).
+    pub fn remember_read(&mut self, key: &str) {
+        if self.read_files.len() > READ_FILES_LIMIT {
+            let token = self.last_index_token.clone().unwrap_or_default();
+            self.read_files = self.read_files.split_off(token.as_str());
+        }
+        self.read_files.insert(key.to_owned());
+    }
+
+    /// Registers every entry of one index file (`step` and `worker` from its name).
+    pub fn register_index_file(&mut self, key: &str, step: i64, worker: &str, index: &IndexFile) {
+        let mode = index.meta.mode;
+        let mode_step = index.meta.mode_step;
+        let index_file: Arc<str> = Arc::from(key);
+        // The index crate validated the name (a relative key under events/).
+        let event_file: Option<Arc<str>> =
+            index.meta.event_file_key().ok().flatten().map(Arc::from);
+        for entry in &index.tensors {
+            let location = event_file.as_ref().map(|ev| RecordLocation {
+                event_file: Arc::clone(ev),
+                start: entry.start_idx,
+                length: entry.length,
+                payload_crc32c: entry.payload_crc32c,
+                tag: entry.name.clone(),
+                index_file: Arc::clone(&index_file),
+                mode,
+                mode_step,
+            });
+            let (tensor, reduction) = split_name(&entry.name);
+            let data = self.tensors.entry(tensor.clone()).or_default();
+            let step_data = data.entry(mode, mode_step, worker);
+            match reduction {
+                Some(key) => {
+                    step_data.reductions.insert(key, location);
+                }
+                // A name listed twice in one file: the last entry wins, as in smdebug.
+                None => step_data.location = location,
+            }
+            self.populate(&tensor, mode, mode_step, step, worker);
+        }
+        for entry in &index.shapes {
+            let (tensor, reduction) = split_name(&entry.name);
+            let data = self.tensors.entry(tensor.clone()).or_default();
+            let step_data = data.entry(mode, mode_step, worker);
+            match reduction {
+                Some(key) => {
+                    step_data.reductions.entry(key).or_insert(None);
+                }
+                None => {
+                    // smdebug replaces a raw value's location by the shape here [PY-BUG];
+                    // both are kept.
+                    step_data.shape = Some(entry.shape.clone());
+                    data.original_name = Some(entry.original_name.clone());
+                }
+            }
+            self.populate(&tensor, mode, mode_step, step, worker);
+        }
+    }
+
+    fn populate(&mut self, tensor: &str, mode: Mode, mode_step: i64, step: i64, worker: &str) {
+        if mode != Mode::Global {
+            self.mode_to_global
+                .entry(mode)
+                .or_default()
+                .entry(mode_step)
+                .or_insert(step);
+            self.mode_to_tensors
+                .entry(mode)
+                .or_default()
+                .insert(tensor.to_owned());
+        }
+        self.global_to_mode.entry(step).or_insert((mode, mode_step));
+        self.global_step_to_tensors
+            .entry(step)
+            .or_default()
+            .insert(tensor.to_owned());
+        let workers = self.workers_for_global_step.entry(step).or_default();
+        workers.insert(worker.to_owned());
+        if workers.len() == self.num_workers && step > self.last_complete_step {
+            self.last_complete_step = step;
+        }
+    }
+
+    /// smdebug's `_update_last_index_token` (SEMANTICS.md §8.4), called after a listing.
+    pub fn update_last_index_token(&mut self, window: i64) {
+        let token_step = self
+            .last_index_token
+            .as_deref()
+            .and_then(|t| smdebug_index::parse_step_file_name(t).ok())
+            .map_or(0, |f| f.step);
+        let Some(last_worker) = self
+            .workers
+            .iter()
+            .next_back()
+            .map(|w| serialize_tf_device(w))
+        else {
+            return;
+        };
+        if self.last_complete_step >= token_step {
+            if let Ok(key) = index_file_key(self.last_complete_step, &last_worker) {
+                self.last_index_token = Some(key);
+            }
+        }
+        let waiting = self.global_to_mode.len() as i64 - (self.last_complete_step + 1);
+        if waiting > window {
+            let step = self.last_complete_step + window / 2;
+            if let Ok(key) = index_file_key(step, &last_worker) {
+                self.last_index_token = Some(key);
+                self.last_complete_step = step;
+            }
+        }
+    }
+
+    /// Sorted global steps (GLOBAL) or mode steps, all of them.
+    pub fn all_steps(&self, mode: Mode) -> Vec<i64> {
+        if mode == Mode::Global {
+            self.global_to_mode.keys().copied().collect()
+        } else {
+            self.mode_to_global
+                .get(&mode)
+                .map(|m| m.keys().copied().collect())
+                .unwrap_or_default()
+        }
+    }
+
+    pub fn global_step_currently(&self, mode: Mode, mode_step: i64) -> Option<i64> {
+        if mode == Mode::Global {
+            return Some(mode_step);
+        }
+        self.mode_to_global.get(&mode)?.get(&mode_step).copied()
+    }
+
+    fn step_workers(&self, global: i64) -> usize {
+        self.workers_for_global_step
+            .get(&global)
+            .map_or(0, |w| w.len())
+    }
+
+    /// Whether a global step counts as complete for `steps()`.
+    pub fn is_complete(&self, global: i64) -> bool {
+        self.step_workers(global) == self.num_workers
+            || self.loaded_all_steps
+            || self.last_complete_step >= global
+    }
+
+    pub fn steps(&self, mode: Mode, show_incomplete: bool) -> Vec<i64> {
+        let all = self.all_steps(mode);
+        if show_incomplete {
+            return all;
+        }
+        all.into_iter()
+            .filter(|&s| {
+                self.global_step_currently(mode, s)
+                    .is_some_and(|g| self.is_complete(g))
+            })
+            .collect()
+    }
+
+    /// SEMANTICS.md §8.7, over the current state (the caller refreshes first).
+    pub fn has_passed_step(&self, step: i64, mode: Mode) -> StepState {
+        let steps = self.all_steps(mode);
+        let i = steps.partition_point(|&s| s < step);
+        if let Some(&found) = steps.get(i) {
+            let g = self.global_step_currently(mode, found).unwrap_or(found);
+            if found > step {
+                return if self.last_complete_step >= g {
+                    StepState::Unavailable
+                } else {
+                    StepState::NotYetAvailable
+                };
+            }
+            // Python logs `workers_for_global_step[step]` with the mode step here and fails
+            // with KeyError when no global step has that number [PY-BUG]; the answer is
+            // AVAILABLE.
+            return if self.step_workers(g) == self.num_workers
+                || self.loaded_all_steps
+                || g <= self.last_complete_step
+            {
+                StepState::Available
+            } else {
+                StepState::NotYetAvailable
+            };
+        }
+        if self.loaded_all_steps {
+            StepState::Unavailable
+        } else {
+            StepState::NotYetAvailable
+        }
+    }
+}
+
+/// `(tensor, Some((op, abs)))` for a reduction record's name, `(name, None)` otherwise.
+fn split_name(name: &str) -> (String, Option<(String, bool)>) {
+    if name.contains(REDUCTIONS_PREFIX) {
+        if let Some((tensor, op, abs)) = reverse_reduction_name(name) {
+            return (tensor, Some((op, abs)));
+        }
+    }
+    (name.to_owned(), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reduction_names_parse_like_smdebug() {
+        assert_eq!(
+            reverse_reduction_name("outer/smdebug/reductions/abs_min/inner"),
+            Some(("inner".into(), "min".into(), true))
+        );
+        assert_eq!(
+            reverse_reduction_name("smdebug/reductions/myabs_foo/x/y"),
+            Some(("x/y".into(), "foo".into(), true))
+        );
+        assert_eq!(
+            reverse_reduction_name("smdebug/reductions/min/smdebug/reductions/max/x"),
+            Some(("".into(), "min".into(), false))
+        );
+        assert_eq!(
+            reverse_reduction_name("smdebug/reductions/abs_l2/dense/kernel:0"),
+            Some(("dense/kernel:0".into(), "l2".into(), true))
+        );
+        assert_eq!(reverse_reduction_name("smdebug/reductions/min"), None);
+    }
+}

@@ -1,0 +1,331 @@
+//! The `Tensor` handle: one tensor's steps, values, shapes and reductions (SEMANTICS.md §9).
+
+use crate::fetch::lock;
+use crate::state::{RecordLocation, State, StepData};
+use crate::trial::Trial;
+use crate::{reductions, Result, TrialError, Value};
+use smdebug_config::Mode;
+use smdebug_exceptions::{AnalysisError, StepState};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// One tensor of a [`Trial`] (`trial.tensor(name)`). Cheap: a name and a reference.
+#[derive(Debug, Clone)]
+pub struct Tensor<'t> {
+    trial: &'t Trial,
+    name: String,
+}
+
+/// The saved reductions of one step: `(op, abs)` → value.
+pub type ReductionValues = BTreeMap<(String, bool), Arc<Value>>;
+
+impl<'t> Tensor<'t> {
+    pub(crate) fn new(trial: &'t Trial, name: &str) -> Self {
+        Tensor {
+            trial,
+            name: name.to_owned(),
+        }
+    }
+
+    /// The tensor's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The framework's original name, from the last shape record seen (None if no shape was
+    /// saved).
+    pub fn original_name(&self) -> Option<String> {
+        lock(&self.trial.state)
+            .tensors
+            .get(&self.name)
+            .and_then(|t| t.original_name.clone())
+    }
+
+    /// Sorted steps of this tensor in `mode` (global steps for GLOBAL); only complete ones
+    /// unless `show_incomplete_steps`.
+    pub fn steps(&self, mode: Mode, show_incomplete_steps: bool) -> Result<Vec<i64>> {
+        let mut st = lock(&self.trial.state);
+        self.trial.maybe_refresh_locked(&mut st)?;
+        Ok(self.steps_locked(&st, mode, show_incomplete_steps))
+    }
+
+    fn steps_locked(&self, st: &State, mode: Mode, show_incomplete: bool) -> Vec<i64> {
+        let Some(data) = st.tensors.get(&self.name) else {
+            return Vec::new();
+        };
+        // (step as reported, global step, workers that wrote this tensor there)
+        let mut all: Vec<(i64, i64, usize)> = Vec::new();
+        for (&m, steps) in &data.modes {
+            if mode != Mode::Global && m != mode {
+                continue;
+            }
+            for (&ms, workers) in steps {
+                let g = st.global_step_currently(m, ms).unwrap_or(ms);
+                let reported = if mode == Mode::Global { g } else { ms };
+                all.push((reported, g, workers.len()));
+            }
+        }
+        all.sort_unstable();
+        all.into_iter()
+            .filter(|&(_, g, n)| {
+                // Python compares a list with an int here (never equal) and, for modes, the
+                // mode step with a global step [PY-BUG]; the intended test is used.
+                show_incomplete
+                    || n == st.num_workers
+                    || st.loaded_all_steps
+                    || st.last_complete_step >= g
+            })
+            .map(|(s, _, _)| s)
+            .collect()
+    }
+
+    /// `_get_step_dict`: the (mode, mode step) this query refers to, when present.
+    fn resolve(&self, st: &mut State, step: i64, mode: Mode) -> Result<Option<(Mode, i64)>> {
+        let Some(data) = st.tensors.get(&self.name) else {
+            return Ok(None);
+        };
+        if mode == Mode::Global && data.step_dict(Mode::Global, step).is_some() {
+            return Ok(Some((Mode::Global, step)));
+        }
+        let (m, s) = if mode == Mode::Global {
+            match self.trial.mode_modestep_locked(st, step)? {
+                Some(x) => x,
+                None => return Ok(None),
+            }
+        } else {
+            (mode, step)
+        };
+        let present = st
+            .tensors
+            .get(&self.name)
+            .and_then(|d| d.step_dict(m, s))
+            .is_some();
+        Ok(present.then_some((m, s)))
+    }
+
+    fn current(
+        &self,
+        st: &mut State,
+        step: i64,
+        mode: Mode,
+        worker: Option<&str>,
+    ) -> Result<Option<StepData>> {
+        let Some((m, s)) = self.resolve(st, step, mode)? else {
+            return Ok(None);
+        };
+        let Some(workers) = st.tensors.get(&self.name).and_then(|d| d.step_dict(m, s)) else {
+            return Ok(None);
+        };
+        let found = match worker {
+            Some(w) => workers.iter().find(|(x, _)| x == w),
+            None => workers.iter().min_by(|a, b| a.0.cmp(&b.0)),
+        };
+        match (found, worker) {
+            (Some((_, d)), _) => Ok(Some(d.clone())),
+            (None, Some(w)) => Err(AnalysisError::InvalidWorker {
+                worker: w.to_owned(),
+            }
+            .into()),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// `_step`: the step's data, refreshing and classifying the step when it is missing.
+    fn step(&self, step: i64, mode: Mode, worker: Option<&str>) -> Result<StepData> {
+        let mut st = lock(&self.trial.state);
+        if let Some(d) = self.current(&mut st, step, mode, worker)? {
+            return Ok(d);
+        }
+        self.trial.maybe_refresh_locked(&mut st)?;
+        self.trial.maybe_refresh_locked(&mut st)?;
+        match st.has_passed_step(step, mode) {
+            StepState::Available => match self.current(&mut st, step, mode, worker)? {
+                Some(d) => Ok(d),
+                None => Err(TrialError::tensor_unavailable_for_step(
+                    &self.name, step, mode, false,
+                )),
+            },
+            StepState::Unavailable => Err(AnalysisError::StepUnavailable { step, mode }.into()),
+            // Python tries to raise NoMoreData here with wrong arguments and fails with
+            // TypeError [PY-BUG].
+            StepState::NotYetAvailable if st.loaded_all_steps => Err(AnalysisError::NoMoreData {
+                step,
+                mode,
+                last_step: st.steps(mode, false).last().copied().unwrap_or(-1),
+            }
+            .into()),
+            StepState::NotYetAvailable => {
+                Err(AnalysisError::StepNotYetAvailable { step, mode }.into())
+            }
+        }
+    }
+
+    fn fetch_one(&self, loc: &RecordLocation) -> Result<Arc<Value>> {
+        self.trial.fetch(&[loc]).pop().unwrap_or_else(|| {
+            Err(TrialError::tensor_unavailable_for_step(
+                loc.tag.as_str(),
+                loc.mode_step,
+                loc.mode,
+                false,
+            ))
+        })
+    }
+
+    /// The raw value at `step` (a mode step unless `mode` is GLOBAL) of `worker` (default:
+    /// the alphabetically first worker that has the step).
+    pub fn value(&self, step: i64, mode: Mode, worker: Option<&str>) -> Result<Arc<Value>> {
+        let d = self.step(step, mode, worker)?;
+        match &d.location {
+            Some(loc) => self.fetch_one(loc),
+            None => Err(TrialError::tensor_unavailable_for_step(
+                &self.name,
+                step,
+                mode,
+                !d.reductions.is_empty(),
+            )),
+        }
+    }
+
+    /// The saved shape, else the shape of the value; `ShapeUnavailableForStep` when there
+    /// is neither.
+    pub fn shape(&self, step: i64, mode: Mode, worker: Option<&str>) -> Result<Vec<u64>> {
+        let d = self.step(step, mode, worker)?;
+        if let Some(shape) = d.shape {
+            return Ok(shape);
+        }
+        match self.value(step, mode, worker) {
+            Ok(v) => Ok(v.shape().iter().map(|&x| x as u64).collect()),
+            Err(TrialError::Analysis(AnalysisError::TensorUnavailableForStep { .. })) => {
+                Err(AnalysisError::ShapeUnavailableForStep {
+                    tensor: self.name.clone(),
+                    step,
+                    mode,
+                }
+                .into())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The reduction `op` (`min max mean std variance sum prod l1 l2`, of absolute values
+    /// if `abs`): the saved one if there is one, else computed from the raw value with
+    /// numpy's semantics.
+    pub fn reduction_value(
+        &self,
+        step: i64,
+        op: &str,
+        mode: Mode,
+        worker: Option<&str>,
+        abs: bool,
+    ) -> Result<Arc<Value>> {
+        let d = self.step(step, mode, worker)?;
+        if let Some(Some(loc)) = d.reductions.get(&(op.to_owned(), abs)) {
+            return self.fetch_one(loc);
+        }
+        let Some(loc) = &d.location else {
+            return Err(TrialError::tensor_unavailable_for_step(
+                op, step, mode, false,
+            ));
+        };
+        let value = self.fetch_one(loc)?;
+        reductions::compute(&self.name, &value, op, abs).map(Arc::new)
+    }
+
+    /// The saved reductions of a step (never computed ones).
+    pub fn reduction_values(
+        &self,
+        step: i64,
+        mode: Mode,
+        worker: Option<&str>,
+    ) -> Result<ReductionValues> {
+        let d = self.step(step, mode, worker)?;
+        let saved: Vec<&RecordLocation> = d.reductions.values().flatten().collect();
+        // Read them together: one grouped request for the step's event file.
+        let _ = self.trial.fetch(&saved);
+        let mut out = BTreeMap::new();
+        for (op, abs) in d.reductions.keys() {
+            let v = self.reduction_value(step, op, mode, worker, *abs)?;
+            out.insert((op.clone(), *abs), v);
+        }
+        Ok(out)
+    }
+
+    /// `{step: value}` over the complete steps of `mode`, read together.
+    pub fn values(&self, mode: Mode, worker: Option<&str>) -> Result<BTreeMap<i64, Arc<Value>>> {
+        let steps = self.steps(mode, false)?;
+        let mut locs = Vec::with_capacity(steps.len());
+        for &s in &steps {
+            let d = self.step(s, mode, worker)?;
+            match d.location {
+                Some(loc) => locs.push(loc),
+                None => {
+                    return Err(TrialError::tensor_unavailable_for_step(
+                        &self.name,
+                        s,
+                        mode,
+                        !d.reductions.is_empty(),
+                    ))
+                }
+            }
+        }
+        let refs: Vec<&RecordLocation> = locs.iter().collect();
+        let mut out = BTreeMap::new();
+        for (s, v) in steps.into_iter().zip(self.trial.fetch(&refs)) {
+            out.insert(s, v?);
+        }
+        Ok(out)
+    }
+
+    /// Workers that saved this tensor at the step, in the order they were first seen;
+    /// `TensorUnavailableForStep` when none did.
+    pub fn workers(&self, step: i64, mode: Mode) -> Result<Vec<String>> {
+        let mut st = lock(&self.trial.state);
+        let Some((m, s)) = self.resolve(&mut st, step, mode)? else {
+            return Err(TrialError::tensor_unavailable_for_step(
+                &self.name, step, mode, false,
+            ));
+        };
+        Ok(st
+            .tensors
+            .get(&self.name)
+            .and_then(|d| d.step_dict(m, s))
+            .map(|ws| ws.iter().map(|(w, _)| w.clone()).collect())
+            .unwrap_or_default())
+    }
+
+    /// The complete steps up to and including `step`, the last `n` of them (all when `n`
+    /// is `None` or 0).
+    pub fn prev_steps(&self, step: i64, n: Option<usize>, mode: Mode) -> Result<Vec<i64>> {
+        let steps = self.steps(mode, false)?;
+        let end = steps.partition_point(|&s| s <= step);
+        let prev = &steps[..end];
+        Ok(match n {
+            Some(n) if n > 0 => prev[prev.len().saturating_sub(n)..].to_vec(),
+            _ => prev.to_vec(),
+        })
+    }
+
+    /// Locations of every record this tensor has (raw values and saved reductions).
+    pub(crate) fn record_locations(&self) -> Vec<RecordLocation> {
+        let st = lock(&self.trial.state);
+        st.tensors
+            .get(&self.name)
+            .map(|t| {
+                t.modes
+                    .values()
+                    .flat_map(|m| m.values())
+                    .flat_map(|ws| ws.iter())
+                    .flat_map(|(_, d)| d.location.iter().chain(d.reductions.values().flatten()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Reads every record of this tensor into the trial's cache in one grouped pass.
+    pub fn prefetch(&self) {
+        let locs = self.record_locations();
+        let refs: Vec<&RecordLocation> = locs.iter().collect();
+        let _ = self.trial.fetch(&refs);
+    }
+}

@@ -1,0 +1,690 @@
+//! The `Trial`: opening a trial, refreshing its index, and the trial-level queries.
+
+use crate::fetch::{fetch_values, lock, ValueCache};
+use crate::state::{RecordLocation, State};
+use crate::tensor::Tensor;
+use crate::{Result, TrialError, Value};
+use futures::stream::{self, StreamExt};
+use smdebug_config::{Collection, CollectionManager, Mode, PyRegex};
+use smdebug_exceptions::{AnalysisError, StepState};
+use smdebug_index::{classify_key, IndexFile, TrialFile, END_OF_JOB_FILE, INDEX_DIR};
+use smdebug_storage::{BlockingStore, Location, Storage, StorageOptions};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How a trial waits for files that are not there yet: exponential backoff between polls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PollPolicy {
+    /// First pause.
+    pub initial: Duration,
+    /// Longest pause.
+    pub max: Duration,
+}
+
+impl Default for PollPolicy {
+    fn default() -> Self {
+        PollPolicy {
+            initial: Duration::from_millis(5),
+            max: Duration::from_millis(500),
+        }
+    }
+}
+
+impl PollPolicy {
+    fn pauses(&self) -> impl Iterator<Item = Duration> + '_ {
+        std::iter::successors(Some(self.initial), move |d| {
+            Some((*d * 2).min(self.max).max(Duration::from_millis(1)))
+        })
+    }
+}
+
+/// Settings of [`Trial::open`].
+#[derive(Debug, Clone)]
+pub struct TrialOptions {
+    /// The trial's name (default: the last path component of the location, as smdebug).
+    pub name: Option<String>,
+    /// Only index files whose step `s` has `begin <= s < end` are loaded (`range_steps`).
+    pub range_steps: Option<(Option<i64>, Option<i64>)>,
+    /// Bytes of decoded values kept in memory (0 disables the cache).
+    pub cache_bytes: usize,
+    /// `SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW` (default from the environment, else 1000).
+    pub incomplete_step_window: i64,
+    /// Pauses between polls while waiting for collections files or steps.
+    pub poll: PollPolicy,
+    /// How long to wait for the collections files; `None` waits until the job ends, as
+    /// smdebug does.
+    pub collections_timeout: Option<Duration>,
+    /// Index files read at the same time during a refresh.
+    pub index_concurrency: usize,
+    /// Storage settings (retries, timeouts, range coalescing).
+    pub storage: StorageOptions,
+}
+
+impl Default for TrialOptions {
+    fn default() -> Self {
+        TrialOptions {
+            name: None,
+            range_steps: None,
+            cache_bytes: 256 << 20,
+            incomplete_step_window: std::env::var("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(1000),
+            poll: PollPolicy::default(),
+            collections_timeout: None,
+            index_concurrency: 32,
+            storage: StorageOptions::default(),
+        }
+    }
+}
+
+/// Opens the trial at `path` (a local directory, `s3://bucket/prefix`, `memory://name/prefix`,
+/// …) with default options: smdebug's `create_trial(path)`.
+///
+/// Waits until the collections files of all workers exist (or the job ended without them:
+/// `MissingCollectionFiles`), then reads the index once.
+pub fn create_trial(path: &str) -> Result<Trial> {
+    Trial::open(path, TrialOptions::default())
+}
+
+/// A trial being read: the tensors one training job saved, also while it is still writing.
+///
+/// Every query takes `&self`; the index state sits behind a mutex, so a trial can be shared
+/// between threads. Queries refresh the index first (as smdebug's `maybe_refresh`) unless
+/// refreshing is switched off ([`Trial::no_refresh`]) or the job has ended and everything was
+/// loaded.
+#[derive(Debug)]
+pub struct Trial {
+    name: String,
+    path: String,
+    store: BlockingStore,
+    options: TrialOptions,
+    collections: Mutex<CollectionManager>,
+    pub(crate) state: Mutex<State>,
+    pub(crate) cache: Mutex<ValueCache>,
+}
+
+impl Trial {
+    /// Opens the trial at `path` (see [`create_trial`]).
+    pub fn open(path: &str, options: TrialOptions) -> Result<Trial> {
+        let stripped = path.trim();
+        let location = Location::parse(stripped)?;
+        let storage = location.open_with(&options.storage)?;
+        let name = options
+            .name
+            .clone()
+            .unwrap_or_else(|| smdebug_index::default_trial_name(stripped));
+        Trial::from_storage(storage, stripped, name, options)
+    }
+
+    /// Opens a trial over an already opened store (its root is the trial root); `path` is
+    /// only used in messages.
+    pub fn from_storage(
+        storage: Arc<dyn Storage>,
+        path: &str,
+        name: String,
+        options: TrialOptions,
+    ) -> Result<Trial> {
+        if let Some((begin, end)) = options.range_steps {
+            let bad = |m: &str| {
+                Err(TrialError::InvalidArgument {
+                    message: format!("range_steps {m}"),
+                })
+            };
+            if begin.is_some_and(|b| b < 0) || end.is_some_and(|e| e < 0) {
+                return bad("bounds must be >= 0");
+            }
+            if let (Some(b), Some(e)) = (begin, end) {
+                if e <= b {
+                    return bad("should be of the form (begin, end) where begin is less than end");
+                }
+            }
+        }
+        let store = BlockingStore::new(storage)?;
+        let trial = Trial {
+            name,
+            path: path.to_owned(),
+            store,
+            cache: Mutex::new(ValueCache::new(options.cache_bytes)),
+            options,
+            collections: Mutex::new(CollectionManager::new()),
+            state: Mutex::new(State::new()),
+        };
+        trial.load_collections()?;
+        trial.refresh_data()?;
+        Ok(trial)
+    }
+
+    /// The trial's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The location the trial was opened with.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The store underneath.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        self.store.storage()
+    }
+
+    /// Whether the end-of-training marker (`training_job_end.ts`) exists.
+    pub fn has_training_ended(&self) -> Result<bool> {
+        Ok(self.store.exists(END_OF_JOB_FILE)?)
+    }
+
+    fn load_collections(&self) -> Result<()> {
+        let start = Instant::now();
+        let mut pauses = self.options.poll.pauses();
+        let mut wanted = 1usize;
+        let mut parsed = false;
+        loop {
+            let files = self.collection_files()?;
+            if !parsed && !files.is_empty() {
+                let (key, _) = &files[0];
+                let bytes = self.store.get(key)?;
+                let cm = CollectionManager::from_slice(&bytes).map_err(|source| {
+                    TrialError::Collections {
+                        file: key.clone(),
+                        source,
+                    }
+                })?;
+                let n = cm.num_workers().unwrap_or(1).max(1);
+                wanted = usize::try_from(n).unwrap_or(usize::MAX);
+                *lock(&self.collections) = cm;
+                parsed = true;
+            }
+            if parsed && files.len() >= wanted {
+                let mut st = lock(&self.state);
+                st.num_workers = wanted;
+                st.workers = files.into_iter().map(|(_, w)| w).collect();
+                return Ok(());
+            }
+            if self.has_training_ended()? {
+                // One more listing: files may have landed together with the marker.
+                let files = self.collection_files()?;
+                if !(parsed && files.len() >= wanted) && !(!parsed && !files.is_empty()) {
+                    return Err(AnalysisError::MissingCollectionFiles.into());
+                }
+                continue;
+            }
+            if let Some(limit) = self.options.collections_timeout {
+                if start.elapsed() >= limit {
+                    return Err(TrialError::Timeout {
+                        what: format!("the collections files of {}", self.path),
+                        waited: start.elapsed(),
+                    });
+                }
+            }
+            std::thread::sleep(pauses.next().unwrap_or(self.options.poll.max));
+        }
+    }
+
+    /// `(key, worker)` of every collections file, sorted by key.
+    fn collection_files(&self) -> Result<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        for obj in self.store.list("collections/", None)? {
+            if let TrialFile::Collections { worker } = classify_key(&obj.key)? {
+                out.push((obj.key, worker));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads the index files that appeared since the last refresh (smdebug's
+    /// `refresh_data`): one listing that starts after the last token, then the new files,
+    /// read concurrently.
+    pub fn refresh_data(&self) -> Result<()> {
+        let mut st = lock(&self.state);
+        self.refresh_locked(&mut st)
+    }
+
+    fn refresh_locked(&self, st: &mut State) -> Result<()> {
+        let prefix = format!("{INDEX_DIR}/");
+        let listed = self.store.list(&prefix, st.last_index_token.as_deref())?;
+        let mut todo = Vec::new();
+        for obj in &listed {
+            let TrialFile::Index(name) = classify_key(&obj.key)? else {
+                continue;
+            };
+            if st.has_read(&obj.key) || !self.in_range(name.step) {
+                continue;
+            }
+            todo.push((obj.key.clone(), name.step, name.worker().into_owned()));
+        }
+        let storage = Arc::clone(self.store.storage());
+        let keys: Vec<String> = todo.iter().map(|(k, _, _)| k.clone()).collect();
+        let concurrency = self.options.index_concurrency.max(1);
+        let fetched: Vec<(String, smdebug_storage::Result<smdebug_storage::Bytes>)> =
+            self.store.block_on(async move {
+                stream::iter(keys)
+                    .map(|k| {
+                        let storage = Arc::clone(&storage);
+                        async move {
+                            let r = storage.get(&k).await;
+                            (k, r)
+                        }
+                    })
+                    .buffered(concurrency)
+                    .collect()
+                    .await
+            });
+        for ((key, step, worker), (_, bytes)) in todo.iter().zip(fetched) {
+            let bytes = match bytes {
+                Ok(b) => b,
+                // Listed, then removed before it could be read: it is not part of the trial.
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let index = IndexFile::parse(key, &bytes)?;
+            st.register_index_file(key, *step, worker, &index);
+            st.remember_read(key);
+        }
+        if let Some(last) = listed.last() {
+            st.last_index_token = Some(match st.last_index_token.take() {
+                // The token is only ever moved forward by a listing.
+                Some(old) if old > last.key => old,
+                _ => last.key.clone(),
+            });
+        }
+        if st.last_index_token.is_some() {
+            st.update_last_index_token(self.options.incomplete_step_window);
+        }
+        Ok(())
+    }
+
+    fn in_range(&self, step: i64) -> bool {
+        match self.options.range_steps {
+            None => true,
+            Some((begin, end)) => begin.is_none_or(|b| step >= b) && end.is_none_or(|e| step < e),
+        }
+    }
+
+    /// smdebug's `maybe_refresh`: refresh unless switched off or everything is loaded; when
+    /// the end marker is there, refresh twice and mark everything loaded.
+    pub fn maybe_refresh(&self) -> Result<()> {
+        let mut st = lock(&self.state);
+        self.maybe_refresh_locked(&mut st)
+    }
+
+    pub(crate) fn maybe_refresh_locked(&self, st: &mut State) -> Result<()> {
+        if st.loaded_all_steps || !st.dynamic_refresh {
+            return Ok(());
+        }
+        let ended = self.has_training_ended()?;
+        self.refresh_locked(st)?;
+        if ended {
+            // smdebug sleeps SMDEBUG_TRAINING_END_DELAY_REFRESH seconds before this second
+            // refresh; storage here is strongly consistent, so it runs at once.
+            self.refresh_locked(st)?;
+            st.loaded_all_steps = true;
+            if let Some((&last, _)) = st.global_to_mode.iter().next_back() {
+                st.last_complete_step = last;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with automatic refreshing switched off (smdebug's `no_refresh`); refreshing
+    /// is switched on again afterwards, also when `f` fails.
+    pub fn no_refresh<R>(&self, f: impl FnOnce(&Trial) -> R) -> R {
+        self.with_refresh_flag(false, true, f)
+    }
+
+    /// Runs `f` with automatic refreshing switched on (smdebug's `refresh`), restoring the
+    /// previous setting afterwards.
+    pub fn with_refresh<R>(&self, f: impl FnOnce(&Trial) -> R) -> R {
+        let before = lock(&self.state).dynamic_refresh;
+        self.with_refresh_flag(true, before, f)
+    }
+
+    fn with_refresh_flag<R>(&self, during: bool, after: bool, f: impl FnOnce(&Trial) -> R) -> R {
+        struct Restore<'a>(&'a Trial, bool);
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                lock(&self.0.state).dynamic_refresh = self.1;
+            }
+        }
+        lock(&self.state).dynamic_refresh = during;
+        let _restore = Restore(self, after);
+        f(self)
+    }
+
+    /// Whether queries refresh the index automatically.
+    pub fn dynamic_refresh(&self) -> bool {
+        lock(&self.state).dynamic_refresh
+    }
+
+    /// Switches automatic refreshing on or off.
+    pub fn set_dynamic_refresh(&self, on: bool) {
+        lock(&self.state).dynamic_refresh = on;
+    }
+
+    /// Names of the tensors saved so far, sorted (`tensor_names()` without filters).
+    pub fn tensor_names(&self) -> Result<Vec<String>> {
+        self.tensor_names_filtered(&TensorFilter::default())
+    }
+
+    /// smdebug's `tensor_names(step=, mode=, regex=, collection=)` (SEMANTICS.md §8.6).
+    pub fn tensor_names_filtered(&self, filter: &TensorFilter) -> Result<Vec<String>> {
+        let mut st = lock(&self.state);
+        self.maybe_refresh_locked(&mut st)?;
+        let mode = filter.mode;
+        let base: Vec<String> = match filter.step {
+            None if mode == Mode::Global => st.tensors.keys().cloned().collect(),
+            // Python raises KeyError for a mode never seen [PY-BUG]: no names.
+            None => st
+                .mode_to_tensors
+                .get(&mode)
+                .map(|s| s.iter().cloned().collect())
+                .unwrap_or_default(),
+            Some(step) => {
+                let global = if mode == Mode::Global {
+                    step
+                } else {
+                    st.global_step_currently(mode, step)
+                        .ok_or_else(|| TrialError::KeyError {
+                            key: step.to_string(),
+                            context: "mode step of tensor_names(step=, mode=)",
+                        })?
+                };
+                st.global_step_to_tensors
+                    .get(&global)
+                    .map(|s| s.iter().cloned().collect())
+                    .unwrap_or_default()
+            }
+        };
+        let keep: Option<Vec<PyRegex>> = match (&filter.regex, &filter.collection) {
+            (Some(_), Some(_)) => {
+                return Err(TrialError::ValueError {
+                    message: "Only one of `regex` or `collection` can be passed to this method"
+                        .into(),
+                })
+            }
+            (None, None) => return Ok(base),
+            (Some(rx), None) => Some(compile(rx)?),
+            (None, Some(_)) => None,
+        };
+        let mut out = Vec::new();
+        if let Some(regexes) = keep {
+            for name in base {
+                if matches_any(&regexes, &name)? {
+                    out.push(name);
+                }
+            }
+        } else if let Some(coll) = &filter.collection {
+            let coll = self.collection(coll);
+            let regexes = compile(coll.include_regex())?;
+            for name in base {
+                if coll.tensor_names.contains(&name) || matches_any(&regexes, &name)? {
+                    out.push(name);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A handle on one tensor, or `TensorUnavailable` if the trial has never seen it
+    /// (refreshing once first).
+    pub fn tensor(&self, name: &str) -> Result<Tensor<'_>> {
+        if self.has_tensor(name)? {
+            Ok(Tensor::new(self, name))
+        } else {
+            Err(AnalysisError::TensorUnavailable {
+                tensor: name.to_owned(),
+            }
+            .into())
+        }
+    }
+
+    /// Whether the trial has seen the tensor (refreshing once if not).
+    pub fn has_tensor(&self, name: &str) -> Result<bool> {
+        let mut st = lock(&self.state);
+        if !st.tensors.contains_key(name) {
+            self.maybe_refresh_locked(&mut st)?;
+        }
+        Ok(st.tensors.contains_key(name))
+    }
+
+    /// Sorted steps of `mode` (global steps for GLOBAL, mode steps otherwise); only complete
+    /// ones unless `show_incomplete_steps`.
+    pub fn steps(&self, mode: Mode, show_incomplete_steps: bool) -> Result<Vec<i64>> {
+        let mut st = lock(&self.state);
+        self.maybe_refresh_locked(&mut st)?;
+        Ok(st.steps(mode, show_incomplete_steps))
+    }
+
+    /// The modes seen, without GLOBAL, in TRAIN, EVAL, PREDICT order (no refresh).
+    pub fn modes(&self) -> Vec<Mode> {
+        lock(&self.state).mode_to_global.keys().copied().collect()
+    }
+
+    /// `(mode, mode step)` of a global step, refreshing once if unknown.
+    pub fn mode_modestep(&self, global_step: i64) -> Result<Option<(Mode, i64)>> {
+        let mut st = lock(&self.state);
+        self.mode_modestep_locked(&mut st, global_step)
+    }
+
+    pub(crate) fn mode_modestep_locked(
+        &self,
+        st: &mut State,
+        global_step: i64,
+    ) -> Result<Option<(Mode, i64)>> {
+        if let Some(&x) = st.global_to_mode.get(&global_step) {
+            return Ok(Some(x));
+        }
+        self.maybe_refresh_locked(st)?;
+        Ok(st.global_to_mode.get(&global_step).copied())
+    }
+
+    /// The mode of a global step.
+    pub fn mode(&self, global_step: i64) -> Result<Option<Mode>> {
+        Ok(self.mode_modestep(global_step)?.map(|x| x.0))
+    }
+
+    /// The mode step of a global step.
+    pub fn mode_step(&self, global_step: i64) -> Result<Option<i64>> {
+        Ok(self.mode_modestep(global_step)?.map(|x| x.1))
+    }
+
+    /// The global step of a mode step (GLOBAL: the step itself), refreshing once if unknown.
+    pub fn global_step(&self, mode: Mode, mode_step: i64) -> Result<Option<i64>> {
+        let mut st = lock(&self.state);
+        if let Some(g) = st.global_step_currently(mode, mode_step) {
+            return Ok(Some(g));
+        }
+        self.maybe_refresh_locked(&mut st)?;
+        Ok(st.global_step_currently(mode, mode_step))
+    }
+
+    /// Sorted worker names (from the collections files).
+    pub fn workers(&self) -> Result<Vec<String>> {
+        let mut st = lock(&self.state);
+        self.maybe_refresh_locked(&mut st)?;
+        Ok(st.workers.iter().cloned().collect())
+    }
+
+    /// Number of workers (`_meta.num_workers` of the first collections file).
+    pub fn num_workers(&self) -> usize {
+        lock(&self.state).num_workers
+    }
+
+    /// The collections as loaded, by name (no refresh).
+    pub fn collections(&self) -> BTreeMap<String, Collection> {
+        lock(&self.collections)
+            .collections()
+            .map(|c| (c.name.clone(), c.clone()))
+            .collect()
+    }
+
+    /// The collection of that name; like smdebug, an unknown name creates an empty one.
+    pub fn collection(&self, name: &str) -> Collection {
+        lock(&self.collections).get_or_create(name).clone()
+    }
+
+    /// Whether every step up to the end was loaded (the job ended and was read after that).
+    pub fn loaded_all_steps(&self) -> bool {
+        lock(&self.state).loaded_all_steps
+    }
+
+    /// The greatest global step all workers wrote (or that was declared complete), −1 if none.
+    pub fn last_complete_step(&self) -> i64 {
+        lock(&self.state).last_complete_step
+    }
+
+    /// The key after which the next index listing starts, relative to the trial root.
+    pub fn last_index_token(&self) -> Option<String> {
+        lock(&self.state).last_index_token.clone()
+    }
+
+    /// SEMANTICS.md §8.7 (refreshes first).
+    pub fn has_passed_step(&self, step: i64, mode: Mode) -> Result<StepState> {
+        let mut st = lock(&self.state);
+        self.maybe_refresh_locked(&mut st)?;
+        Ok(st.has_passed_step(step, mode))
+    }
+
+    /// Waits until every step in `steps` is available (smdebug's `wait_for_steps`): a skipped
+    /// step is `StepUnavailable`, a step past the end of a finished job `NoMoreData`. Polls
+    /// with backoff and waits without limit, as the original; see
+    /// [`Trial::wait_for_steps_timeout`].
+    pub fn wait_for_steps(&self, steps: &[i64], mode: Mode) -> Result<()> {
+        self.wait_inner(steps, mode, None)
+    }
+
+    /// [`Trial::wait_for_steps`] giving up with [`TrialError::Timeout`] after `limit`.
+    pub fn wait_for_steps_timeout(&self, steps: &[i64], mode: Mode, limit: Duration) -> Result<()> {
+        self.wait_inner(steps, mode, Some(limit))
+    }
+
+    fn wait_inner(&self, steps: &[i64], mode: Mode, limit: Option<Duration>) -> Result<()> {
+        let start = Instant::now();
+        self.with_refresh(|t| {
+            for &step in steps {
+                let mut pauses = t.options.poll.pauses();
+                loop {
+                    match t.has_passed_step(step, mode)? {
+                        StepState::Available => break,
+                        StepState::Unavailable => {
+                            let st = lock(&t.state);
+                            if !st.loaded_all_steps {
+                                return Err(AnalysisError::StepUnavailable { step, mode }.into());
+                            }
+                            let last = st.all_steps(mode).last().copied().unwrap_or(-1);
+                            if step < last {
+                                return Err(AnalysisError::StepUnavailable { step, mode }.into());
+                            }
+                            return Err(AnalysisError::NoMoreData {
+                                step,
+                                mode,
+                                last_step: last,
+                            }
+                            .into());
+                        }
+                        StepState::NotYetAvailable => {}
+                    }
+                    if let Some(limit) = limit {
+                        if start.elapsed() >= limit {
+                            return Err(TrialError::Timeout {
+                                what: format!("step {step} of mode {mode}"),
+                                waited: start.elapsed(),
+                            });
+                        }
+                    }
+                    std::thread::sleep(pauses.next().unwrap_or(t.options.poll.max));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Reads many records at once (grouped per event file, files read concurrently) and
+    /// caches them; used by the bulk queries.
+    pub(crate) fn fetch(&self, locs: &[&RecordLocation]) -> Vec<Result<Arc<Value>>> {
+        fetch_values(&self.store, &self.cache, locs)
+    }
+
+    /// Loads every raw value and saved reduction of every tensor into the cache (bounded by
+    /// [`TrialOptions::cache_bytes`]) and returns how many records were read; the first
+    /// error stops nothing, it is returned after the rest was read.
+    pub fn prefetch_all(&self) -> Result<usize> {
+        let locs: Vec<RecordLocation> = {
+            let st = lock(&self.state);
+            st.tensors
+                .values()
+                .flat_map(|t| t.modes.values())
+                .flat_map(|m| m.values())
+                .flat_map(|ws| ws.iter())
+                .flat_map(|(_, d)| {
+                    d.location
+                        .iter()
+                        .chain(d.reductions.values().flatten())
+                        .cloned()
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let refs: Vec<&RecordLocation> = locs.iter().collect();
+        let mut first_err = None;
+        for r in self.fetch(&refs) {
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(refs.len()),
+        }
+    }
+}
+
+/// The filters of [`Trial::tensor_names_filtered`].
+#[derive(Debug, Clone)]
+pub struct TensorFilter {
+    /// Names at this step only (a mode step unless `mode` is GLOBAL).
+    pub step: Option<i64>,
+    /// The mode (GLOBAL: all).
+    pub mode: Mode,
+    /// Keep names matched (`re.search`) by any of these Python regexes.
+    pub regex: Option<Vec<String>>,
+    /// Keep names in this collection (listed, or matched by its regexes).
+    pub collection: Option<String>,
+}
+
+impl Default for TensorFilter {
+    fn default() -> Self {
+        TensorFilter {
+            step: None,
+            mode: Mode::Global,
+            regex: None,
+            collection: None,
+        }
+    }
+}
+
+fn compile(patterns: &[String]) -> Result<Vec<PyRegex>> {
+    patterns
+        .iter()
+        .map(|p| {
+            PyRegex::new(p).map_err(|source| TrialError::Collections {
+                file: "(regex argument)".into(),
+                source,
+            })
+        })
+        .collect()
+}
+
+fn matches_any(regexes: &[PyRegex], name: &str) -> Result<bool> {
+    for r in regexes {
+        if r.search(name).map_err(|source| TrialError::Collections {
+            file: "(regex argument)".into(),
+            source,
+        })? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
