@@ -1,6 +1,74 @@
-//! smdebug-hook: The smdebug writer hook: decides what to save when and writes trials byte-compatible with smdebug, off the training thread.
+//! The smdebug writer hook: a training loop offers tensors at each step, the hook decides
+//! what is due (collections, save configs, reduction configs — smdebug 1.0.34's rules) and a
+//! writer thread writes trials that the Python smdebug reads exactly as its own: events files,
+//! index files, collections files, the end-of-training marker, and TensorBoard summaries.
 //!
 //! ```
-//! // (being built)
+//! use ndarray::{arr0, Array2};
+//! use smdebug_config::{Mode, SaveConfig, SaveConfigMode};
+//! use smdebug_hook::{HookBuilder, Saved};
+//! use smdebug_record::Tensor;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let out = dir.path().join("trial");
+//! let mut hook = HookBuilder::new(out.to_str().unwrap())
+//!     .save_config(SaveConfig::new(SaveConfigMode::every(2)))
+//!     .include_collections(["weights", "gradients"])
+//!     .build()?;
+//! hook.set_mode(Mode::Train);
+//! for step in 0..4 {
+//!     hook.step()?;
+//!     if hook.should_save("fc1.weight")? {
+//!         let w = Array2::<f32>::from_elem((4, 3), step as f32).into_dyn();
+//!         assert_eq!(hook.save("fc1.weight", Tensor::from(w))?, Saved::Queued);
+//!     }
+//!     hook.save("CrossEntropyLoss_output_0", Tensor::from(arr0(0.5f32).into_dyn()))?;
+//!     hook.save_scalar("lr", 0.01, None);
+//! }
+//! let stats = hook.close()?;
+//! // weights and losses at steps 0 and 2, and the four scalars (cached until a step that
+//! // saves something ends, or until close).
+//! assert_eq!(stats.records, 2 + 2 + 4);
+//! assert!(out.join("index/000000000/000000000002_worker_0.json").exists());
+//! assert!(out.join("training_job_end.ts").exists());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Threads and the queue
+//!
+//! The training thread only decides and copies: [`Hook::save`] takes the tensor by value
+//! and sends one job over a bounded channel (capacity [`HookBuilder::queue_capacity`],
+//! default 256 jobs). One writer thread per hook computes reductions (with
+//! `smdebug-reduce`), encodes the protobuf events, frames them with CRCs, keeps the step's
+//! events file and index in memory and, at the end of the step, writes the events file and
+//! then the index file through `smdebug-storage` (atomic puts on disk and object stores). A
+//! reader that sees an index file therefore always finds the complete events file.
+//!
+//! When the queue is full, [`QueuePolicy::Block`] (default) makes [`Hook::save`] wait for
+//! the writer; [`QueuePolicy::DropNewest`] drops that tensor instead and counts it
+//! ([`Hook::dropped_tensors`]). Step boundaries, scalars, collections files and the end
+//! marker always block: they are never dropped.
+//!
+//! # Differences from the Python hook
+//!
+//! See the crate README: the collections file is written at the first step and again at
+//! close (with every tensor name seen), a finished trial is refused on every backend,
+//! no `claim.smd` lock file, no SageMaker Metrics, custom tensors are flushed at the end of
+//! their step.
 #![deny(missing_docs, unsafe_code)]
+
+mod builder;
+mod error;
+mod hook;
+pub mod tensorboard;
+mod writer;
+
+pub use builder::{HookBuilder, QueuePolicy, ReductionShape, WallTime, DEFAULT_STOP_SIGNAL_FILE};
+pub use error::{HookError, Result};
+pub use hook::{Hook, HookStats, Saved};
+pub use writer::reduction_tensor_name;
+
+/// Re-exported so a training loop needs no other smdebug crate for the common calls.
+pub use smdebug_config::{Collection, Framework, IncludeWorkers, Mode, ReductionConfig, SaveConfig, SaveConfigMode};
+pub use smdebug_record::Tensor;
+pub use smdebug_reduce::Flavor;

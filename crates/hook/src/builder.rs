@@ -1,0 +1,388 @@
+//! [`HookBuilder`]: a hook from code or from the SageMaker JSON configuration.
+
+use crate::error::{HookError, Result};
+use crate::hook::Hook;
+use smdebug_config::{
+    is_sagemaker_job, tensorboard_config_path, Collection, CollectionManager, Framework,
+    HookConfig, IncludeWorkers, ReductionConfig, SaveConfig, SaveConfigMode,
+};
+use smdebug_reduce::Flavor;
+use smdebug_storage::StorageOptions;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the training thread does when the writer thread's queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueuePolicy {
+    /// Wait until the writer thread has taken a job (the default): nothing is lost, and the
+    /// training loop slows down to the writer's pace.
+    #[default]
+    Block,
+    /// Drop the tensor being saved and count it ([`Hook::dropped_tensors`]): the training
+    /// loop never waits, and the trial misses those tensors. Step boundaries, scalars,
+    /// collections files and the end marker are never dropped.
+    DropNewest,
+}
+
+/// The shape of a saved reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReductionShape {
+    /// 0-d, as the PyTorch and TensorFlow hooks save them (a 0-d framework tensor).
+    Scalar,
+    /// Shape `[1]`, as smdebug's numpy path stores a numpy scalar (MXNet, numpy callers).
+    OneElement,
+}
+
+/// The `wall_time` written in each event.
+#[derive(Clone, Default)]
+pub enum WallTime {
+    /// The time of the save, as smdebug writes it.
+    #[default]
+    Now,
+    /// A function of the global step (for reproducible trials, e.g. `base + step`).
+    PerStep(Arc<dyn Fn(i64) -> f64 + Send + Sync>),
+}
+
+impl std::fmt::Debug for WallTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WallTime::Now => f.write_str("Now"),
+            WallTime::PerStep(_) => f.write_str("PerStep(..)"),
+        }
+    }
+}
+
+/// The default name of the stop-signal object when `SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE` is
+/// not set: a rule (or a person) creates `<trial>/stop_training.smd` to stop the job.
+pub const DEFAULT_STOP_SIGNAL_FILE: &str = "stop_training.smd";
+
+/// Builds a [`Hook`].
+///
+/// Defaults are smdebug's PyTorch hook: the PyTorch default collections, only `losses`
+/// always included, save interval 500, raw tensors only, `init_step` −1, worker `worker_0`
+/// alone, PyTorch-flavoured 0-d reductions.
+///
+/// ```
+/// use smdebug_config::{ReductionConfig, SaveConfig, SaveConfigMode};
+/// use smdebug_hook::HookBuilder;
+///
+/// let dir = tempfile::tempdir()?;
+/// let hook = HookBuilder::new(dir.path().join("trial").to_str().unwrap())
+///     .save_config(SaveConfig::new(SaveConfigMode::every(10)))
+///     .include_collections(["weights", "gradients"])
+///     .reduction_config(ReductionConfig { save_raw_tensor: true, save_shape: true, ..Default::default() })
+///     .build()?;
+/// assert_eq!(hook.worker(), "worker_0");
+/// hook.close()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct HookBuilder {
+    pub(crate) out_dir: String,
+    pub(crate) framework: Option<Framework>,
+    pub(crate) collections: Vec<Collection>,
+    pub(crate) save_config: Option<SaveConfig>,
+    pub(crate) reduction_config: Option<ReductionConfig>,
+    pub(crate) include_collections: Option<Vec<String>>,
+    pub(crate) include_regex: Vec<String>,
+    pub(crate) save_all: bool,
+    pub(crate) worker: String,
+    pub(crate) num_workers: i64,
+    pub(crate) include_workers: IncludeWorkers,
+    pub(crate) init_step: i64,
+    pub(crate) flavor: Option<Flavor>,
+    pub(crate) reduction_shape: Option<ReductionShape>,
+    pub(crate) queue_capacity: usize,
+    pub(crate) queue_policy: QueuePolicy,
+    pub(crate) wall_time: WallTime,
+    pub(crate) export_tensorboard: bool,
+    pub(crate) tensorboard_dir: Option<String>,
+    pub(crate) write_collections: bool,
+    pub(crate) stop_signal_file: Option<String>,
+    pub(crate) stop_check_interval: Duration,
+    pub(crate) storage_options: StorageOptions,
+}
+
+impl HookBuilder {
+    /// A builder writing to `out_dir`: a local folder (`~` expanded) or an object-store URL
+    /// (`s3://bucket/prefix`, ...; see `smdebug_storage::Location`).
+    pub fn new(out_dir: impl Into<String>) -> Self {
+        HookBuilder {
+            out_dir: out_dir.into(),
+            framework: Some(Framework::PyTorch),
+            collections: Vec::new(),
+            save_config: None,
+            reduction_config: None,
+            include_collections: None,
+            include_regex: Vec::new(),
+            save_all: false,
+            worker: "worker_0".into(),
+            num_workers: 1,
+            include_workers: IncludeWorkers::One,
+            init_step: -1,
+            flavor: None,
+            reduction_shape: None,
+            queue_capacity: 256,
+            queue_policy: QueuePolicy::Block,
+            wall_time: WallTime::Now,
+            export_tensorboard: false,
+            tensorboard_dir: None,
+            write_collections: true,
+            stop_signal_file: None,
+            stop_check_interval: Duration::from_secs(1),
+            storage_options: StorageOptions::default(),
+        }
+    }
+
+    /// A builder from a parsed SageMaker hook configuration (`debughookconfig.json`): its
+    /// `LocalPath` as out_dir, the hook's save and reduction configs, `save_all`,
+    /// `include_regex`, `include_workers`, TensorBoard settings (outside SageMaker; inside,
+    /// the TensorBoard folder comes from `TENSORBOARD_CONFIG_FILE_PATH`), and every
+    /// `CollectionConfigurations` entry as an included collection with its configs.
+    pub fn from_hook_config(config: &HookConfig) -> Result<Self> {
+        let mut b = HookBuilder::new(config.local_path.clone());
+        let p = &config.hook;
+        b.save_config = Some(p.save_config.clone());
+        b.reduction_config = p.reduction_config.clone();
+        b.save_all = p.save_all;
+        b.include_regex = p.include_regex.clone().unwrap_or_default();
+        b.include_workers = p.include_workers;
+        if is_sagemaker_job() {
+            b.tensorboard_dir = sagemaker_tensorboard_dir();
+        } else {
+            b.export_tensorboard = p.export_tensorboard;
+            b.tensorboard_dir = p.tensorboard_dir.clone();
+        }
+        let mut cm = CollectionManager::new();
+        config.apply_to(&mut cm)?;
+        b.collections = cm.collections().cloned().collect();
+        b.include_collections = config
+            .include_collections()
+            .map(|names| names.into_iter().map(str::to_owned).collect());
+        Ok(b)
+    }
+
+    /// A builder from the SageMaker hook configuration file: `SMDEBUG_CONFIG_FILE_PATH`, else
+    /// `/opt/ml/input/config/debughookconfig.json`. A missing file is
+    /// [`HookError::NoHookConfig`] (smdebug then creates no hook).
+    pub fn from_sagemaker_config() -> Result<Self> {
+        let path = smdebug_config::hook_config_path(None);
+        Self::from_config_file(&path)
+    }
+
+    /// A builder from a hook configuration file.
+    pub fn from_config_file(path: &Path) -> Result<Self> {
+        if !path.exists() {
+            return Err(HookError::NoHookConfig {
+                path: path.display().to_string(),
+            });
+        }
+        let config = HookConfig::from_path(path).map_err(|source| HookError::HookConfig {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_hook_config(&config)
+    }
+
+    /// The framework whose default collections (and always-included collections) the hook
+    /// starts with; PyTorch by default.
+    pub fn framework(mut self, framework: Framework) -> Self {
+        self.framework = Some(framework);
+        self
+    }
+
+    /// Start with no collections at all (and none always included): only collections added
+    /// with [`HookBuilder::collection`] or [`Hook::get_collection`] exist.
+    pub fn without_default_collections(mut self) -> Self {
+        self.framework = None;
+        self
+    }
+
+    /// Adds a collection (replacing one of the same name, keeping its position).
+    pub fn collection(mut self, collection: Collection) -> Self {
+        self.collections.retain(|c| c.name != collection.name);
+        self.collections.push(collection);
+        self
+    }
+
+    /// The hook's save config: used by every collection without its own, and filling the
+    /// modes a collection's own config leaves out. Default: interval 500 in every mode
+    /// (10 for XGBoost).
+    pub fn save_config(mut self, config: SaveConfig) -> Self {
+        self.save_config = Some(config);
+        self
+    }
+
+    /// The hook's reduction config, used by collections without their own. Default: the raw
+    /// tensor only.
+    pub fn reduction_config(mut self, config: ReductionConfig) -> Self {
+        self.reduction_config = Some(config);
+        self
+    }
+
+    /// The collections to save, in addition to the framework's always-included ones.
+    pub fn include_collections<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.include_collections = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Regexes (Python syntax, matched anywhere in the name) added to the `default`
+    /// collection, which is then saved.
+    pub fn include_regex<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.include_regex
+            .extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Save every tensor (the `all` collection, regex `.*`).
+    pub fn save_all(mut self, save_all: bool) -> Self {
+        self.save_all = save_all;
+        self
+    }
+
+    /// This process's worker name and the number of workers of the job that write into the
+    /// same trial (recorded as `_meta.num_workers`; a reader waits for that many collections
+    /// files). Every worker writes (`include_workers="all"`).
+    pub fn worker(mut self, name: impl Into<String>, num_workers: i64) -> Self {
+        self.worker = name.into();
+        self.num_workers = num_workers;
+        self.include_workers = IncludeWorkers::All;
+        self
+    }
+
+    /// `include_workers`: with [`IncludeWorkers::One`] only `worker_0` writes, and records
+    /// `num_workers` 1.
+    pub fn include_workers(mut self, include: IncludeWorkers) -> Self {
+        self.include_workers = include;
+        self
+    }
+
+    /// The step counters' initial value: −1 for callback hooks (the first
+    /// [`Hook::step`] makes it 0), 0 for TensorFlow session hooks.
+    pub fn init_step(mut self, init_step: i64) -> Self {
+        self.init_step = init_step;
+        self
+    }
+
+    /// How reductions are computed: [`Flavor::PyTorch`] (default for PyTorch) or
+    /// [`Flavor::Numpy`] (smdebug's numpy path; default for the other frameworks).
+    pub fn reduction_flavor(mut self, flavor: Flavor) -> Self {
+        self.flavor = Some(flavor);
+        self
+    }
+
+    /// The shape of saved reductions (default: 0-d for PyTorch and TensorFlow, `[1]` for the
+    /// others).
+    pub fn reduction_shape(mut self, shape: ReductionShape) -> Self {
+        self.reduction_shape = Some(shape);
+        self
+    }
+
+    /// How many jobs (one per saved tensor, plus step boundaries) may wait for the writer
+    /// thread (default 256). Memory held by the queue is at most this many tensors.
+    pub fn queue_capacity(mut self, capacity: usize) -> Self {
+        self.queue_capacity = capacity;
+        self
+    }
+
+    /// What to do when the queue is full (default [`QueuePolicy::Block`]).
+    pub fn queue_policy(mut self, policy: QueuePolicy) -> Self {
+        self.queue_policy = policy;
+        self
+    }
+
+    /// The `wall_time` of events (default: now).
+    pub fn wall_time(mut self, wall_time: WallTime) -> Self {
+        self.wall_time = wall_time;
+        self
+    }
+
+    /// Write TensorBoard summaries to `<out_dir>/tensorboard` (when no TensorBoard folder is
+    /// given).
+    pub fn export_tensorboard(mut self, export: bool) -> Self {
+        self.export_tensorboard = export;
+        self
+    }
+
+    /// Write TensorBoard summaries to this folder or URL (even without
+    /// [`HookBuilder::export_tensorboard`], as smdebug does).
+    pub fn tensorboard_dir(mut self, dir: impl Into<String>) -> Self {
+        self.tensorboard_dir = Some(dir.into());
+        self
+    }
+
+    /// Whether this worker writes its collections file (default true). smdebug's hook always
+    /// does; tools that reproduce fixtures where some workers do not can turn it off.
+    pub fn write_collections(mut self, write: bool) -> Self {
+        self.write_collections = write;
+        self
+    }
+
+    /// The stop-signal object, relative to the trial (default:
+    /// `$SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE`, else [`DEFAULT_STOP_SIGNAL_FILE`]).
+    pub fn stop_signal_file(mut self, name: impl Into<String>) -> Self {
+        self.stop_signal_file = Some(name.into());
+        self
+    }
+
+    /// The least time between two checks for the stop signal (default 1 s).
+    pub fn stop_check_interval(mut self, interval: Duration) -> Self {
+        self.stop_check_interval = interval;
+        self
+    }
+
+    /// Storage settings (retries, object-store options).
+    pub fn storage_options(mut self, options: StorageOptions) -> Self {
+        self.storage_options = options;
+        self
+    }
+
+    /// Checks the settings, refuses an out_dir holding a finished trial, and starts the
+    /// writer thread.
+    pub fn build(self) -> Result<Hook> {
+        if self.queue_capacity == 0 {
+            return Err(HookError::InvalidSetting {
+                setting: "queue_capacity",
+                reason: "must be at least 1".into(),
+            });
+        }
+        if self.num_workers < 1 {
+            return Err(HookError::InvalidSetting {
+                setting: "num_workers",
+                reason: format!("{} is not a number of workers", self.num_workers),
+            });
+        }
+        Hook::start(self)
+    }
+
+    pub(crate) fn default_save_config(&self) -> SaveConfig {
+        let interval = self
+            .framework
+            .map_or(smdebug_config::DEFAULT_SAVE_INTERVAL, |f| {
+                f.default_save_interval()
+            });
+        self.save_config
+            .clone()
+            .unwrap_or_else(|| SaveConfig::new(SaveConfigMode::every(interval)))
+    }
+}
+
+/// The TensorBoard folder of a SageMaker job: `LocalPath` of the JSON file named by
+/// `TENSORBOARD_CONFIG_FILE_PATH` (no file → no TensorBoard output).
+fn sagemaker_tensorboard_dir() -> Option<String> {
+    let text = std::fs::read_to_string(tensorboard_config_path()).ok()?;
+    let v = smdebug_config::pyjson::parse(&text).ok()?;
+    match v.get("LocalPath")? {
+        smdebug_config::PyValue::Str(s) => Some(s.clone()),
+        _ => None,
+    }
+}

@@ -1,0 +1,108 @@
+//! The errors of the hook.
+
+use smdebug_config::{ConfigError, Mode, ShouldSaveError};
+use smdebug_index::LayoutError;
+use smdebug_storage::StorageError;
+
+/// What can go wrong building or running a [`Hook`](crate::Hook).
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    /// The output location already holds a finished trial (`training_job_end.ts` exists).
+    /// smdebug refuses to mix two jobs in one trial, and so does this hook.
+    #[error(
+        "{location} already holds a finished trial (training_job_end.ts exists); \
+         choose a new out_dir or remove the old trial"
+    )]
+    FinishedTrial {
+        /// The location given as `out_dir`.
+        location: String,
+    },
+    /// Listing, reading or writing the trial failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// A configuration (collection, save config, hook JSON) is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A worker name or step cannot be turned into a trial file name.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// A tensor cannot be encoded as smdebug encodes tensors (e.g. a 2-d string tensor).
+    #[error("tensor {name:?}: {source}")]
+    Encode {
+        /// The tensor (or reduction) name.
+        name: String,
+        /// The cause.
+        source: smdebug_record::Error,
+    },
+    /// A collection that is not one of the framework's defaults has neither include
+    /// regexes nor tensor names (smdebug's `InvalidCollectionConfiguration`).
+    #[error("collection {name:?} has neither include regexes nor tensor names")]
+    InvalidCollectionConfiguration {
+        /// The collection.
+        name: String,
+    },
+    /// A collection's save config cannot decide a step (a mode without config, or
+    /// `save_interval` 0).
+    #[error("collection {collection:?} cannot decide step {step} of mode {mode}: {source}")]
+    SaveConfig {
+        /// The collection.
+        collection: String,
+        /// The mode.
+        mode: Mode,
+        /// The mode step.
+        step: i64,
+        /// The cause.
+        source: ShouldSaveError,
+    },
+    /// `save_scalar` got a value that does not have exactly one element.
+    #[error("scalar {name:?} has {len} elements; a scalar needs exactly one")]
+    NotAScalar {
+        /// The scalar's name (with the `scalar/` prefix).
+        name: String,
+        /// Its number of elements.
+        len: usize,
+    },
+    /// A tensor was given before the first [`Hook::step`](crate::Hook::step): there is no
+    /// step to save it in yet.
+    #[error("tensor {name:?} given before the first step(); call hook.step() at the start of each step")]
+    NoStep {
+        /// The tensor name.
+        name: String,
+    },
+    /// The hook JSON configuration could not be read.
+    #[error("hook configuration {path}: {source}")]
+    HookConfig {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: ConfigError,
+    },
+    /// No hook configuration file exists where SageMaker puts it (or where
+    /// `SMDEBUG_CONFIG_FILE_PATH` points).
+    #[error("no hook configuration file at {path}")]
+    NoHookConfig {
+        /// The path that was looked at.
+        path: String,
+    },
+    /// The writer thread failed earlier; the first failure is reported here, and nothing
+    /// more is written.
+    #[error("the writer thread failed: {message}")]
+    WriterFailed {
+        /// The first failure of the writer thread.
+        message: String,
+    },
+    /// The writer thread could not be started.
+    #[error("cannot start the writer thread: {0}")]
+    Thread(#[source] std::io::Error),
+    /// A builder setting is out of range.
+    #[error("invalid hook setting {setting}: {reason}")]
+    InvalidSetting {
+        /// The setting.
+        setting: &'static str,
+        /// Why it is refused.
+        reason: String,
+    },
+}
+
+/// The result type of this crate.
+pub type Result<T, E = HookError> = std::result::Result<T, E>;

@@ -1,0 +1,482 @@
+//! The writer thread: everything that costs more than a copy happens here — reductions,
+//! protobuf encoding, framing with CRCs, histograms and storage calls.
+//!
+//! Jobs arrive in order over one bounded channel, so the files of a step are published in
+//! the order smdebug publishes them: the events file first, then the index file that points
+//! into it. A reader that sees an index file therefore always finds a complete events file.
+
+use crate::tensorboard;
+use crate::ReductionShape;
+use smdebug_config::Mode;
+use smdebug_index::{
+    event_file_key, index_file_key, tensorboard_file_key, IndexFile, IndexMeta, ShapeEntry,
+    TensorEntry, END_OF_JOB_FILE,
+};
+use smdebug_record::{
+    append_record, encode_tensor_event, histogram_event, scalar_event, Footer, Message, Tensor,
+};
+use smdebug_reduce::{Flavor, ReductionRequest, Scalar, TensorView};
+use smdebug_storage::{BlockingStore, Bytes};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+
+/// What the training thread decided for one tensor in one step.
+#[derive(Debug)]
+pub(crate) struct TensorJob {
+    pub name: String,
+    pub value: Tensor,
+    pub step: i64,
+    pub mode: Mode,
+    pub mode_step: i64,
+    pub wall_time: f64,
+    /// Write the shape into the index (`save_shape`).
+    pub shape: bool,
+    /// Reductions to compute and write, in order (already deduplicated).
+    pub reductions: Vec<ReductionRequest>,
+    /// Write the raw value (already false for empty tensors unless forced).
+    pub raw: bool,
+    /// TensorBoard histogram tag (already cleaned), when one is due.
+    pub histogram: Option<String>,
+    /// TensorBoard scalar, when the tensor is in a scalar collection.
+    pub tb_scalar: bool,
+}
+
+/// One unit of work for the writer thread.
+#[derive(Debug)]
+pub(crate) enum Job {
+    /// A tensor of the current step.
+    Tensor(Box<TensorJob>),
+    /// A TensorBoard scalar (from `save_scalar`).
+    TbScalar {
+        tag: String,
+        value: f32,
+        step: i64,
+        mode: Mode,
+        wall_time: f64,
+    },
+    /// The step ended: publish its events file, then its index file, and close the
+    /// TensorBoard files.
+    EndStep,
+    /// Write a whole object (collections file).
+    Put { key: String, data: Bytes },
+    /// Reply once everything before this job is written.
+    Flush(SyncSender<Result<(), String>>),
+}
+
+/// Counters shared with the hook.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    /// The writer thread's first failure; once set, nothing more is written.
+    pub failure: Mutex<Option<String>>,
+    /// Tensors dropped because the queue was full (drop policy).
+    pub dropped: AtomicU64,
+    /// Records written to events files.
+    pub records: AtomicU64,
+    /// Bytes of events files published.
+    pub event_bytes: AtomicU64,
+}
+
+impl Shared {
+    pub fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn fail(&self, message: String) {
+        let mut slot = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            tracing::error!("smdebug hook writer: {message}");
+            *slot = Some(message);
+        }
+    }
+}
+
+/// Where TensorBoard files go.
+pub(crate) struct TbTarget {
+    /// The store holding the TensorBoard folder.
+    pub store: Arc<BlockingStore>,
+    /// Key prefix inside that store (`"tensorboard/"` inside the trial, or `""`).
+    pub prefix: String,
+    /// `{pid}_{hostname}`.
+    pub worker: String,
+}
+
+/// Settings of the writer thread.
+pub(crate) struct WriterConfig {
+    pub store: Arc<BlockingStore>,
+    pub worker: String,
+    pub flavor: Flavor,
+    pub reduction_shape: ReductionShape,
+    pub tensorboard: Option<TbTarget>,
+}
+
+/// The events and index file of one (step, worker) being assembled.
+struct StepFile {
+    step: i64,
+    events: Vec<u8>,
+    index: Option<IndexFile>,
+    has_event_file_name: bool,
+}
+
+struct TbFile {
+    key: String,
+    bytes: Vec<u8>,
+}
+
+struct Writer {
+    cfg: WriterConfig,
+    shared: Arc<Shared>,
+    current: Option<StepFile>,
+    tb_files: BTreeMap<u8, TbFile>,
+}
+
+/// Runs the writer loop until the channel closes (the hook was closed or dropped).
+pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
+    let mut w = Writer {
+        cfg,
+        shared,
+        current: None,
+        tb_files: BTreeMap::new(),
+    };
+    for job in jobs {
+        if let Job::Flush(reply) = job {
+            let _ = reply.send(match w.shared.failure() {
+                Some(f) => Err(f),
+                None => Ok(()),
+            });
+            continue;
+        }
+        if w.shared.failure().is_some() {
+            // After a failure nothing more is written: a trial with a hole in the middle
+            // would look complete to a reader.
+            continue;
+        }
+        if let Err(e) = w.handle(job) {
+            w.shared.fail(e);
+        }
+    }
+    // The channel closed without EndStep (the hook was dropped mid-step): publish what the
+    // step holds, as smdebug's atexit handler would.
+    if w.shared.failure().is_none() {
+        if let Err(e) = w.end_step() {
+            w.shared.fail(e);
+        }
+    }
+}
+
+fn reduce_tensor(
+    t: &Tensor,
+    requests: &[ReductionRequest],
+    flavor: Flavor,
+) -> Vec<Option<Scalar>> {
+    let view: TensorView<'_> = match t {
+        Tensor::Float16(a) => a.view().into(),
+        Tensor::Float32(a) => a.view().into(),
+        Tensor::Float64(a) => a.view().into(),
+        Tensor::Int8(a) => a.view().into(),
+        Tensor::Int16(a) => a.view().into(),
+        Tensor::Int32(a) => a.view().into(),
+        Tensor::Int64(a) => a.view().into(),
+        Tensor::UInt8(a) => a.view().into(),
+        Tensor::UInt16(a) => a.view().into(),
+        Tensor::UInt32(a) => a.view().into(),
+        Tensor::UInt64(a) => a.view().into(),
+        Tensor::Bool(a) => a.view().into(),
+        // smdebug-reduce has no complex or string kernels; these reductions are skipped as
+        // the hook skips a reduction numpy cannot compute.
+        Tensor::Complex64(_) | Tensor::Complex128(_) | Tensor::Str(_) => {
+            return vec![None; requests.len()]
+        }
+    };
+    view.reduce(requests, flavor)
+        .into_iter()
+        .map(|r| r.ok())
+        .collect()
+}
+
+/// A reduction result as the tensor smdebug stores: 0-d (PyTorch/TF hooks) or shape `[1]`
+/// (the numpy path through `make_numpy_array`), in the result's dtype.
+pub(crate) fn scalar_tensor(s: Scalar, shape: ReductionShape) -> Tensor {
+    fn arr<T: Clone>(v: T, shape: ReductionShape) -> ndarray::ArrayD<T> {
+        match shape {
+            ReductionShape::Scalar => ndarray::arr0(v).into_dyn(),
+            ReductionShape::OneElement => ndarray::arr1(&[v]).into_dyn(),
+        }
+    }
+    match s {
+        Scalar::Bool(v) => Tensor::from(arr(v, shape)),
+        Scalar::I8(v) => Tensor::from(arr(v, shape)),
+        Scalar::I16(v) => Tensor::from(arr(v, shape)),
+        Scalar::I32(v) => Tensor::from(arr(v, shape)),
+        Scalar::I64(v) => Tensor::from(arr(v, shape)),
+        Scalar::U8(v) => Tensor::from(arr(v, shape)),
+        Scalar::U16(v) => Tensor::from(arr(v, shape)),
+        Scalar::U32(v) => Tensor::from(arr(v, shape)),
+        Scalar::U64(v) => Tensor::from(arr(v, shape)),
+        Scalar::F16(v) => Tensor::from(arr(v, shape)),
+        Scalar::F32(v) => Tensor::from(arr(v, shape)),
+        Scalar::F64(v) => Tensor::from(arr(v, shape)),
+    }
+}
+
+/// smdebug's `get_reduction_tensor_name(..., remove_colon_index=True)`: every `:<digits>` is
+/// removed from `OP/NAME`, then `smdebug/reductions/` is prepended.
+pub fn reduction_tensor_name(name: &str, request: &ReductionRequest) -> String {
+    let joined = format!("{}/{}", request.reduction.name(), name);
+    let mut out = String::with_capacity(joined.len() + 24);
+    out.push_str("smdebug/reductions/");
+    if request.abs {
+        out.push_str("abs_");
+    }
+    let b = joined.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b':' && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
+            i += 1;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            continue;
+        }
+        // Copy one whole UTF-8 character.
+        let ch_len = joined[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&joined[i..i + ch_len]);
+        i += ch_len;
+    }
+    out
+}
+
+impl Writer {
+    fn handle(&mut self, job: Job) -> Result<(), String> {
+        match job {
+            Job::Tensor(t) => self.tensor(*t),
+            Job::TbScalar {
+                tag,
+                value,
+                step,
+                mode,
+                wall_time,
+            } => {
+                let payload = scalar_event(&tag, value, step, wall_time).encode_to_vec();
+                self.tb_append(mode, step, &payload)
+            }
+            Job::EndStep => self.end_step(),
+            Job::Put { key, data } => self
+                .cfg
+                .store
+                .put(&key, data)
+                .map_err(|e| format!("writing {key}: {e}")),
+            Job::Flush(_) => Ok(()),
+        }
+    }
+
+    fn step_file(&mut self, step: i64) -> Result<&mut StepFile, String> {
+        if self.current.as_ref().is_some_and(|c| c.step != step) {
+            self.publish_step()?;
+        }
+        Ok(self.current.get_or_insert_with(|| StepFile {
+            step,
+            events: Vec::new(),
+            index: None,
+            has_event_file_name: false,
+        }))
+    }
+
+    fn write_record(
+        &mut self,
+        name: &str,
+        value: &Tensor,
+        step: i64,
+        mode: Mode,
+        mode_step: i64,
+        wall_time: f64,
+    ) -> Result<(), String> {
+        let payload =
+            encode_tensor_event(name, value, step, mode.as_int(), mode_step, wall_time)
+                .map_err(|e| format!("encoding tensor {name:?}: {e}"))?;
+        let event_key = event_file_key(step, &self.cfg.worker).map_err(|e| e.to_string())?;
+        let file = self.step_file(step)?;
+        let info = append_record(&mut file.events, &payload, Footer::Magic);
+        // smdebug's IndexWriter takes the meta from the first tensor record (replacing a
+        // meta that only a shape set, which lacks the event file name).
+        if !file.has_event_file_name {
+            let meta = IndexMeta {
+                mode,
+                mode_step,
+                event_file_name: Some(event_key),
+            };
+            match &mut file.index {
+                Some(index) => index.meta = meta,
+                None => file.index = Some(IndexFile::new(meta)),
+            }
+            file.has_event_file_name = true;
+        }
+        if let Some(index) = file.index.as_mut() {
+            index.tensors.push(TensorEntry {
+                name: name.to_owned(),
+                start_idx: info.offset,
+                length: info.len,
+                payload_crc32c: Some(info.payload_crc32c),
+            });
+        }
+        self.shared.records.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn tensor(&mut self, t: TensorJob) -> Result<(), String> {
+        if t.shape {
+            let file = self.step_file(t.step)?;
+            let index = file.index.get_or_insert_with(|| {
+                IndexFile::new(IndexMeta {
+                    mode: t.mode,
+                    mode_step: t.mode_step,
+                    event_file_name: None,
+                })
+            });
+            index.shapes.push(ShapeEntry {
+                name: t.name.clone(),
+                original_name: t.name.clone(),
+                shape: t.value.shape().iter().map(|&d| d as u64).collect(),
+            });
+        }
+        if !t.reductions.is_empty() {
+            let results = reduce_tensor(&t.value, &t.reductions, self.cfg.flavor);
+            for (request, result) in t.reductions.iter().zip(results) {
+                // A reduction the original cannot compute (min of an empty tensor, the
+                // numpy norm of a 3-d tensor, ...) is skipped with a warning, as smdebug does.
+                let Some(scalar) = result else {
+                    tracing::debug!("reduction {} of {} skipped", request.name(), t.name);
+                    continue;
+                };
+                let tag = reduction_tensor_name(&t.name, request);
+                let value = scalar_tensor(scalar, self.cfg.reduction_shape);
+                self.write_record(&tag, &value, t.step, t.mode, t.mode_step, t.wall_time)?;
+            }
+        }
+        if let Some(tag) = &t.histogram {
+            if let Some(h) = tensorboard::values_f64(&t.value)
+                .as_deref()
+                .and_then(tensorboard::make_histogram)
+            {
+                let payload = histogram_event(tag, h, t.step, t.wall_time).encode_to_vec();
+                self.tb_append(t.mode, t.step, &payload)?;
+            }
+        }
+        if t.raw {
+            self.write_record(&t.name, &t.value, t.step, t.mode, t.mode_step, t.wall_time)?;
+        }
+        if t.tb_scalar && t.value.len() == 1 {
+            if let Some(v) = tensorboard::values_f64(&t.value) {
+                let payload =
+                    scalar_event(&t.name, v[0] as f32, t.step, t.wall_time).encode_to_vec();
+                self.tb_append(t.mode, t.step, &payload)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn tb_append(&mut self, mode: Mode, step: i64, payload: &[u8]) -> Result<(), String> {
+        let Some(tb) = &self.cfg.tensorboard else {
+            return Ok(());
+        };
+        let file = match self.tb_files.entry(mode.as_int()) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let key = tensorboard_file_key(mode, step, &tb.worker)
+                    .map_err(|e| e.to_string())?;
+                e.insert(TbFile {
+                    key: format!("{}{key}", tb.prefix),
+                    bytes: Vec::new(),
+                })
+            }
+        };
+        append_record(&mut file.bytes, payload, Footer::Crc);
+        Ok(())
+    }
+
+    /// Publishes the step's events file, then its index file (smdebug's `FileWriter.close`
+    /// order). A step with only shapes has an index file and no events file.
+    fn publish_step(&mut self) -> Result<(), String> {
+        let Some(file) = self.current.take() else {
+            return Ok(());
+        };
+        let Some(index) = file.index else {
+            return Ok(());
+        };
+        if !file.events.is_empty() {
+            let key = event_file_key(file.step, &self.cfg.worker).map_err(|e| e.to_string())?;
+            let len = file.events.len() as u64;
+            self.cfg
+                .store
+                .put(&key, Bytes::from(file.events))
+                .map_err(|e| format!("writing {key}: {e}"))?;
+            self.shared.event_bytes.fetch_add(len, Ordering::Relaxed);
+        }
+        let key = index_file_key(file.step, &self.cfg.worker).map_err(|e| e.to_string())?;
+        self.cfg
+            .store
+            .put(&key, Bytes::from(index.to_json()))
+            .map_err(|e| format!("writing {key}: {e}"))
+    }
+
+    fn end_step(&mut self) -> Result<(), String> {
+        self.publish_step()?;
+        let files = std::mem::take(&mut self.tb_files);
+        if let Some(tb) = &self.cfg.tensorboard {
+            for (_, f) in files {
+                tb.store
+                    .put(&f.key, Bytes::from(f.bytes))
+                    .map_err(|e| format!("writing {}: {e}", f.key))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes the end-of-training marker.
+pub(crate) fn write_end_marker(store: &BlockingStore) -> Result<(), String> {
+    store
+        .put(END_OF_JOB_FILE, Bytes::new())
+        .map_err(|e| format!("writing {END_OF_JOB_FILE}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smdebug_reduce::Reduction;
+
+    #[test]
+    fn reduction_names_drop_colon_indices_like_smdebug() {
+        let r = ReductionRequest::new(Reduction::Mean, false);
+        assert_eq!(
+            reduction_tensor_name("dense/kernel:0", &r),
+            "smdebug/reductions/mean/dense/kernel"
+        );
+        let a = ReductionRequest::new(Reduction::L2, true);
+        assert_eq!(
+            reduction_tensor_name("a:1/b:22", &a),
+            "smdebug/reductions/abs_l2/a/b"
+        );
+        assert_eq!(
+            reduction_tensor_name("x:y", &r),
+            "smdebug/reductions/mean/x:y"
+        );
+        assert_eq!(
+            reduction_tensor_name("température:3", &r),
+            "smdebug/reductions/mean/température"
+        );
+    }
+
+    #[test]
+    fn scalar_tensors_have_the_requested_shape_and_dtype() {
+        let t = scalar_tensor(Scalar::I64(6), ReductionShape::Scalar);
+        assert_eq!(t.shape(), &[] as &[usize]);
+        assert_eq!(t.dtype(), smdebug_record::DType::Int64);
+        let t = scalar_tensor(Scalar::F32(1.5), ReductionShape::OneElement);
+        assert_eq!(t.shape(), &[1]);
+    }
+}
