@@ -26,7 +26,10 @@ fn fresh_prefix(test: &str) -> String {
         .unwrap()
         .as_nanos();
     let n = N.fetch_add(1, Ordering::SeqCst);
-    format!("storage-conformance/{}-{nanos}-{n}/{test}", std::process::id())
+    format!(
+        "storage-conformance/{}-{nanos}-{n}/{test}",
+        std::process::id()
+    )
 }
 
 fn s3_store(test: &str) -> (String, BlockingStore) {
@@ -68,7 +71,10 @@ s3_suite!(
 fn every_behaviour_of_the_suite_runs_against_s3() {
     let this = include_str!("storage.rs");
     for name in testsuite::ALL {
-        assert!(this.contains(&format!("    {name},\n")), "{name} is not run");
+        assert!(
+            this.contains(&format!("    {name},\n")),
+            "{name} is not run"
+        );
     }
 }
 
@@ -82,10 +88,22 @@ fn sha256_hex(data: &[u8]) -> String {
 fn smdebug_reads_what_we_write() {
     let (url, store) = s3_store("rust-writes");
     let objects: Vec<(&str, Bytes)> = vec![
-        ("events/000000000002/000000000002_worker_0.tfevents", testsuite::pattern(5000, 1)),
-        ("events/000000000010/000000000010_worker_0.tfevents", testsuite::pattern(70, 2)),
-        ("index/000000000/000000000002_worker_0.json", Bytes::from_static(b"{\"meta\": {}}")),
-        ("collections/000000000/worker_0_collections.json", testsuite::pattern(300, 3)),
+        (
+            "events/000000000002/000000000002_worker_0.tfevents",
+            testsuite::pattern(5000, 1),
+        ),
+        (
+            "events/000000000010/000000000010_worker_0.tfevents",
+            testsuite::pattern(70, 2),
+        ),
+        (
+            "index/000000000/000000000002_worker_0.json",
+            Bytes::from_static(b"{\"meta\": {}}"),
+        ),
+        (
+            "collections/000000000/worker_0_collections.json",
+            testsuite::pattern(300, 3),
+        ),
         ("training_job_end.ts", Bytes::new()),
         ("a-b/x", testsuite::pattern(1, 4)),
         ("a/x", testsuite::pattern(2, 5)),
@@ -121,7 +139,11 @@ fn smdebug_reads_what_we_write() {
         .collect();
     let theirs: Vec<(String, u64)> = python.iter().map(|(k, s, _)| (k.clone(), *s)).collect();
     assert_eq!(ours, theirs, "same keys in the same order as S3 itself");
-    for start_after in ["a/x", "events/", "events/000000000002/000000000002_worker_0.tfevents"] {
+    for start_after in [
+        "a/x",
+        "events/",
+        "events/000000000002/000000000002_worker_0.tfevents",
+    ] {
         let python = parse(run_peer_json("storage_s3.py", &["list", &url, start_after]));
         let ours: Vec<String> = store
             .list("", Some(start_after))
@@ -134,7 +156,17 @@ fn smdebug_reads_what_we_write() {
     }
     let key = "events/000000000002/000000000002_worker_0.tfevents";
     let specs = ["0:1", "4999:1", "100:900", "0:5000"];
-    let python = run_peer_json("storage_s3.py", &["ranges", &format!("{url}/{key}"), specs[0], specs[1], specs[2], specs[3]]);
+    let python = run_peer_json(
+        "storage_s3.py",
+        &[
+            "ranges",
+            &format!("{url}/{key}"),
+            specs[0],
+            specs[1],
+            specs[2],
+            specs[3],
+        ],
+    );
     let ranges: Vec<std::ops::Range<u64>> = specs
         .iter()
         .map(|s| {
@@ -163,8 +195,14 @@ fn smdebug_reads_what_we_write() {
 fn we_read_what_smdebug_writes() {
     let (url, store) = s3_store("python-writes");
     let manifest: serde_json::Map<String, serde_json::Value> = [
-        ("index/000000000/000000000000_worker_0.json", testsuite::pattern(40, 7)),
-        ("events/000000000000/000000000000_worker_0.tfevents", testsuite::pattern(3000, 8)),
+        (
+            "index/000000000/000000000000_worker_0.json",
+            testsuite::pattern(40, 7),
+        ),
+        (
+            "events/000000000000/000000000000_worker_0.tfevents",
+            testsuite::pattern(3000, 8),
+        ),
         ("training_job_end.ts", Bytes::new()),
     ]
     .into_iter()
@@ -177,7 +215,12 @@ fn we_read_what_smdebug_writes() {
     assert_eq!(written, 3);
     let mut want: Vec<&String> = manifest.keys().collect();
     want.sort();
-    let listed: Vec<String> = store.list("", None).unwrap().into_iter().map(|o| o.key).collect();
+    let listed: Vec<String> = store
+        .list("", None)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
     assert_eq!(listed.iter().collect::<Vec<_>>(), want);
     for (k, v) in &manifest {
         let got = store.get(k).unwrap();
@@ -185,7 +228,12 @@ fn we_read_what_smdebug_writes() {
     }
     assert!(store.exists("training_job_end.ts").unwrap());
     assert_eq!(
-        store.get_range("events/000000000000/000000000000_worker_0.tfevents", 2990..3000).unwrap(),
+        store
+            .get_range(
+                "events/000000000000/000000000000_worker_0.tfevents",
+                2990..3000
+            )
+            .unwrap(),
         testsuite::pattern(3000, 8).slice(2990..3000)
     );
 }
@@ -199,13 +247,19 @@ struct PrivateServer {
 
 impl PrivateServer {
     fn start(bucket: &str) -> PrivateServer {
-        let moto = std::env::var_os("SMDEBUG_MOTO_SERVER").map(PathBuf::from).unwrap_or_else(|| {
-            panic!(
-                "SMDEBUG_MOTO_SERVER is not set: run the suite with `cargo xtask test`, which \
+        let moto = std::env::var_os("SMDEBUG_MOTO_SERVER")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                panic!(
+                    "SMDEBUG_MOTO_SERVER is not set: run the suite with `cargo xtask test`, which \
                  sets it to the moto_server executable"
-            )
-        });
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+                )
+            });
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let child = Command::new(&moto)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
@@ -219,7 +273,10 @@ impl PrivateServer {
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "private moto server did not start");
+            assert!(
+                Instant::now() < deadline,
+                "private moto server did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         server.create_bucket(port, bucket);
@@ -237,7 +294,10 @@ impl PrivateServer {
         .unwrap();
         let mut answer = String::new();
         conn.read_to_string(&mut answer).unwrap();
-        assert!(answer.starts_with("HTTP/1.1 200"), "creating the bucket: {answer}");
+        assert!(
+            answer.starts_with("HTTP/1.1 200"),
+            "creating the bucket: {answer}"
+        );
     }
 
     fn signal(&mut self, signal: &str) {
@@ -253,7 +313,9 @@ impl PrivateServer {
 impl Drop for PrivateServer {
     fn drop(&mut self) {
         if self.suspended {
-            let _ = Command::new("kill").args(["-CONT", &self.child.id().to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-CONT", &self.child.id().to_string()])
+                .status();
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -291,7 +353,10 @@ fn puts_survive_or_fail_loudly_when_the_server_stops_answering() {
         std::thread::spawn(move || {
             (0..puts)
                 .map(|i| {
-                    let result = store.put(&format!("obj/{i:03}"), testsuite::pattern(16 * 1024 + i, i as u8));
+                    let result = store.put(
+                        &format!("obj/{i:03}"),
+                        testsuite::pattern(16 * 1024 + i, i as u8),
+                    );
                     attempted.fetch_add(1, Ordering::SeqCst);
                     std::thread::sleep(Duration::from_millis(30));
                     result
@@ -303,7 +368,9 @@ fn puts_survive_or_fail_loudly_when_the_server_stops_answering() {
         std::thread::sleep(Duration::from_millis(5));
     }
     server.signal("-STOP");
-    std::thread::sleep(Duration::from_secs(5));
+    // Longer than one put can last (3 attempts of 1.5 s plus backoff), so at least one
+    // put must fail outright.
+    std::thread::sleep(Duration::from_secs(7));
     server.signal("-CONT");
     let results = writer.join().expect("writer thread");
 
@@ -320,7 +387,9 @@ fn puts_survive_or_fail_loudly_when_the_server_stops_answering() {
                 if failed > 0 {
                     succeeded_after_outage += 1;
                 }
-                let got = store.get(&key).unwrap_or_else(|e| panic!("{key} was put but is lost: {e}"));
+                let got = store
+                    .get(&key)
+                    .unwrap_or_else(|e| panic!("{key} was put but is lost: {e}"));
                 assert!(got == want, "{key} was put but reads back differently");
             }
             Err(e) => {
@@ -330,7 +399,10 @@ fn puts_survive_or_fail_loudly_when_the_server_stops_answering() {
                     "{key}: unexpected error kind {e:?}"
                 );
                 let msg = e.to_string();
-                assert!(msg.starts_with("put ") && msg.contains(&key), "error must name op and key: {msg}");
+                assert!(
+                    msg.starts_with("put ") && msg.contains(&key),
+                    "error must name op and key: {msg}"
+                );
                 // The request may have reached the server before it stopped: then the whole
                 // object is there; otherwise none of it.
                 match store.get(&key) {
@@ -349,9 +421,15 @@ fn puts_survive_or_fail_loudly_when_the_server_stops_answering() {
          ({failed_but_stored} of those were stored anyway), {succeeded_after_outage} succeeded after the outage"
     );
     assert_eq!(succeeded + failed, puts);
-    assert!(failed > 0, "the outage caused no error: the test did not test anything");
+    assert!(
+        failed > 0,
+        "the outage caused no error: the test did not test anything"
+    );
     assert!(succeeded >= 10, "puts before the outage must succeed");
-    assert!(succeeded_after_outage > 0, "the store did not recover after the server came back");
+    assert!(
+        succeeded_after_outage > 0,
+        "the store did not recover after the server came back"
+    );
     // The listing agrees with what was reported.
     let listed = store.list("obj/", None).unwrap();
     assert_eq!(listed.len(), succeeded + failed_but_stored);
