@@ -434,3 +434,21 @@ fn puts_survive_or_fail_loudly_when_the_server_stops_answering() {
     let listed = store.list("obj/", None).unwrap();
     assert_eq!(listed.len(), succeeded + failed_but_stored);
 }
+
+/// A missing bucket is a typed error naming the operation and the location — not "no such
+/// object", not a panic, not an empty listing.
+#[test]
+fn a_missing_bucket_is_a_clear_error() {
+    require_s3_server();
+    let url = "s3://smdebug-no-such-bucket/trial";
+    let store = BlockingStore::open(&Location::parse(url).unwrap()).unwrap();
+    let err = store.put("k", Bytes::from_static(b"x")).unwrap_err();
+    assert!(matches!(err, StorageError::ObjectStore { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.starts_with("put ") && msg.contains(url), "{msg}");
+    let err = store.list("", None).unwrap_err();
+    assert!(
+        err.to_string().starts_with("list ") && err.to_string().contains(url),
+        "{err}"
+    );
+}

@@ -205,6 +205,31 @@ mod tests {
     }
 
     #[test]
+    fn works_from_spawn_blocking_of_a_multi_thread_runtime() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let s = Arc::new(store("spawn-blocking-multi"));
+        let s2 = s.clone();
+        rt.block_on(async move {
+            tokio::task::spawn_blocking(move || s2.put("k", "v".into()))
+                .await
+                .unwrap()
+                .unwrap();
+        });
+        assert!(s.exists("k").unwrap());
+    }
+
+    #[test]
+    fn nested_calls_on_its_own_runtime_do_not_panic() {
+        let s = store("nested");
+        s.put("k", "v".into()).unwrap();
+        let inner = s.block_on(async { s.get("k") }).unwrap();
+        assert_eq!(inner, "v");
+    }
+
+    #[test]
     fn usable_from_many_threads() {
         let s = Arc::new(store("threads"));
         std::thread::scope(|scope| {

@@ -137,11 +137,16 @@ impl ObjectStorage {
 
     fn error(&self, op: Operation, key: &str, source: object_store::Error) -> StorageError {
         match source {
-            object_store::Error::NotFound { .. } => StorageError::NotFound {
-                op,
-                location: self.location.clone(),
-                key: key.to_owned(),
-            },
+            // For a put or a list, "not found" means the bucket, not the object: keep the cause.
+            object_store::Error::NotFound { .. }
+                if matches!(op, Operation::Get | Operation::GetRange) =>
+            {
+                StorageError::NotFound {
+                    op,
+                    location: self.location.clone(),
+                    key: key.to_owned(),
+                }
+            }
             source => StorageError::ObjectStore {
                 op,
                 location: self.location.clone(),
