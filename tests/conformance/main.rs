@@ -5,3 +5,4 @@ mod record;
 mod reduce;
 mod config;
 mod storage;
+mod trial;

@@ -57,6 +57,7 @@ mod error;
 mod fetch;
 mod reductions;
 mod state;
+pub mod synth;
 mod tensor;
 mod trial;
 

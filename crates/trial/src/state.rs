@@ -104,6 +104,8 @@ pub(crate) struct State {
     pub read_files: BTreeSet<String>,
     pub workers: BTreeSet<String>,
     pub num_workers: usize,
+    /// Skipped unparsable index files: global step → (key, error).
+    pub index_errors: BTreeMap<i64, (String, smdebug_index::IndexFileError)>,
 }
 
 /// Soft limit of remembered index file names (smdebug's `ReadIndexFilesCache.cache_limit`).

@@ -138,6 +138,14 @@ impl<'t> Tensor<'t> {
         }
         self.trial.maybe_refresh_locked(&mut st)?;
         self.trial.maybe_refresh_locked(&mut st)?;
+        let global = if mode == Mode::Global {
+            Some(step)
+        } else {
+            st.global_step_currently(mode, step)
+        };
+        if let Some((_, e)) = global.and_then(|g| st.index_errors.get(&g)) {
+            return Err(e.clone().into());
+        }
         match st.has_passed_step(step, mode) {
             StepState::Available => match self.current(&mut st, step, mode, worker)? {
                 Some(d) => Ok(d),

@@ -59,6 +59,11 @@ pub struct TrialOptions {
     pub index_concurrency: usize,
     /// Storage settings (retries, timeouts, range coalescing).
     pub storage: StorageOptions,
+    /// What a refresh does with an index file it cannot parse. `false` (smdebug's
+    /// behaviour): the refresh fails with the file's error. `true`: the file is skipped and
+    /// its error kept; queries of that step then fail with it (see
+    /// [`Trial::index_errors`]), and every other step stays readable.
+    pub skip_corrupt_index_files: bool,
 }
 
 impl Default for TrialOptions {
@@ -75,6 +80,7 @@ impl Default for TrialOptions {
             collections_timeout: None,
             index_concurrency: 32,
             storage: StorageOptions::default(),
+            skip_corrupt_index_files: false,
         }
     }
 }
@@ -279,8 +285,13 @@ impl Trial {
                 Err(e) if e.is_not_found() => continue,
                 Err(e) => return Err(e.into()),
             };
-            let index = IndexFile::parse(key, &bytes)?;
-            st.register_index_file(key, *step, worker, &index);
+            match IndexFile::parse(key, &bytes) {
+                Ok(index) => st.register_index_file(key, *step, worker, &index),
+                Err(e) if self.options.skip_corrupt_index_files => {
+                    st.index_errors.insert(*step, (key.clone(), e));
+                }
+                Err(e) => return Err(e.into()),
+            }
             st.remember_read(key);
         }
         if let Some(last) = listed.last() {
@@ -538,6 +549,16 @@ impl Trial {
     /// The key after which the next index listing starts, relative to the trial root.
     pub fn last_index_token(&self) -> Option<String> {
         lock(&self.state).last_index_token.clone()
+    }
+
+    /// Index files skipped because they could not be parsed (only with
+    /// [`TrialOptions::skip_corrupt_index_files`]): `(global step, error)`.
+    pub fn index_errors(&self) -> Vec<(i64, smdebug_index::IndexFileError)> {
+        lock(&self.state)
+            .index_errors
+            .iter()
+            .map(|(s, (_, e))| (*s, e.clone()))
+            .collect()
     }
 
     /// SEMANTICS.md §8.7 (refreshes first).

@@ -1,0 +1,101 @@
+//! Writes small trials in smdebug's layout — event file, then index file, per step and
+//! worker; collections files; the end marker — for tests, benchmarks and examples of the
+//! reader. (The full writer, with save configs and reductions, is the `smdebug-hook` crate.)
+//!
+//! Files are written exactly as smdebug lays them out (magic record footers, index JSON as
+//! `json.dumps` writes it, plus the `payload_crc32c` key this project adds).
+
+use crate::{Result, Value};
+use smdebug_config::{Collection, CollectionManager, Mode};
+use smdebug_index::{
+    collections_file_key, event_file_key, index_file_key, IndexFile, IndexMeta, ShapeEntry,
+    TensorEntry, END_OF_JOB_FILE,
+};
+use smdebug_record::{append_record, encode_tensor_event, Footer};
+use smdebug_storage::{BlockingStore, Bytes};
+
+/// What one worker writes at one step.
+#[derive(Debug, Clone)]
+pub struct StepWrite<'a> {
+    /// Global step.
+    pub step: i64,
+    /// Worker name.
+    pub worker: &'a str,
+    /// Mode of the step.
+    pub mode: Mode,
+    /// Mode step (the global step for GLOBAL).
+    pub mode_step: i64,
+    /// Tensor records, in file order (reduction records are named
+    /// `smdebug/reductions/[abs_]OP/NAME`).
+    pub tensors: &'a [(&'a str, Value)],
+    /// Shapes recorded in the index only.
+    pub shapes: &'a [(&'a str, Vec<u64>)],
+}
+
+/// Writes the event file (if there are tensors) and then the index file of one step and
+/// worker; returns the index file's key.
+pub fn write_step(store: &BlockingStore, w: &StepWrite<'_>) -> Result<String> {
+    let event_key = event_file_key(w.step, w.worker)?;
+    let mut events = Vec::new();
+    let mut meta = IndexMeta {
+        mode: w.mode,
+        mode_step: w.mode_step,
+        event_file_name: None,
+    };
+    let mut entries = Vec::new();
+    for (name, value) in w.tensors {
+        let mode_number = w.mode.as_int();
+        let payload =
+            encode_tensor_event(name, value, w.step, mode_number, w.mode_step, w.step as f64)?;
+        let info = append_record(&mut events, &payload, Footer::Magic);
+        entries.push(TensorEntry {
+            name: (*name).to_owned(),
+            start_idx: info.offset,
+            length: info.len,
+            payload_crc32c: Some(info.payload_crc32c),
+        });
+    }
+    if !entries.is_empty() {
+        store.put(&event_key, Bytes::from(events))?;
+        meta.event_file_name = Some(event_key);
+    }
+    let mut index = IndexFile::new(meta);
+    index.tensors = entries;
+    index.shapes = w
+        .shapes
+        .iter()
+        .map(|(name, shape)| ShapeEntry {
+            name: (*name).to_owned(),
+            original_name: (*name).to_owned(),
+            shape: shape.clone(),
+        })
+        .collect();
+    let key = index_file_key(w.step, w.worker)?;
+    store.put(&key, Bytes::from(index.to_json().into_bytes()))?;
+    Ok(key)
+}
+
+/// Writes `worker`'s collections file: one collection `all` matching every name, and
+/// `_meta.num_workers`.
+pub fn write_collections(store: &BlockingStore, worker: &str, num_workers: i64) -> Result<()> {
+    let mut cm = CollectionManager::new();
+    let mut all = Collection::new("all");
+    all.include(".*")
+        .map_err(|source| crate::TrialError::Collections {
+            file: "(synthetic)".into(),
+            source,
+        })?;
+    cm.add(all);
+    cm.set_num_workers(num_workers);
+    store.put(
+        &collections_file_key(worker)?,
+        Bytes::from(cm.to_json().into_bytes()),
+    )?;
+    Ok(())
+}
+
+/// Writes the end-of-training marker.
+pub fn write_end_marker(store: &BlockingStore) -> Result<()> {
+    store.put(END_OF_JOB_FILE, Bytes::new())?;
+    Ok(())
+}
