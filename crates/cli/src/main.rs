@@ -7,6 +7,7 @@
 mod dump;
 mod inspect;
 mod roundtrip;
+mod synth;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -31,6 +32,9 @@ enum Command {
     Dump(dump::Args),
     /// Print a human summary of a trial: steps, modes, workers, collections, tensors.
     Inspect(inspect::Args),
+    /// Write the trial a fixture recipe (tests/peer/presets/*.json) describes, with the Rust
+    /// hook (the same recipe format as tests/peer/fixture.py, for side-by-side comparison).
+    Synth(synth::Args),
 }
 
 fn main() -> Result<()> {
@@ -38,5 +42,6 @@ fn main() -> Result<()> {
         Command::Roundtrip(args) => roundtrip::run(&args, &mut std::io::stdout().lock()),
         Command::Dump(args) => dump::run(&args, &mut std::io::stdout().lock()),
         Command::Inspect(args) => inspect::run(&args, &mut std::io::stdout().lock()),
+        Command::Synth(args) => synth::run(&args, &mut std::io::stdout().lock()),
     }
 }

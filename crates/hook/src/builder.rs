@@ -99,6 +99,7 @@ pub struct HookBuilder {
     pub(crate) export_tensorboard: bool,
     pub(crate) tensorboard_dir: Option<String>,
     pub(crate) write_collections: bool,
+    pub(crate) end_marker: bool,
     pub(crate) stop_signal_file: Option<String>,
     pub(crate) stop_check_interval: Duration,
     pub(crate) storage_options: StorageOptions,
@@ -129,6 +130,7 @@ impl HookBuilder {
             export_tensorboard: false,
             tensorboard_dir: None,
             write_collections: true,
+            end_marker: true,
             stop_signal_file: None,
             stop_check_interval: Duration::from_secs(1),
             storage_options: StorageOptions::default(),
@@ -324,6 +326,14 @@ impl HookBuilder {
     /// does; tools that reproduce fixtures where some workers do not can turn it off.
     pub fn write_collections(mut self, write: bool) -> Self {
         self.write_collections = write;
+        self
+    }
+
+    /// Whether close writes `training_job_end.ts` (default true; never in SageMaker jobs,
+    /// whatever this says, as smdebug leaves it to SageMaker). Turn it off for one of
+    /// several hooks of a job that must not end the trial.
+    pub fn end_marker(mut self, write: bool) -> Self {
+        self.end_marker = write;
         self
     }
 

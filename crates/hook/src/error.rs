@@ -64,7 +64,9 @@ pub enum HookError {
     },
     /// A tensor was given before the first [`Hook::step`](crate::Hook::step): there is no
     /// step to save it in yet.
-    #[error("tensor {name:?} given before the first step(); call hook.step() at the start of each step")]
+    #[error(
+        "tensor {name:?} given before the first step(); call hook.step() at the start of each step"
+    )]
     NoStep {
         /// The tensor name.
         name: String,

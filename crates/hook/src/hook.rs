@@ -1,7 +1,9 @@
 //! [`Hook`]: the training-thread side — steps, modes, collections and the per-tensor
 //! decision. Everything it decides is handed to the writer thread as a job.
 
-use crate::builder::{HookBuilder, QueuePolicy, ReductionShape, WallTime, DEFAULT_STOP_SIGNAL_FILE};
+use crate::builder::{
+    HookBuilder, QueuePolicy, ReductionShape, WallTime, DEFAULT_STOP_SIGNAL_FILE,
+};
 use crate::error::{HookError, Result};
 use crate::tensorboard::clean_tag;
 use crate::writer::{self, Job, Shared, TbTarget, TensorJob, WriterConfig};
@@ -131,6 +133,7 @@ pub struct Hook {
     num_workers_meta: i64,
     writes: bool,
     write_collections: bool,
+    end_marker: bool,
     tensorboard: bool,
     wall_time: WallTime,
     policy: QueuePolicy,
@@ -304,6 +307,7 @@ impl Hook {
             num_workers_meta,
             writes,
             write_collections: b.write_collections,
+            end_marker: b.end_marker,
             tensorboard,
             wall_time: b.wall_time.clone(),
             policy: b.queue_policy,
@@ -488,7 +492,10 @@ impl Hook {
             return Ok(());
         }
         for s in scalars {
-            let wall_time = s.timestamp.filter(|&t| t != 0.0).unwrap_or_else(|| self.wall());
+            let wall_time = s
+                .timestamp
+                .filter(|&t| t != 0.0)
+                .unwrap_or_else(|| self.wall());
             if self.tensorboard {
                 if let Some(v) = crate::tensorboard::values_f64(&s.value) {
                     self.send(Job::TbScalar {
@@ -646,6 +653,16 @@ impl Hook {
     /// call per name; lets a training loop skip copying tensors that are not due.
     pub fn should_save(&mut self, name: &str) -> Result<bool> {
         Ok(!self.saving_collections(name)?.is_empty())
+    }
+
+    /// Whether the raw value of a tensor of this name is due at this step (a due collection
+    /// containing it saves raw tensors).
+    pub fn raw_due(&mut self, name: &str) -> Result<bool> {
+        let saving = self.saving_collections(name)?;
+        let prepared = self.prepared_ref();
+        Ok(saving
+            .iter()
+            .any(|&i| prepared[i].reduction.save_raw_tensor))
     }
 
     /// Offers a tensor at the current step (`_save_for_tensor`): if a collection containing
@@ -909,7 +926,7 @@ impl Hook {
         }
         result?;
         self.check()?;
-        if self.writes && !is_sagemaker_job() {
+        if self.writes && self.end_marker && !is_sagemaker_job() {
             writer::write_end_marker(&self.store)
                 .map_err(|message| HookError::WriterFailed { message })?;
         }

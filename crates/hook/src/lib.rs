@@ -69,6 +69,8 @@ pub use hook::{Hook, HookStats, Saved};
 pub use writer::reduction_tensor_name;
 
 /// Re-exported so a training loop needs no other smdebug crate for the common calls.
-pub use smdebug_config::{Collection, Framework, IncludeWorkers, Mode, ReductionConfig, SaveConfig, SaveConfigMode};
+pub use smdebug_config::{
+    Collection, Framework, IncludeWorkers, Mode, ReductionConfig, SaveConfig, SaveConfigMode,
+};
 pub use smdebug_record::Tensor;
 pub use smdebug_reduce::Flavor;

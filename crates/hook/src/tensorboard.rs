@@ -84,7 +84,10 @@ pub fn make_histogram(values: &[f64]) -> Option<HistogramProto> {
             continue;
         }
         // Number of edges <= v, minus one, is the bin; v == last edge goes in the last bin.
-        let bin = edges.partition_point(|&e| e <= v).saturating_sub(1).min(nbins - 1);
+        let bin = edges
+            .partition_point(|&e| e <= v)
+            .saturating_sub(1)
+            .min(nbins - 1);
         counts[bin] += 1.0;
     }
     let start = counts.iter().position(|&c| c > 0.0)?;
@@ -146,7 +149,11 @@ mod tests {
         let h = make_histogram(&[1.0, 2.0, -3.0, 1e-13]).unwrap();
         assert_eq!(h.bucket.len(), 603);
         assert_eq!(h.bucket_limit.len(), 603);
-        assert!((h.bucket_limit[0] + 3.1666).abs() < 1e-3, "{}", h.bucket_limit[0]);
+        assert!(
+            (h.bucket_limit[0] + 3.1666).abs() < 1e-3,
+            "{}",
+            h.bucket_limit[0]
+        );
         assert_eq!(h.bucket.iter().sum::<f64>(), 4.0);
         assert_eq!(h.bucket[0], 0.0);
     }

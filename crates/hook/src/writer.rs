@@ -168,11 +168,7 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     }
 }
 
-fn reduce_tensor(
-    t: &Tensor,
-    requests: &[ReductionRequest],
-    flavor: Flavor,
-) -> Vec<Option<Scalar>> {
+fn reduce_tensor(t: &Tensor, requests: &[ReductionRequest], flavor: Flavor) -> Vec<Option<Scalar>> {
     let view: TensorView<'_> = match t {
         Tensor::Float16(a) => a.view().into(),
         Tensor::Float32(a) => a.view().into(),
@@ -295,9 +291,8 @@ impl Writer {
         mode_step: i64,
         wall_time: f64,
     ) -> Result<(), String> {
-        let payload =
-            encode_tensor_event(name, value, step, mode.as_int(), mode_step, wall_time)
-                .map_err(|e| format!("encoding tensor {name:?}: {e}"))?;
+        let payload = encode_tensor_event(name, value, step, mode.as_int(), mode_step, wall_time)
+            .map_err(|e| format!("encoding tensor {name:?}: {e}"))?;
         let event_key = event_file_key(step, &self.cfg.worker).map_err(|e| e.to_string())?;
         let file = self.step_file(step)?;
         let info = append_record(&mut file.events, &payload, Footer::Magic);
@@ -386,8 +381,8 @@ impl Writer {
         let file = match self.tb_files.entry(mode.as_int()) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::btree_map::Entry::Vacant(e) => {
-                let key = tensorboard_file_key(mode, step, &tb.worker)
-                    .map_err(|e| e.to_string())?;
+                let key =
+                    tensorboard_file_key(mode, step, &tb.worker).map_err(|e| e.to_string())?;
                 e.insert(TbFile {
                     key: format!("{}{key}", tb.prefix),
                     bytes: Vec::new(),
