@@ -43,13 +43,25 @@ mod tests {
             let readme = read(&dir.join("README.md"));
             assert!(readme.lines().count() >= 3, "{name}/README.md is too thin");
             let changelog = read(&dir.join("CHANGELOG.md"));
-            assert!(changelog.contains("\n## "), "{name}/CHANGELOG.md has no section");
+            assert!(
+                changelog.contains("\n## "),
+                "{name}/CHANGELOG.md has no section"
+            );
             let lib = dir.join("src/lib.rs");
             if lib.exists() {
                 let src = read(&lib);
-                assert!(src.starts_with("//!"), "{name}/src/lib.rs must open with crate docs");
-                assert!(src.contains("missing_docs"), "{name}/src/lib.rs must deny missing_docs");
-                assert!(src.contains("```"), "{name}/src/lib.rs crate docs need an example");
+                assert!(
+                    src.starts_with("//!"),
+                    "{name}/src/lib.rs must open with crate docs"
+                );
+                assert!(
+                    src.contains("missing_docs"),
+                    "{name}/src/lib.rs must deny missing_docs"
+                );
+                assert!(
+                    src.contains("```"),
+                    "{name}/src/lib.rs crate docs need an example"
+                );
             }
         }
     }
@@ -59,7 +71,11 @@ mod tests {
         let mut files = Vec::new();
         rust_files(&root().join("crates"), &mut files);
         rust_files(&root().join("xtask/src"), &mut files);
-        let banned = [concat!("todo", "!("), concat!("unimplemented", "!("), concat!("dbg", "!(")];
+        let banned = [
+            concat!("todo", "!("),
+            concat!("unimplemented", "!("),
+            concat!("dbg", "!("),
+        ];
         for f in files {
             let src = read(&f);
             for b in banned {
@@ -75,8 +91,14 @@ mod tests {
         for dir in crate_dirs() {
             let folder = dir.file_name().unwrap().to_str().unwrap().to_string();
             let needle = format!("crates/{folder}");
-            assert!(readme.contains(&needle), "README.md's crate table lacks {needle}");
-            assert!(arch.contains(&format!("{folder}/")), "ARCHITECTURE.md's code map lacks {folder}/");
+            assert!(
+                readme.contains(&needle),
+                "README.md's crate table lacks {needle}"
+            );
+            assert!(
+                arch.contains(&format!("{folder}/")),
+                "ARCHITECTURE.md's code map lacks {folder}/"
+            );
         }
     }
 
