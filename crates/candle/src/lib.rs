@@ -1,0 +1,6 @@
+//! smdebug-candle (being built).
+//!
+//! ```
+//! // (being built)
+//! ```
+#![deny(missing_docs, unsafe_code)]
