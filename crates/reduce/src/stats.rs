@@ -57,24 +57,29 @@ pub(crate) fn from_fused<T: Element>(x: &[T], f: &Fused<T>, moments: bool) -> St
     if finite == 0 {
         return s;
     }
-    s.finite_min = Some(f.fmin.to_f64());
-    s.finite_max = Some(f.fmax.to_f64());
-    // Rare path: some values are not finite, so the pass's sums include them; a second,
-    // vectorizable pass sums the finite ones.
+    // Rare path: some values are not finite, so the pass's extremes and sums include them;
+    // a second, vectorizable pass looks at the finite ones only.
     let mut acc = [0.0f64; 8];
+    let mut lo = [f64::INFINITY; 8];
+    let mut hi = [f64::NEG_INFINITY; 8];
     let chunks = x.chunks_exact(8);
     let rest = chunks.remainder();
     for c in chunks {
         for j in 0..8 {
             let v = c[j].to_f64();
-            acc[j] += if v.is_finite() { v } else { 0.0 };
+            let fin = v.is_finite();
+            acc[j] += if fin { v } else { 0.0 };
+            lo[j] = if fin && v < lo[j] { v } else { lo[j] };
+            hi[j] = if fin && v > hi[j] { v } else { hi[j] };
         }
     }
-    let tail: f64 = rest
-        .iter()
-        .map(|v| v.to_f64())
-        .filter(|v| v.is_finite())
-        .sum();
-    s.finite_mean = Some((acc.iter().sum::<f64>() + tail) / finite as f64);
+    for v in rest.iter().map(|v| v.to_f64()).filter(|v| v.is_finite()) {
+        acc[0] += v;
+        lo[0] = lo[0].min(v);
+        hi[0] = hi[0].max(v);
+    }
+    s.finite_min = Some(lo.iter().copied().fold(f64::INFINITY, f64::min));
+    s.finite_max = Some(hi.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+    s.finite_mean = Some(acc.iter().sum::<f64>() / finite as f64);
     s
 }
