@@ -294,14 +294,9 @@ impl Trial {
             }
             st.remember_read(key);
         }
-        if let Some(last) = listed.last() {
-            st.last_index_token = Some(match st.last_index_token.take() {
-                // The token is only ever moved forward by a listing.
-                Some(old) if old > last.key => old,
-                _ => last.key.clone(),
-            });
-        }
-        if st.last_index_token.is_some() {
+        // smdebug moves the token only through `_update_last_index_token` (to the last
+        // complete step, or half a window ahead); a listing merely triggers the update.
+        if !listed.is_empty() || st.last_index_token.is_some() {
             st.update_last_index_token(self.options.incomplete_step_window);
         }
         Ok(())
