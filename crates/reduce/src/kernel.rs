@@ -139,6 +139,9 @@ fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
         for j in 0..LANES {
             r[j] = r[j] + v[j].to_acc();
         }
+        for j in 0..LANES {
+            ra[j] = ra[j] + v[j].to_acc().abs();
+        }
         // The side state folds the two halves of the block first. If the first of a pair
         // is NaN the pair's other value is lost from min/max, which only matters when
         // there is a NaN — and then numpy's answer is NaN anyway.
@@ -166,13 +169,6 @@ fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
     lanes.max = mx;
     lanes.nan = nan;
     lanes.inf = inf;
-    // Σ|x| in its own loop over the (L1-resident) leaf: in the loop above the vectorizer
-    // pairs r[j] with ra[j] and shuffles every element into place.
-    for c in x[..body].chunks_exact(LANES) {
-        for j in 0..LANES {
-            ra[j] = ra[j] + map::<T, ABS>(c[j]).to_acc().abs();
-        }
-    }
     let (mut res, mut resa) = if body == 0 {
         (T::Acc::ZERO, T::Acc::ZERO)
     } else {
