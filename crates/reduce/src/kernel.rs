@@ -53,6 +53,24 @@ pub(crate) struct Fused<T: Element> {
 /// the eight-lane sums already take four of them.
 const SIDE: usize = 4;
 
+impl<T: Element> Fused<T> {
+    /// The pass over `|x|` as far as it follows from the pass over `x` of a float tensor:
+    /// counts, sums of `|x|` (bit-identical: the same tree over the same values) and Σx².
+    /// Its min, max and moments are not valid.
+    pub(crate) fn abs_of_float(&self) -> Fused<T> {
+        debug_assert!(T::IS_FLOAT);
+        Fused {
+            sum_store: self.abs_store,
+            sum_acc: self.abs_acc,
+            min: T::HIGHEST,
+            max: T::LOWEST,
+            mean: f64::NAN,
+            m2: f64::NAN,
+            ..*self
+        }
+    }
+}
+
 /// Per-lane running state that does not follow numpy's summation tree.
 struct Lanes<T> {
     min: [T; SIDE],

@@ -40,8 +40,26 @@ pub(crate) fn needs_fused(r: &ReductionRequest) -> bool {
     !matches!(r.reduction, Reduction::Prod | Reduction::Median)
 }
 
-/// numpy semantics for every request, computing at most one fused pass per `abs` value.
-/// `plain` is an already computed non-abs pass with moments, if the caller has one.
+/// Whether every `abs_` request can be answered from the pass over `x`: true for floats
+/// when they only need Σ|x|, Σx² and the NaN/Inf counts (or no pass at all).
+pub(crate) fn abs_derivable<T: Element>(requests: &[ReductionRequest]) -> bool {
+    T::IS_FLOAT
+        && requests.iter().filter(|r| r.abs).all(|r| {
+            matches!(
+                r.reduction,
+                Reduction::Sum
+                    | Reduction::Mean
+                    | Reduction::L1
+                    | Reduction::L2
+                    | Reduction::Prod
+                    | Reduction::Median
+            )
+        })
+}
+
+/// numpy semantics for every request, computing at most one fused pass per `abs` value
+/// (one in all when the `abs_` requests follow from the plain pass). `plain` is an already
+/// computed non-abs pass with moments, if the caller has one.
 pub(crate) fn reduce<T: Element>(
     x: &[T],
     shape: &[usize],
@@ -49,8 +67,29 @@ pub(crate) fn reduce<T: Element>(
     plain: Option<&Fused<T>>,
 ) -> Vec<Result<Scalar, ReduceError>> {
     let mut out: Vec<Option<Result<Scalar, ReduceError>>> = vec![None; requests.len()];
+    let abs_fused = requests.iter().any(|r| r.abs && needs_fused(r));
+    let derive = abs_fused && abs_derivable::<T>(requests);
+    let plain_needed = derive || requests.iter().any(|r| !r.abs && needs_fused(r));
+    let computed;
+    let plain = match plain {
+        Some(p) => Some(p),
+        None if plain_needed => {
+            computed = if requests.iter().any(|r| r.reduction == Reduction::L2) {
+                fused::<T, false, true>(x)
+            } else {
+                fused::<T, false, false>(x)
+            };
+            Some(&computed)
+        }
+        None => None,
+    };
     group::<T, false>(x, shape, requests, plain, &mut out);
-    group::<T, true>(x, shape, requests, None, &mut out);
+    let derived = if derive {
+        plain.map(Fused::abs_of_float)
+    } else {
+        None
+    };
+    group::<T, true>(x, shape, requests, derived.as_ref(), &mut out);
     out.into_iter()
         .map(|r| r.expect("every request belongs to one abs group"))
         .collect()

@@ -2,7 +2,7 @@
 
 use crate::element::{AccFloat, Element};
 use crate::kernel::{fused, Fused};
-use crate::numpy::{fres, map, mean_result, needs_fused, vector_l2};
+use crate::numpy::{abs_derivable, fres, map, mean_result, needs_fused, vector_l2};
 use crate::{Flavor, ReduceError, Reduction, ReductionRequest, Scalar};
 use std::cmp::Ordering;
 
@@ -12,8 +12,24 @@ pub(crate) fn reduce<T: Element>(
     plain: Option<&Fused<T>>,
 ) -> Vec<Result<Scalar, ReduceError>> {
     let mut out: Vec<Option<Result<Scalar, ReduceError>>> = vec![None; requests.len()];
+    let abs_fused = requests.iter().any(|r| r.abs && needs_fused(r));
+    let derive = abs_fused && abs_derivable::<T>(requests);
+    let computed;
+    let plain = match plain {
+        Some(p) => Some(p),
+        None if derive || requests.iter().any(|r| !r.abs && needs_fused(r)) => {
+            computed = fused::<T, false, true>(x);
+            Some(&computed)
+        }
+        None => None,
+    };
     group::<T, false>(x, requests, plain, &mut out);
-    group::<T, true>(x, requests, None, &mut out);
+    let derived = if derive {
+        plain.map(Fused::abs_of_float)
+    } else {
+        None
+    };
+    group::<T, true>(x, requests, derived.as_ref(), &mut out);
     out.into_iter()
         .map(|r| r.expect("every request belongs to one abs group"))
         .collect()

@@ -288,3 +288,31 @@ fn dynamic_views_and_layouts() {
         reduce(copy.view(), &all, Flavor::Numpy)
     );
 }
+
+#[test]
+fn abs_requests_derived_from_the_plain_pass_agree() {
+    // [abs_sum, abs_mean, abs_l1, abs_l2] alone are answered from the pass over x; with
+    // abs_min in the list they get their own pass over |x|. Both must agree exactly.
+    let derived: Vec<ReductionRequest> = ["abs_sum", "abs_mean", "abs_l1", "abs_l2", "mean"]
+        .iter()
+        .map(|s| req(s))
+        .collect();
+    let mut full = derived.clone();
+    full.push(req("abs_min"));
+    let data: Vec<f32> = (0..20_000)
+        .map(|i| ((i * 7919) % 1013) as f32 * 0.37 - 180.0)
+        .collect();
+    for shape in [vec![20_000], vec![100, 200], vec![]] {
+        let n: usize = shape.iter().product();
+        let a = ArrayD::from_shape_vec(IxDyn(&shape), data[..n].to_vec()).unwrap();
+        let h = a.mapv(f16::from_f32);
+        for flavor in [Flavor::Numpy, Flavor::PyTorch] {
+            let x = reduce(a.view(), &derived, flavor);
+            let y = reduce(a.view(), &full, flavor);
+            assert_eq!(x[..], y[..derived.len()], "{shape:?} {flavor:?}");
+            let x = reduce(h.view(), &derived, flavor);
+            let y = reduce(h.view(), &full, flavor);
+            assert_eq!(x[..], y[..derived.len()], "f16 {shape:?} {flavor:?}");
+        }
+    }
+}
