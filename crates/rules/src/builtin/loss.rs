@@ -1,0 +1,625 @@
+//! Rules on losses: LossNotDecreasing, Overfit, Overtraining.
+
+use super::defaults;
+use crate::error::Result;
+use crate::params::{ParamKind::*, ParamReader, ParamSpec};
+use crate::rule::{Rule, RuleBase};
+use crate::util::{
+    collection_tensors, has_collection, is_scalar_tensor, regex_tensors, scalar, select, to_f64,
+    value_at,
+};
+use smdebug_config::Mode;
+use smdebug_trial::Trial;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+fn scalar_at(trial: &Trial, name: &str, step: i64, mode: Mode) -> Result<Option<f64>> {
+    Ok(value_at(trial, name, step, mode)?
+        .and_then(|v| to_f64(&v))
+        .as_ref()
+        .and_then(scalar))
+}
+
+fn only_scalars(trial: &Trial, names: impl IntoIterator<Item = String>) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for n in names {
+        if is_scalar_tensor(trial, &n)? {
+            out.push(n);
+        }
+    }
+    Ok(out)
+}
+
+/// Loss tensors for Overfit/Overtraining: the regex matches if given, else collection
+/// `losses` if present, else every scalar tensor; scalars only.
+fn loss_tensors(trial: &Trial, regex: &[String]) -> Result<Vec<String>> {
+    let names = if !regex.is_empty() {
+        regex_tensors(trial, regex)?
+    } else if has_collection(trial, "losses") {
+        collection_tensors(trial, "losses")?
+    } else {
+        trial.tensor_names()?
+    };
+    only_scalars(trial, names)
+}
+
+/// Parameters of [`LossNotDecreasing`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LossNotDecreasingConfig {
+    /// Collections of loss tensors.
+    pub collection_names: Vec<String>,
+    /// Regexes of loss tensors.
+    pub tensor_regex: Vec<String>,
+    /// Also use collection `losses`.
+    pub use_losses_collection: bool,
+    /// Compare with the loss at least this many steps back.
+    pub num_steps: i64,
+    /// Minimum decrease, in percent.
+    pub diff_percent: f64,
+    /// Largest tolerated increase, in percent.
+    pub increase_threshold_percent: f64,
+    /// The series: TRAIN, EVAL or GLOBAL; `None` = the first of EVAL, TRAIN, GLOBAL in which
+    /// the tensor has steps (the 2019 behaviour).
+    pub mode: Option<Mode>,
+    /// The 2019 reading: fire iff the loss went up by at least `diff_percent`.
+    pub legacy_diff_semantics: bool,
+}
+
+impl LossNotDecreasingConfig {
+    /// The string parameters.
+    pub const PARAMS: &'static [ParamSpec] = &[
+        ParamSpec::new("collection_names", List, None, "collections of loss tensors"),
+        ParamSpec::new("tensor_regex", List, None, "regexes of loss tensors (scalars only)"),
+        ParamSpec::new("use_losses_collection", Bool, Some("True"), "also use the tensors of collection `losses`"),
+        ParamSpec::new("num_steps", Int, Some("10"), "compare the loss with the newest saved loss at least this many steps back"),
+        ParamSpec::new("diff_percent", Float, Some("0.1"), "minimum percentage by which the loss must decrease"),
+        ParamSpec::new("increase_threshold_percent", Float, Some("5"), "maximum percentage by which the loss may increase"),
+        ParamSpec::new("mode", Str, Some("GLOBAL"), "TRAIN, EVAL or GLOBAL; None: the first of EVAL, TRAIN, GLOBAL with data"),
+        ParamSpec::new("legacy_diff_semantics", Bool, Some("False"), "smdebug-rs extension: the 2019 condition, fire iff the loss changed by >= diff_percent percent"),
+    ];
+
+    /// Reads the parameters.
+    pub fn from_params(p: &ParamReader<'_>) -> Result<Self> {
+        let mode = match p.opt_string("mode")? {
+            None => None,
+            Some(m) if m.trim().is_empty() => None,
+            Some(m) => Some(m.trim().to_ascii_uppercase().parse::<Mode>().map_err(|_| {
+                crate::error::RuleError::InvalidValue {
+                    rule: p.rule().to_owned(),
+                    parameter: "mode".into(),
+                    value: m.clone(),
+                    expected: "TRAIN, EVAL, PREDICT or GLOBAL".into(),
+                }
+            })?),
+        };
+        let c = LossNotDecreasingConfig {
+            collection_names: p.list("collection_names")?,
+            tensor_regex: p.list("tensor_regex")?,
+            use_losses_collection: p.bool("use_losses_collection")?,
+            num_steps: p.i64("num_steps")?,
+            diff_percent: p.f64("diff_percent")?,
+            increase_threshold_percent: p.f64("increase_threshold_percent")?,
+            mode,
+            legacy_diff_semantics: p.bool("legacy_diff_semantics")?,
+        };
+        if c.num_steps <= 0 {
+            return Err(p.config_error("num_steps must be positive"));
+        }
+        Ok(c)
+    }
+}
+
+impl Default for LossNotDecreasingConfig {
+    fn default() -> Self {
+        defaults("LossNotDecreasing", Self::PARAMS, Self::from_params)
+    }
+}
+
+/// LossNotDecreasing (RULES.md §7).
+///
+/// Loss tensors: the selection plus collection `losses` (with `use_losses_collection`),
+/// scalars only; if that yields nothing, every scalar tensor. Per tensor, at series step
+/// `t` (the invoked global step's step in `mode`): `p` = newest saved step `≤ t −
+/// num_steps`; at most one evaluation per `num_steps` steps.
+///
+/// Condition — reading (b) of RULES.md, the documented contract since 2020-11: if the loss
+/// went up, fire iff the increase is more than `increase_threshold_percent`; otherwise fire
+/// iff it decreased by less than `diff_percent` (equal always fires). With
+/// `legacy_diff_semantics=True` (an smdebug-rs extension): the 2019 reading, fire iff
+/// `(L_t − L_p)/|L_p|·100 ≥ diff_percent`. `L_p = 0`: an increase is infinite, no change
+/// is 0 %.
+#[derive(Debug)]
+pub struct LossNotDecreasing {
+    base: RuleBase,
+    config: LossNotDecreasingConfig,
+    last_eval: BTreeMap<String, i64>,
+}
+
+impl LossNotDecreasing {
+    /// The rule over `trial`.
+    pub fn new(trial: Arc<Trial>, config: LossNotDecreasingConfig) -> Self {
+        LossNotDecreasing {
+            base: RuleBase::new("LossNotDecreasing", trial, Vec::new()),
+            config,
+            last_eval: BTreeMap::new(),
+        }
+    }
+
+    fn losses(&self, trial: &Trial) -> Result<Vec<String>> {
+        let c = &self.config;
+        let mut names: BTreeSet<String> =
+            if c.collection_names.is_empty() && c.tensor_regex.is_empty() {
+                BTreeSet::new()
+            } else {
+                select(trial, &c.collection_names, &c.tensor_regex, false)?
+                    .into_iter()
+                    .collect()
+            };
+        if c.use_losses_collection {
+            names.extend(collection_tensors(trial, "losses")?);
+        }
+        let mut out = only_scalars(trial, names)?;
+        if out.is_empty() {
+            out = only_scalars(trial, trial.tensor_names()?)?;
+        }
+        Ok(out)
+    }
+
+    fn fires(&self, now: f64, before: f64) -> (bool, String) {
+        let c = &self.config;
+        let change = if before == 0.0 {
+            if now > 0.0 {
+                f64::INFINITY
+            } else if now == 0.0 {
+                0.0
+            } else {
+                f64::NEG_INFINITY
+            }
+        } else {
+            (now - before) / before.abs() * 100.0
+        };
+        if c.legacy_diff_semantics {
+            let fire = change >= c.diff_percent;
+            return (
+                fire,
+                format!(
+                    "loss changed by {change:+.3}% (legacy: fires at >= {}%)",
+                    c.diff_percent
+                ),
+            );
+        }
+        if now > before {
+            (
+                change > c.increase_threshold_percent,
+                format!(
+                    "loss increased by {change:.3}% (allowed {}%)",
+                    c.increase_threshold_percent
+                ),
+            )
+        } else {
+            let dec = -change;
+            (
+                now == before || dec < c.diff_percent,
+                format!(
+                    "loss decreased by only {dec:.3}% (required {}%)",
+                    c.diff_percent
+                ),
+            )
+        }
+    }
+}
+
+impl Rule for LossNotDecreasing {
+    rule_base!();
+
+    fn invoke_at_step(&mut self, step: i64) -> Result<bool> {
+        let trial = self.base.base_trial().clone();
+        let mut finding = None;
+        for name in self.losses(&trial)? {
+            let tensor = trial.tensor(&name)?;
+            let mode = match self.config.mode {
+                Some(m) => m,
+                None => {
+                    let mut chosen = Mode::Global;
+                    for m in [Mode::Eval, Mode::Train] {
+                        if !tensor.steps(m, false)?.is_empty() {
+                            chosen = m;
+                            break;
+                        }
+                    }
+                    chosen
+                }
+            };
+            let t = if mode == Mode::Global {
+                step
+            } else {
+                match trial.mode_modestep(step)? {
+                    Some((m, ms)) if m == mode => ms,
+                    _ => continue,
+                }
+            };
+            let steps = tensor.steps(mode, false)?;
+            if steps.binary_search(&t).is_err() {
+                continue;
+            }
+            let limit = t - self.config.num_steps;
+            let Some(&p) = steps[..steps.partition_point(|&x| x <= limit)].last() else {
+                continue;
+            };
+            if let Some(&e) = self.last_eval.get(&name) {
+                if t < e + self.config.num_steps {
+                    continue;
+                }
+            }
+            let (Some(now), Some(before)) = (
+                scalar_at(&trial, &name, t, mode)?,
+                scalar_at(&trial, &name, p, mode)?,
+            ) else {
+                continue;
+            };
+            self.last_eval.insert(name.clone(), t);
+            let (fire, why) = self.fires(now, before);
+            if fire && finding.is_none() {
+                finding = Some((
+                    name.clone(),
+                    format!(
+                        "{why}: {before} at {} step {p} -> {now} at step {t}",
+                        mode.name()
+                    ),
+                ));
+            }
+        }
+        match finding {
+            Some((name, why)) => {
+                self.base.note(Some(&name), why);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+/// Pairs of (train series, validation series) for XGBoost-style trials without EVAL steps:
+/// `train-<m>` with `validation-<m>` or `eval-<m>`.
+fn xgboost_pairs(names: &[String]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for n in names {
+        if let Some(metric) = n.strip_prefix("train-") {
+            for prefix in ["validation-", "eval-"] {
+                let v = format!("{prefix}{metric}");
+                if names.contains(&v) {
+                    out.push((n.clone(), v));
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Parameters of [`Overfit`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverfitConfig {
+    /// Regexes of the loss tensors.
+    pub tensor_regex: Vec<String>,
+    /// First global step compared.
+    pub start_step: i64,
+    /// Consecutive evaluations above the ratio before firing.
+    pub patience: i64,
+    /// Largest allowed `(mean_val − mean_train) / mean_train`.
+    pub ratio_threshold: f64,
+}
+
+impl OverfitConfig {
+    /// The string parameters.
+    pub const PARAMS: &'static [ParamSpec] = &[
+        ParamSpec::new(
+            "tensor_regex",
+            List,
+            None,
+            "regexes of the loss tensors (default: collection `losses`, else all scalars)",
+        ),
+        ParamSpec::new(
+            "start_step",
+            Int,
+            Some("0"),
+            "the global step from which to start comparing",
+        ),
+        ParamSpec::new(
+            "patience",
+            Int,
+            Some("1"),
+            "number of consecutive evaluations above the ratio before firing",
+        ),
+        ParamSpec::new(
+            "ratio_threshold",
+            Float,
+            Some("0.1"),
+            "maximum (mean validation loss - mean training loss) / mean training loss",
+        ),
+    ];
+
+    /// Reads the parameters.
+    pub fn from_params(p: &ParamReader<'_>) -> Result<Self> {
+        Ok(OverfitConfig {
+            tensor_regex: p.list("tensor_regex")?,
+            start_step: p.i64("start_step")?,
+            patience: p.i64("patience")?,
+            ratio_threshold: p.f64("ratio_threshold")?,
+        })
+    }
+}
+
+impl Default for OverfitConfig {
+    fn default() -> Self {
+        defaults("Overfit", Self::PARAMS, Self::from_params)
+    }
+}
+
+/// Overfit (RULES.md §10, logic inferred there).
+///
+/// With EVAL steps in the trial: at each EVAL global step `s ≥ start_step`, `mean_val` =
+/// mean of the tensor's EVAL values over the current evaluation phase (the run of EVAL
+/// steps up to `s`), `mean_train` = mean of its TRAIN values over the run of TRAIN steps
+/// just before that phase; `r = (mean_val − mean_train) / mean_train`. Without EVAL steps
+/// (XGBoost): `train-<m>` is paired with `validation-<m>` (or `eval-<m>`) at each step.
+/// `r > ratio_threshold` increments a per-tensor counter (else it resets); fire when it
+/// reaches `patience`.
+#[derive(Debug)]
+pub struct Overfit {
+    base: RuleBase,
+    config: OverfitConfig,
+    counters: BTreeMap<String, i64>,
+}
+
+impl Overfit {
+    /// The rule over `trial`.
+    pub fn new(trial: Arc<Trial>, config: OverfitConfig) -> Self {
+        Overfit {
+            base: RuleBase::new("Overfit", trial, Vec::new()),
+            config,
+            counters: BTreeMap::new(),
+        }
+    }
+
+    fn judge(&mut self, name: &str, mean_val: f64, mean_train: f64) -> Option<String> {
+        if mean_train == 0.0 || !mean_train.is_finite() || !mean_val.is_finite() {
+            return None;
+        }
+        let r = (mean_val - mean_train) / mean_train;
+        let counter = self.counters.entry(name.to_owned()).or_insert(0);
+        if r > self.config.ratio_threshold {
+            *counter += 1;
+        } else {
+            *counter = 0;
+        }
+        (*counter >= self.config.patience).then(|| {
+            format!(
+                "validation loss {mean_val} vs training loss {mean_train}: ratio {r:.4} > {} for {counter} evaluation(s)",
+                self.config.ratio_threshold
+            )
+        })
+    }
+}
+
+impl Rule for Overfit {
+    rule_base!();
+
+    fn invoke_at_step(&mut self, step: i64) -> Result<bool> {
+        if step < self.config.start_step {
+            return Ok(false);
+        }
+        let trial = self.base.base_trial().clone();
+        let names = loss_tensors(&trial, &self.config.tensor_regex)?;
+        let mut finding = None;
+        if trial.modes().contains(&Mode::Eval) {
+            if trial.mode(step)? != Some(Mode::Eval) {
+                return Ok(false);
+            }
+            let all: Vec<i64> = trial
+                .steps(Mode::Global, false)?
+                .into_iter()
+                .filter(|&s| s >= self.config.start_step && s <= step)
+                .collect();
+            let mut i = all.len();
+            let mut eval_steps = Vec::new();
+            while i > 0 && trial.mode(all[i - 1])? == Some(Mode::Eval) {
+                eval_steps.push(all[i - 1]);
+                i -= 1;
+            }
+            let mut train_steps = Vec::new();
+            while i > 0 && trial.mode(all[i - 1])? == Some(Mode::Train) {
+                train_steps.push(all[i - 1]);
+                i -= 1;
+            }
+            if train_steps.is_empty() {
+                return Ok(false);
+            }
+            for name in names {
+                let mean = |steps: &[i64]| -> Result<Option<f64>> {
+                    let mut v = Vec::new();
+                    for &s in steps {
+                        if let Some(x) = scalar_at(&trial, &name, s, Mode::Global)? {
+                            v.push(x);
+                        }
+                    }
+                    Ok((!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64))
+                };
+                let (Some(mv), Some(mt)) = (mean(&eval_steps)?, mean(&train_steps)?) else {
+                    continue;
+                };
+                if let Some(why) = self.judge(&name, mv, mt) {
+                    finding.get_or_insert((name.clone(), why));
+                }
+            }
+        } else {
+            for (train, val) in xgboost_pairs(&names) {
+                let (Some(mt), Some(mv)) = (
+                    scalar_at(&trial, &train, step, Mode::Global)?,
+                    scalar_at(&trial, &val, step, Mode::Global)?,
+                ) else {
+                    continue;
+                };
+                if let Some(why) = self.judge(&val, mv, mt) {
+                    finding.get_or_insert((val.clone(), why));
+                }
+            }
+        }
+        match finding {
+            Some((name, why)) => {
+                self.base.note(Some(&name), why);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+/// Parameters of [`Overtraining`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct OvertrainingConfig {
+    /// Saved TRAIN steps without improvement before firing.
+    pub patience_train: i64,
+    /// Saved EVAL steps without improvement before firing.
+    pub patience_validation: i64,
+    /// Minimum improvement (absolute) that counts as a new optimum.
+    pub delta: f64,
+}
+
+impl OvertrainingConfig {
+    /// The string parameters.
+    pub const PARAMS: &'static [ParamSpec] = &[
+        ParamSpec::new(
+            "patience_train",
+            Int,
+            Some("5"),
+            "saved training steps without improvement before firing",
+        ),
+        ParamSpec::new(
+            "patience_validation",
+            Int,
+            Some("10"),
+            "saved validation steps without improvement before firing",
+        ),
+        ParamSpec::new(
+            "delta",
+            Float,
+            Some("0.01"),
+            "minimum improvement of the loss that counts as a new optimum",
+        ),
+    ];
+
+    /// Reads the parameters.
+    pub fn from_params(p: &ParamReader<'_>) -> Result<Self> {
+        Ok(OvertrainingConfig {
+            patience_train: p.i64("patience_train")?,
+            patience_validation: p.i64("patience_validation")?,
+            delta: p.f64("delta")?,
+        })
+    }
+}
+
+impl Default for OvertrainingConfig {
+    fn default() -> Self {
+        defaults("Overtraining", Self::PARAMS, Self::from_params)
+    }
+}
+
+/// Overtraining (RULES.md §11, early-stopping style, inferred there): per loss tensor
+/// (collection `losses`, else all scalars) and series (TRAIN and EVAL steps; in a trial
+/// without modes, `train-*` tensors are training and `validation-*`/`eval-*` validation
+/// series, others training), the first value sets `best`; a later value `v < best − delta`
+/// becomes the new best and resets the counter, otherwise the counter grows. Fires when a
+/// TRAIN counter reaches `patience_train` or an EVAL counter `patience_validation`.
+#[derive(Debug)]
+pub struct Overtraining {
+    base: RuleBase,
+    config: OvertrainingConfig,
+    series: BTreeMap<(String, bool), (f64, i64)>,
+}
+
+impl Overtraining {
+    /// The rule over `trial`.
+    pub fn new(trial: Arc<Trial>, config: OvertrainingConfig) -> Self {
+        Overtraining {
+            base: RuleBase::new("Overtraining", trial, Vec::new()),
+            config,
+            series: BTreeMap::new(),
+        }
+    }
+}
+
+impl Rule for Overtraining {
+    rule_base!();
+
+    fn invoke_at_step(&mut self, step: i64) -> Result<bool> {
+        let trial = self.base.base_trial().clone();
+        let names = loss_tensors(&trial, &[])?;
+        let has_modes = trial
+            .modes()
+            .iter()
+            .any(|m| matches!(m, Mode::Train | Mode::Eval));
+        let step_validation = match trial.mode(step)? {
+            Some(Mode::Train) => Some(false),
+            Some(Mode::Eval) => Some(true),
+            _ => None,
+        };
+        let mut finding = None;
+        for name in names {
+            let validation = if has_modes {
+                match step_validation {
+                    Some(v) => v,
+                    None => continue,
+                }
+            } else {
+                name.starts_with("validation-") || name.starts_with("eval-")
+            };
+            let Some(v) = scalar_at(&trial, &name, step, Mode::Global)? else {
+                continue;
+            };
+            let key = (name.clone(), validation);
+            let counter = match self.series.get_mut(&key) {
+                None => {
+                    self.series.insert(key, (v, 0));
+                    0
+                }
+                Some((best, counter)) => {
+                    if v < *best - self.config.delta {
+                        *best = v;
+                        *counter = 0;
+                    } else {
+                        *counter += 1;
+                    }
+                    *counter
+                }
+            };
+            let patience = if validation {
+                self.config.patience_validation
+            } else {
+                self.config.patience_train
+            };
+            if counter >= patience && finding.is_none() {
+                let best = self
+                    .series
+                    .get(&(name.clone(), validation))
+                    .map(|x| x.0)
+                    .unwrap_or(v);
+                finding = Some((
+                    name.clone(),
+                    format!(
+                        "{} loss has not improved on {best} by more than {} for {counter} saved steps (patience {patience})",
+                        if validation { "validation" } else { "training" },
+                        self.config.delta
+                    ),
+                ));
+            }
+        }
+        match finding {
+            Some((name, why)) => {
+                self.base.note(Some(&name), why);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}

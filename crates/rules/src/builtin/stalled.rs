@@ -1,0 +1,170 @@
+//! StalledTrainingRule: a wall-clock rule.
+
+use super::defaults;
+use crate::actions::StopTraining;
+use crate::error::Result;
+use crate::params::{ParamKind::*, ParamReader, ParamSpec};
+use crate::rule::{Clock, Drive, Poll, Rule, RuleBase, SystemClock};
+use smdebug_config::Mode;
+use smdebug_trial::Trial;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Parameters of [`StalledTrainingRule`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct StalledTrainingRuleConfig {
+    /// Seconds without a new step before firing.
+    pub threshold: i64,
+    /// Write the stop signal when firing.
+    pub stop_training_on_fire: bool,
+    /// The training-job prefix of the original's stop action (kept; not needed here).
+    pub training_job_name_prefix: Option<String>,
+}
+
+impl StalledTrainingRuleConfig {
+    /// The string parameters.
+    pub const PARAMS: &'static [ParamSpec] = &[
+        ParamSpec::new(
+            "threshold",
+            Int,
+            Some("1800"),
+            "seconds without a new saved step before the rule fires",
+        ),
+        ParamSpec::new(
+            "stop_training_on_fire",
+            Bool,
+            Some("False"),
+            "stop the training job when firing (here: write the stop signal)",
+        ),
+        ParamSpec::new(
+            "training_job_name_prefix",
+            Str,
+            None,
+            "the training job's name prefix (SageMaker; not needed by the stop signal)",
+        ),
+    ];
+
+    /// Reads the parameters.
+    pub fn from_params(p: &ParamReader<'_>) -> Result<Self> {
+        let c = StalledTrainingRuleConfig {
+            threshold: p.i64("threshold")?,
+            stop_training_on_fire: p.bool("stop_training_on_fire")?,
+            training_job_name_prefix: p.opt_string("training_job_name_prefix")?,
+        };
+        if c.threshold <= 0 {
+            return Err(p.config_error("threshold must be a positive number of seconds"));
+        }
+        Ok(c)
+    }
+}
+
+impl Default for StalledTrainingRuleConfig {
+    fn default() -> Self {
+        defaults("StalledTrainingRule", Self::PARAMS, Self::from_params)
+    }
+}
+
+/// StalledTrainingRule (RULES.md §12): driven by the clock, not by steps. It polls the
+/// trial every `min(60 s, threshold / 10)`; whenever the set of saved steps grows, progress
+/// is noted. If the end-of-training marker appears it ends without firing; if no new step
+/// was seen for more than `threshold` seconds it fires once (reporting the last step seen,
+/// or 0), runs its actions (with `stop_training_on_fire`, the stop signal) and ends.
+/// The clock is injectable ([`StalledTrainingRule::with_clock`]) for tests.
+#[derive(Debug)]
+pub struct StalledTrainingRule {
+    base: RuleBase,
+    config: StalledTrainingRuleConfig,
+    clock: Box<dyn Clock>,
+    started: bool,
+    last_progress: Duration,
+    steps_seen: usize,
+    last_step: Option<i64>,
+}
+
+impl StalledTrainingRule {
+    /// The rule over `trial` with the system clock.
+    pub fn new(trial: Arc<Trial>, config: StalledTrainingRuleConfig) -> Result<Self> {
+        Self::with_clock(trial, config, Box::new(SystemClock::default()))
+    }
+
+    /// The rule with an injected clock.
+    pub fn with_clock(
+        trial: Arc<Trial>,
+        config: StalledTrainingRuleConfig,
+        clock: Box<dyn Clock>,
+    ) -> Result<Self> {
+        let mut base = RuleBase::new("StalledTrainingRule", trial, Vec::new());
+        if config.stop_training_on_fire {
+            base.add_action(Box::new(StopTraining::with_default_key()?));
+        }
+        Ok(StalledTrainingRule {
+            base,
+            config,
+            clock,
+            started: false,
+            last_progress: Duration::ZERO,
+            steps_seen: 0,
+            last_step: None,
+        })
+    }
+
+    /// The pause between two polls.
+    pub fn poll_period(&self) -> Duration {
+        let tenth = Duration::from_secs(self.config.threshold.max(1) as u64) / 10;
+        tenth.clamp(Duration::from_millis(1), Duration::from_secs(60))
+    }
+
+    fn observe(&mut self) -> Result<()> {
+        let steps = self.base.base_trial().steps(Mode::Global, true)?;
+        if steps.len() > self.steps_seen {
+            self.steps_seen = steps.len();
+            self.last_step = steps.last().copied();
+            self.last_progress = self.clock.now();
+        }
+        Ok(())
+    }
+}
+
+impl Rule for StalledTrainingRule {
+    rule_base!();
+
+    fn invoke_at_step(&mut self, _step: i64) -> Result<bool> {
+        // Driven by `poll`; a step-wise call cannot tell anything about wall-clock stalls.
+        Ok(false)
+    }
+
+    fn drive(&self) -> Drive {
+        Drive::WallClock
+    }
+
+    fn poll(&mut self) -> Result<Poll> {
+        if !self.started {
+            self.started = true;
+            self.last_progress = self.clock.now();
+            self.observe()?;
+            return Ok(Poll::Continue);
+        }
+        self.clock.sleep(self.poll_period());
+        let trial = self.base.base_trial().clone();
+        trial.set_dynamic_refresh(true);
+        self.observe()?;
+        if trial.has_training_ended()? {
+            return Ok(Poll::Ended);
+        }
+        let idle = self.clock.now().saturating_sub(self.last_progress);
+        if idle > Duration::from_secs(self.config.threshold as u64) {
+            let step = self.last_step.unwrap_or(0);
+            self.base.note(
+                None,
+                format!(
+                    "no new step for {:.0} s (threshold {} s); last step {}",
+                    idle.as_secs_f64(),
+                    self.config.threshold,
+                    self.last_step.map_or("none".to_owned(), |s| s.to_string())
+                ),
+            );
+            return Ok(Poll::Fired(step));
+        }
+        Ok(Poll::Continue)
+    }
+}
