@@ -1,1 +1,191 @@
-fn main() {}
+//! Reading a trial: open, list, every value, one reduction per value, and a raw-read
+//! baseline of the same event files.
+//!
+//! The trial is written at bench time with `smdebug_trial::synth`: STEPS × TENSORS float32
+//! tensors of SIDE × SIDE, one worker (defaults 20 × 21 × 100 × 100 = 17 MB; the `large`
+//! preset is 300 × 101 × 100 × 100 = 1.2 GB). Set `SMDEBUG_TRIAL_BENCH_STEPS`,
+//! `SMDEBUG_TRIAL_BENCH_TENSORS`, `SMDEBUG_TRIAL_BENCH_SIDE`; `SMDEBUG_TRIAL_BENCH_DIR` keeps
+//! the trial in that folder (reused when it exists) so `tests/peer/trial_bench_read.py` can
+//! time the Python smdebug on the same files.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ndarray::{ArrayD, IxDyn};
+use smdebug_config::Mode;
+use smdebug_storage::{BlockingStore, Location};
+use smdebug_trial::synth::{write_collections, write_end_marker, write_step, StepWrite};
+use smdebug_trial::{Trial, TrialOptions, Value};
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Setup {
+    dir: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+    bytes: u64,
+}
+
+fn write_trial(dir: &Path, steps: usize, tensors: usize, side: usize) {
+    let store = BlockingStore::open(&Location::Local(dir.to_path_buf())).unwrap();
+    write_collections(&store, "worker_0", 1).unwrap();
+    let names: Vec<String> = (0..tensors)
+        .map(|i| {
+            if i + 1 == tensors {
+                "loss".to_owned()
+            } else if i % 2 == 0 {
+                format!("fc{i}.weight")
+            } else {
+                format!("gradient/fc{i}.weight")
+            }
+        })
+        .collect();
+    for step in 0..steps as i64 {
+        let values: Vec<(&str, Value)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let shape: &[usize] = if n == "loss" { &[] } else { &[side, side] };
+                let v = ArrayD::from_shape_fn(IxDyn(shape), |ix| {
+                    let k = ix.as_array_view().iter().fold(0usize, |a, &b| a * 31 + b);
+                    ((k + i) as f32 * 0.001 + step as f32).sin()
+                });
+                (n.as_str(), Value::Float32(v))
+            })
+            .collect();
+        write_step(
+            &store,
+            &StepWrite {
+                step,
+                worker: "worker_0",
+                mode: Mode::Train,
+                mode_step: step,
+                tensors: &values,
+                shapes: &[],
+            },
+        )
+        .unwrap();
+    }
+    write_end_marker(&store).unwrap();
+}
+
+fn event_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for step in std::fs::read_dir(dir.join("events")).unwrap() {
+        for f in std::fs::read_dir(step.unwrap().path()).unwrap() {
+            out.push(f.unwrap().path());
+        }
+    }
+    out.sort();
+    out
+}
+
+fn setup() -> Setup {
+    let steps = env("SMDEBUG_TRIAL_BENCH_STEPS", 20);
+    let tensors = env("SMDEBUG_TRIAL_BENCH_TENSORS", 21);
+    let side = env("SMDEBUG_TRIAL_BENCH_SIDE", 100);
+    let (dir, temp) = match std::env::var_os("SMDEBUG_TRIAL_BENCH_DIR") {
+        Some(d) => (PathBuf::from(d), None),
+        None => {
+            let t = tempfile::tempdir().unwrap();
+            (t.path().join("bench-trial"), Some(t))
+        }
+    };
+    if !dir.join("training_job_end.ts").exists() {
+        write_trial(&dir, steps, tensors, side);
+    }
+    let bytes = event_files(&dir)
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    Setup {
+        dir,
+        _temp: temp,
+        bytes,
+    }
+}
+
+fn no_cache() -> TrialOptions {
+    TrialOptions {
+        cache_bytes: 0,
+        ..TrialOptions::default()
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let s = setup();
+    let path = s.dir.to_str().unwrap().to_owned();
+    let mut g = c.benchmark_group("trial");
+    g.sample_size(10);
+
+    g.bench_function("open", |b| {
+        b.iter(|| black_box(Trial::open(&path, no_cache()).unwrap()))
+    });
+
+    let trial = Trial::open(&path, no_cache()).unwrap();
+    g.bench_function("list", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            for name in trial.tensor_names().unwrap() {
+                n += trial
+                    .tensor(&name)
+                    .unwrap()
+                    .steps(Mode::Global, false)
+                    .unwrap()
+                    .len();
+            }
+            black_box(n)
+        })
+    });
+
+    g.throughput(Throughput::Bytes(s.bytes));
+    g.bench_function("every_value", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            for name in trial.tensor_names().unwrap() {
+                n += trial
+                    .tensor(&name)
+                    .unwrap()
+                    .values(Mode::Global, None)
+                    .unwrap()
+                    .len();
+            }
+            black_box(n)
+        })
+    });
+
+    g.bench_function("one_reduction_per_value", |b| {
+        b.iter(|| {
+            let mut acc = 0usize;
+            for name in trial.tensor_names().unwrap() {
+                let t = trial.tensor(&name).unwrap();
+                for step in t.steps(Mode::Global, false).unwrap() {
+                    acc += t
+                        .reduction_value(step, "mean", Mode::Global, None, false)
+                        .unwrap()
+                        .len();
+                }
+            }
+            black_box(acc)
+        })
+    });
+
+    let files = event_files(&s.dir);
+    g.bench_function("raw_read_baseline", |b| {
+        b.iter(|| {
+            let mut total = 0usize;
+            for f in &files {
+                total += std::fs::read(f).unwrap().len();
+            }
+            black_box(total)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

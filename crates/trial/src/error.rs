@@ -84,6 +84,21 @@ pub enum TrialError {
         /// The tag found in the record.
         found: String,
     },
+    /// The record at an index entry's range belongs to another step: the event file (or
+    /// the index file) is a copy of another step's.
+    #[error("{file} at byte {offset}: the record is of step {found}, the index file {index_file} says step {expected}")]
+    WrongStep {
+        /// The event file's key.
+        file: String,
+        /// Offset of the record.
+        offset: u64,
+        /// The index file that listed the record.
+        index_file: String,
+        /// The step the index file is for.
+        expected: i64,
+        /// The step written in the record.
+        found: i64,
+    },
     /// A reduction that cannot be computed for this value (numpy raises too).
     #[error("{tensor}: {source}")]
     Reduce {
@@ -134,7 +149,9 @@ impl TrialError {
             TrialError::IndexFile(IndexFileError::UnknownMode { .. }) => "KeyError",
             TrialError::IndexFile(_) => "IndexReaderException",
             TrialError::Collections { source, .. } => config_python_name(source),
-            TrialError::Record(_) | TrialError::WrongRecord { .. } => "SMDebugRuntimeError",
+            TrialError::Record(_)
+            | TrialError::WrongRecord { .. }
+            | TrialError::WrongStep { .. } => "SMDebugRuntimeError",
             TrialError::Reduce { source, .. } => source.python_class(),
             TrialError::UnsupportedReduction { python, .. } => python,
             TrialError::Timeout { .. } => "TimeoutError",

@@ -88,6 +88,15 @@ pub(crate) fn decode_value(loc: &RecordLocation, bytes: &[u8]) -> Result<Value> 
             found: event.tag,
         });
     }
+    if event.step != loc.step {
+        return Err(TrialError::WrongStep {
+            file: file(),
+            offset: loc.start,
+            index_file: loc.index_file.to_string(),
+            expected: loc.step,
+            found: event.step,
+        });
+    }
     Ok(event.tensor)
 }
 

@@ -68,5 +68,9 @@ pub use state::{reverse_reduction_name, RecordLocation, REDUCTIONS_PREFIX};
 pub use tensor::{ReductionValues, Tensor};
 pub use trial::{create_trial, PollPolicy, TensorFilter, Trial, TrialOptions};
 
+/// The storage layer the trial reads through (re-exported so users can build stores, e.g.
+/// an in-memory trial, without naming the crate themselves).
+pub use smdebug_storage as storage;
+
 /// A decoded tensor value (an n-dimensional array of one of smdebug's dtypes).
 pub type Value = smdebug_record::Tensor;

@@ -26,6 +26,8 @@ pub struct RecordLocation {
     pub tag: String,
     /// The index file that listed the record.
     pub index_file: Arc<str>,
+    /// Global step (from the index file's name).
+    pub step: i64,
     /// Mode of the step (from the index file).
     pub mode: Mode,
     /// Mode step of the step (from the index file).
@@ -150,6 +152,7 @@ impl State {
                 payload_crc32c: entry.payload_crc32c,
                 tag: entry.name.clone(),
                 index_file: Arc::clone(&index_file),
+                step,
                 mode,
                 mode_step,
             });

@@ -1,0 +1,216 @@
+//! `smdebug demo`: trains the candle demo network (`smdebug_candle::demo`) in one of its
+//! scenarios with the hook writing a trial, while the built-in rules watch that trial live
+//! on a background thread; prints each rule firing as it happens and a summary at the end.
+//! TensorBoard summaries go to `<out>/tensorboard`.
+
+use std::io::Write;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use smdebug_candle::demo::{Demo, Scenario, EVAL_EVERY};
+
+use crate::demo_rules::{self, Firing};
+
+/// Options of `smdebug demo`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The training setup: healthy, vanishing-gradient, exploding, dead-relu, stalled-loss,
+    /// overfit, poor-initialization or saturated-activation.
+    #[arg(long, default_value = "healthy", value_parser = parse_scenario)]
+    scenario: Scenario,
+    /// Where to write the trial: a local directory or an `s3://` URL (default: a new
+    /// folder under the system's temporary directory).
+    #[arg(long)]
+    out: Option<String>,
+    /// Training steps (an evaluation step follows every 25).
+    #[arg(long, default_value_t = 200)]
+    steps: u64,
+    /// Seed of the synthetic data and the initial weights.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Print each rule firing as one JSON object per line (rule, step, tensor, message) and
+    /// nothing else on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Stop training when a rule fires (the rule creates the trial's stop signal, the
+    /// training loop sees it through the hook).
+    #[arg(long)]
+    stop_on_fire: bool,
+}
+
+fn parse_scenario(s: &str) -> Result<Scenario, String> {
+    Scenario::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = Scenario::ALL.iter().map(|s| s.name()).collect();
+        format!("unknown scenario {s:?}; one of: {}", names.join(", "))
+    })
+}
+
+fn default_out(scenario: Scenario) -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    std::env::temp_dir()
+        .join("smdebug-demo")
+        .join(format!("{}-{secs}-{}", scenario.name(), std::process::id()))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// What the demo saw, for the summary and for tests.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Where the trial is.
+    pub out: String,
+    /// Training steps run.
+    pub train_steps: u64,
+    /// The last training loss.
+    pub final_loss: f32,
+    /// Every firing, in the order seen.
+    pub firings: Vec<Firing>,
+}
+
+/// Runs the command, writing progress to stderr and firings/summary to `out`.
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
+    let outcome = train(args, out)?;
+    if args.json {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "scenario {} ({}): {} training steps, final loss {:.4}",
+        args.scenario,
+        args.scenario.description(),
+        outcome.train_steps,
+        outcome.final_loss
+    )?;
+    writeln!(out, "trial: {}", outcome.out)?;
+    writeln!(out, "tensorboard: {}/tensorboard", outcome.out)?;
+    let mut rules: Vec<(&str, i64, usize)> = Vec::new();
+    for f in &outcome.firings {
+        match rules.iter_mut().find(|(r, _, _)| *r == f.rule) {
+            Some(e) => e.2 += 1,
+            None => rules.push((&f.rule, f.step, 1)),
+        }
+    }
+    if rules.is_empty() {
+        writeln!(out, "no rule fired")?;
+    } else {
+        for (rule, first, n) in &rules {
+            writeln!(out, "{rule}: fired {n} time(s), first at step {first}")?;
+        }
+    }
+    if let Some(expected) = args.scenario.expected_rule() {
+        let seen = rules.iter().any(|(r, _, _)| *r == expected);
+        writeln!(
+            out,
+            "expected {expected}: {}",
+            if seen { "detected" } else { "NOT detected" }
+        )?;
+    }
+    Ok(())
+}
+
+/// Trains, with the rules watching; prints firings to `out` as they come.
+pub fn train(args: &Args, out: &mut dyn Write) -> Result<Outcome> {
+    let trial = args.out.clone().unwrap_or_else(|| default_out(args.scenario));
+    let mut demo = Demo::new(args.scenario, args.seed).context("building the demo network")?;
+    let hook = Demo::hook_builder(&trial)?
+        .export_tensorboard(true)
+        .build()
+        .with_context(|| format!("creating the hook at {trial}"))?;
+    let mut hook = demo.register(hook)?;
+
+    let (tx, rx) = mpsc::channel::<Firing>();
+    let watcher = {
+        let trial = trial.clone();
+        let stop = args.stop_on_fire;
+        thread::Builder::new()
+            .name("smdebug-demo-rules".into())
+            .spawn(move || demo_rules::watch(&trial, stop, tx))
+            .context("starting the rules thread")?
+    };
+
+    let bar = if args.json {
+        ProgressBar::with_draw_target(Some(args.steps), ProgressDrawTarget::hidden())
+    } else {
+        ProgressBar::new(args.steps)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} steps  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+
+    let mut firings = Vec::new();
+    let mut report = |f: Firing, out: &mut dyn Write, bar: &ProgressBar| -> Result<()> {
+        if args.json {
+            writeln!(out, "{}", f.to_json())?;
+            out.flush()?;
+        } else {
+            let line = format!(
+                "rule {} fired at step {}{}: {}",
+                f.rule,
+                f.step,
+                f.tensor
+                    .as_deref()
+                    .map(|t| format!(" on {t}"))
+                    .unwrap_or_default(),
+                f.message
+            );
+            bar.suspend(|| writeln!(out, "{line}"))?;
+        }
+        firings.push(f);
+        Ok(())
+    };
+
+    let started = Instant::now();
+    let mut final_loss = f32::NAN;
+    let mut train_steps = 0;
+    for step in 0..args.steps {
+        let r = demo.train_step(Some(&mut hook))?;
+        final_loss = r.loss;
+        train_steps += 1;
+        if (step + 1) % EVAL_EVERY == 0 {
+            let e = demo.eval_step(Some(&mut hook))?;
+            bar.set_message(format!("loss {:.4}  val loss {:.4}", r.loss, e.loss));
+        } else if step % 5 == 0 {
+            bar.set_message(format!("loss {:.4}", r.loss));
+        }
+        bar.inc(1);
+        while let Ok(f) = rx.try_recv() {
+            report(f, out, &bar)?;
+        }
+        if hook.should_stop() {
+            bar.suspend(|| writeln!(out, "a rule asked to stop: training ends at step {step}"))?;
+            break;
+        }
+    }
+    hook.close().context("closing the hook")?;
+    bar.finish_and_clear();
+    // The watcher ends once it has read the last step of the finished trial.
+    for f in rx.iter() {
+        report(f, out, &bar)?;
+    }
+    let watched = watcher
+        .join()
+        .map_err(|_| anyhow::anyhow!("the rules thread panicked"))?;
+    watched.context("watching the trial with the rules")?;
+    if !args.json {
+        writeln!(
+            out,
+            "trained in {:.1} s",
+            started.elapsed().max(Duration::ZERO).as_secs_f64()
+        )?;
+    }
+    Ok(Outcome {
+        out: trial,
+        train_steps,
+        final_loss,
+        firings,
+    })
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Time the REAL smdebug 1.0.34 reading a trial, phase for phase like the Rust bench
+(crates/trial/benches/trial.rs, IDs trial/open, trial/list, trial/every_value,
+trial/one_reduction_per_value, trial/raw_read_baseline).
+
+  trial_bench_read.py PATH [--repeat 3] [--reduction mean] [--json OUT]
+
+Phases, each from a fresh create_trial() per repetition:
+  open                     create_trial(PATH) (collections + every index file)
+  list                     tensor_names() and, per tensor, steps()
+  every_value              tensor.value(step) for every tensor x complete step
+  one_reduction_per_value  tensor.reduction_value(step, R) for the same set
+  raw_read_baseline        reading every events/ file whole (plain Python I/O)
+Reports the median wall seconds per phase. SMDEBUG_TRAINING_END_DELAY_REFRESH is set to 0
+so that the 1 s sleep smdebug takes after seeing training_job_end.ts is not measured.
+
+Make the trial with the Rust bench (SMDEBUG_TRIAL_BENCH_DIR=PATH cargo bench -p
+smdebug-trial) or `fixture.py PATH --preset large`.
+Exit status: 0 ok, 2 usage, 3 smdebug cannot be imported.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_common as pc  # noqa: E402
+
+PHASES = ("open", "list", "every_value", "one_reduction_per_value", "raw_read_baseline")
+
+
+def one_run(path, reduction):
+    from smdebug.trials import create_trial
+
+    out = {}
+    t0 = time.perf_counter()
+    trial = create_trial(path)
+    out["open"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    work = []
+    for n in trial.tensor_names():
+        T = trial.tensor(n)
+        work.extend((T, s) for s in T.steps())
+    out["list"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    for T, s in work:
+        T.value(s)
+    out["every_value"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    for T, s in work:
+        T.reduction_value(s, reduction)
+    out["one_reduction_per_value"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    total = 0
+    events = os.path.join(path, "events")
+    for d in sorted(os.listdir(events)):
+        for f in sorted(os.listdir(os.path.join(events, d))):
+            with open(os.path.join(events, d, f), "rb") as fh:
+                total += len(fh.read())
+    out["raw_read_baseline"] = time.perf_counter() - t0
+    return out, len(work), total
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("path")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--reduction", default="mean")
+    ap.add_argument("--json")
+    opts = ap.parse_args(argv)
+    os.environ["SMDEBUG_TRAINING_END_DELAY_REFRESH"] = "0"
+    pc.import_smdebug()
+    runs = []
+    for _ in range(max(1, opts.repeat)):
+        res, nvalues, nbytes = one_run(opts.path, opts.reduction)
+        runs.append(res)
+    median = {p: statistics.median(r[p] for r in runs) for p in PHASES}
+    doc = {"implementation": "smdebug-python", "path": opts.path, "values": nvalues,
+           "event_bytes": nbytes, "repeat": len(runs),
+           "median_seconds": {f"trial/{p}": round(v, 6) for p, v in median.items()}}
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(doc, f, indent=1)
+    for p in PHASES:
+        print(f"trial/{p:<26} {median[p]:10.4f} s")
+    print(f"{nvalues} values, {nbytes / 1e6:.1f} MB of event files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
