@@ -1,0 +1,66 @@
+//! Training-step time of the demo network with and without the smdebug hook.
+//!
+//! IDs: `candle_overhead/step/no_hook`, `candle_overhead/step/hook_interval_500` (default
+//! save interval: goal ≤ 1 % slower than no hook) and
+//! `candle_overhead/step/hook_reductions_every_step` (min/max/mean/std/l2 of every
+//! collection at every step, no raw values: goal ≤ 5 % slower).
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use smdebug_candle::demo::{Demo, Scenario};
+use smdebug_config::{Norm, Reduction};
+use smdebug_hook::{HookBuilder, ReductionConfig, SaveConfig, SaveConfigMode};
+
+fn hooked(
+    dir: &std::path::Path,
+    name: &str,
+    builder: impl FnOnce(HookBuilder) -> HookBuilder,
+) -> (Demo, smdebug_candle::CandleHook) {
+    let demo = Demo::new(Scenario::Healthy, 1).expect("demo network");
+    let out = dir.join(name);
+    let b = Demo::hook_builder(out.to_str().expect("utf-8 temp dir")).expect("demo hook config");
+    let hook = builder(b).build().expect("hook");
+    let h = demo.register(hook).expect("register");
+    (demo, h)
+}
+
+fn overhead(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut g = c.benchmark_group("candle_overhead/step");
+
+    let mut plain = Demo::new(Scenario::Healthy, 1).expect("demo network");
+    g.bench_function("no_hook", |b| {
+        b.iter(|| plain.train_step(None).expect("step"))
+    });
+
+    let (mut demo, mut hook) = hooked(dir.path(), "interval", |b| {
+        b.save_config(SaveConfig::new(SaveConfigMode::every(500)))
+    });
+    g.bench_function("hook_interval_500", |b| {
+        b.iter(|| demo.train_step(Some(&mut hook)).expect("step"))
+    });
+    hook.close().expect("close");
+
+    let (mut demo, mut hook) = hooked(dir.path(), "reductions", |b| {
+        let rc = ReductionConfig {
+            reductions: vec![
+                Reduction::Min,
+                Reduction::Max,
+                Reduction::Mean,
+                Reduction::Std,
+            ],
+            norms: vec![Norm::L2],
+            save_raw_tensor: false,
+            ..Default::default()
+        };
+        b.save_config(SaveConfig::new(SaveConfigMode::every(1)))
+            .reduction_config(rc)
+    });
+    g.bench_function("hook_reductions_every_step", |b| {
+        b.iter(|| demo.train_step(Some(&mut hook)).expect("step"))
+    });
+    hook.close().expect("close");
+    g.finish();
+}
+
+criterion_group!(benches, overhead);
+criterion_main!(benches);
