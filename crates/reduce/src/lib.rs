@@ -45,7 +45,8 @@
 //! and are bit-identical to numpy 1.26 for contiguous arrays. `l2` of 1-d input is computed
 //! in `f64` (numpy calls BLAS `dot`, whose summation order is the BLAS library's): within a
 //! few ulp of the result dtype. `l2` of 2-d input (the largest singular value) is computed in
-//! `f64` by Jacobi on the Gram matrix: relative error below 1e-12 before rounding to the
+//! `f64` from the Gram matrix (Householder tridiagonalization, then Sturm bisection for the
+//! largest eigenvalue): relative error below 1e-12 before rounding to the
 //! result dtype, against LAPACK's ~1e-15 (float64) or ~1e-7 (float32). The
 //! [`Flavor::PyTorch`] std/variance come from per-leaf two-pass moments merged in `f64`
 //! (relative error ~1e-6 for float32 data, 1e-14 for float64, whatever the offset).
