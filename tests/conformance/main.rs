@@ -6,3 +6,4 @@ mod record;
 mod reduce;
 mod storage;
 mod trial;
+mod hook;

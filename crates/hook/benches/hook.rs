@@ -1,1 +1,161 @@
-fn main() {}
+//! Benchmarks of the hook.
+//!
+//! * `hook/save_small_tensor`: training-thread cost of saving one small tensor (a 4×3 f32
+//!   copied from the caller's tensor and queued); goal ≤ 2 µs.
+//! * `hook/save_1mib_tensor`: training-thread cost of saving a 1 MiB f32 tensor (copy +
+//!   queue); the throughput is reported.
+//! * `hook/encode_1mib_record`: the writer thread's per-tensor work for 1 MiB: protobuf
+//!   encoding, framing, the length CRC and the payload CRC (goal ≥ 3 GB/s).
+//! * `hook/write_trial_large`: a whole trial of the `large` preset's shape (steps × 100
+//!   tensors of 100×100 f32 + a 0-d loss, every step saved, files on local disk), from the
+//!   first step to `close()`. `SMDEBUG_HOOK_BENCH_STEPS` sets the steps (default 30; the
+//!   `large` preset has 300), `SMDEBUG_HOOK_BENCH_TENSORS` the tensors per step (100).
+//!   Compare with `tests/peer/hook_bench_write.py`, which times Python smdebug writing the
+//!   same trial.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use ndarray::{Array2, ArrayD, IxDyn};
+use smdebug_config::{Collection, SaveConfig, SaveConfigMode};
+use smdebug_hook::{Hook, HookBuilder, Tensor};
+use smdebug_record::{append_record, encode_tensor_event, Footer};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn hook(dir: &std::path::Path, capacity: usize) -> Hook {
+    let mut h = HookBuilder::new(dir.join("trial").to_str().unwrap())
+        .save_all(true)
+        .save_config(SaveConfig::new(SaveConfigMode::every(1)))
+        .queue_capacity(capacity)
+        .build()
+        .unwrap();
+    h.step().unwrap();
+    h
+}
+
+/// Times `iters` saves of `value` on the training thread, in batches that fit the queue;
+/// the writer drains between batches, outside the timed region.
+fn timed_saves(h: &mut Hook, names: &[String], value: &Tensor, iters: u64, batch: u64) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut done = 0;
+    while done < iters {
+        let n = batch.min(iters - done);
+        let start = Instant::now();
+        for i in 0..n {
+            let name = &names[(i % names.len() as u64) as usize];
+            black_box(h.save(name, value.clone()).unwrap());
+        }
+        total += start.elapsed();
+        done += n;
+        h.step().unwrap();
+        h.flush().unwrap();
+    }
+    total
+}
+
+fn save_small(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = hook(dir.path(), 1 << 16);
+    let names: Vec<String> = (0..100).map(|i| format!("layer{i}.weight")).collect();
+    let value = Tensor::from(Array2::<f32>::from_elem((4, 3), 0.5).into_dyn());
+    let mut g = c.benchmark_group("hook");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("save_small_tensor", |b| {
+        b.iter_custom(|iters| timed_saves(&mut h, &names, &value, iters, 1 << 15))
+    });
+    g.finish();
+    h.close().unwrap();
+}
+
+fn save_1mib(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = hook(dir.path(), 64);
+    let names: Vec<String> = (0..8).map(|i| format!("big{i}")).collect();
+    let value = Tensor::from(ArrayD::<f32>::from_elem(IxDyn(&[512, 512]), 0.25));
+    let mut g = c.benchmark_group("hook");
+    g.throughput(Throughput::Bytes(1 << 20));
+    g.bench_function("save_1mib_tensor", |b| {
+        b.iter_custom(|iters| timed_saves(&mut h, &names, &value, iters, 32))
+    });
+    g.finish();
+    h.close().unwrap();
+}
+
+fn encode_1mib(c: &mut Criterion) {
+    let value = Tensor::from(ArrayD::<f32>::from_fn(IxDyn(&[512, 512]), |i| {
+        i[0] as f32 * 0.5
+    }));
+    let mut g = c.benchmark_group("hook");
+    g.throughput(Throughput::Bytes(1 << 20));
+    g.bench_function("encode_1mib_record", |b| {
+        b.iter_batched_ref(
+            || Vec::with_capacity((1 << 20) + 256),
+            |file| {
+                let payload = encode_tensor_event("layer.weight", &value, 7, 1, 7, 1.7e9).unwrap();
+                black_box(append_record(file, &payload, Footer::Magic));
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+}
+
+fn write_trial(c: &mut Criterion) {
+    let steps = env_usize("SMDEBUG_HOOK_BENCH_STEPS", 30);
+    let tensors = env_usize("SMDEBUG_HOOK_BENCH_TENSORS", 100);
+    let half = tensors / 2;
+    let names: Vec<String> = (0..half)
+        .map(|i| format!("layer_{i:02}.weight"))
+        .chain((0..tensors - half).map(|i| format!("gradient/layer_{i:02}.weight")))
+        .collect();
+    let values: Vec<Tensor> = (0..tensors)
+        .map(|t| {
+            Tensor::from(ArrayD::<f32>::from_shape_fn(IxDyn(&[100, 100]), |i| {
+                (i[0] * 100 + i[1] + t) as f32 * 1e-4
+            }))
+        })
+        .collect();
+    let bytes = (steps * (tensors * 100 * 100 * 4 + 4)) as u64;
+    let mut g = c.benchmark_group("hook");
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(bytes));
+    g.bench_function("write_trial_large", |b| {
+        b.iter_batched(
+            || tempfile::tempdir().unwrap(),
+            |dir| {
+                let mut weights = Collection::new("weights");
+                weights.include("^(?!gradient).*weight").unwrap();
+                let mut grads = Collection::new("gradients");
+                grads.include("^gradient").unwrap();
+                let mut h = HookBuilder::new(dir.path().join("t").to_str().unwrap())
+                    .save_config(SaveConfig::new(SaveConfigMode::every(1)))
+                    .collection(weights)
+                    .collection(grads)
+                    .include_collections(["weights", "gradients"])
+                    .build()
+                    .unwrap();
+                for _ in 0..steps {
+                    h.step().unwrap();
+                    for (n, v) in names.iter().zip(&values) {
+                        h.save(n, v.clone()).unwrap();
+                    }
+                    let loss = Tensor::from(ndarray::arr0(0.5f32).into_dyn());
+                    h.save("CrossEntropyLoss_output_0", loss).unwrap();
+                }
+                h.close().unwrap();
+                dir
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(benches, save_small, save_1mib, encode_1mib, write_trial);
+criterion_main!(benches);

@@ -80,7 +80,9 @@ pub const DEFAULT_STOP_SIGNAL_FILE: &str = "stop_training.smd";
 #[derive(Debug, Clone)]
 pub struct HookBuilder {
     pub(crate) out_dir: String,
-    pub(crate) framework: Option<Framework>,
+    pub(crate) framework: Framework,
+    pub(crate) default_collections: bool,
+    pub(crate) hook_config: Option<HookConfig>,
     pub(crate) collections: Vec<Collection>,
     pub(crate) save_config: Option<SaveConfig>,
     pub(crate) reduction_config: Option<ReductionConfig>,
@@ -111,7 +113,9 @@ impl HookBuilder {
     pub fn new(out_dir: impl Into<String>) -> Self {
         HookBuilder {
             out_dir: out_dir.into(),
-            framework: Some(Framework::PyTorch),
+            framework: Framework::PyTorch,
+            default_collections: true,
+            hook_config: None,
             collections: Vec::new(),
             save_config: None,
             reduction_config: None,
@@ -156,9 +160,10 @@ impl HookBuilder {
             b.export_tensorboard = p.export_tensorboard;
             b.tensorboard_dir = p.tensorboard_dir.clone();
         }
-        let mut cm = CollectionManager::new();
-        config.apply_to(&mut cm)?;
-        b.collections = cm.collections().cloned().collect();
+        // Applied on top of the framework's default collections when the hook starts
+        // (smdebug's add_collections_to_manager), so a configured `weights` keeps its regex.
+        config.apply_to(&mut CollectionManager::new())?;
+        b.hook_config = Some(config.clone());
         b.include_collections = config
             .include_collections()
             .map(|names| names.into_iter().map(str::to_owned).collect());
@@ -190,14 +195,15 @@ impl HookBuilder {
     /// The framework whose default collections (and always-included collections) the hook
     /// starts with; PyTorch by default.
     pub fn framework(mut self, framework: Framework) -> Self {
-        self.framework = Some(framework);
+        self.framework = framework;
         self
     }
 
     /// Start with no collections at all (and none always included): only collections added
-    /// with [`HookBuilder::collection`] or [`Hook::get_collection`] exist.
+    /// with [`HookBuilder::collection`] or [`Hook::get_collection`] exist. The framework
+    /// still chooses the default save interval and the reduction flavour.
     pub fn without_default_collections(mut self) -> Self {
-        self.framework = None;
+        self.default_collections = false;
         self
     }
 
@@ -375,11 +381,7 @@ impl HookBuilder {
     }
 
     pub(crate) fn default_save_config(&self) -> SaveConfig {
-        let interval = self
-            .framework
-            .map_or(smdebug_config::DEFAULT_SAVE_INTERVAL, |f| {
-                f.default_save_interval()
-            });
+        let interval = self.framework.default_save_interval();
         self.save_config
             .clone()
             .unwrap_or_else(|| SaveConfig::new(SaveConfigMode::every(interval)))

@@ -173,31 +173,33 @@ impl Hook {
             });
         }
 
-        let mut cm = match b.framework {
-            Some(f) => CollectionManager::with_defaults(f)?,
-            None => CollectionManager::new(),
+        let mut cm = if b.default_collections {
+            CollectionManager::with_defaults(b.framework)?
+        } else {
+            CollectionManager::new()
         };
+        if let Some(config) = &b.hook_config {
+            config.apply_to(&mut cm)?;
+        }
         for c in &b.collections {
             cm.add(c.clone());
         }
-        let framework_defaults: Vec<String> = b
-            .framework
-            .map(|f| {
-                f.default_collections()
+        let (framework_defaults, always): (Vec<String>, Vec<String>) = if b.default_collections {
+            (
+                b.framework
+                    .default_collections()
                     .into_iter()
                     .map(|(n, _)| n.to_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let always: Vec<String> = b
-            .framework
-            .map(|f: Framework| {
-                f.default_include_collections()
+                    .collect(),
+                b.framework
+                    .default_include_collections()
                     .iter()
                     .map(|s| (*s).to_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
+                    .collect(),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let mut include: Vec<String> = Vec::new();
         for n in b.include_collections.iter().flatten().chain(always.iter()) {
             if !include.contains(n) {
@@ -225,14 +227,14 @@ impl Hook {
             IncludeWorkers::All => b.num_workers,
             IncludeWorkers::One => 1,
         };
-        let pytorch = matches!(b.framework, Some(Framework::PyTorch));
+        let pytorch = b.framework == Framework::PyTorch;
         let flavor = b.flavor.unwrap_or(if pytorch {
             Flavor::PyTorch
         } else {
             Flavor::Numpy
         });
         let reduction_shape = b.reduction_shape.unwrap_or(match b.framework {
-            Some(Framework::PyTorch | Framework::TensorFlow | Framework::TensorFlow2Eager) => {
+            Framework::PyTorch | Framework::TensorFlow | Framework::TensorFlow2Eager => {
                 ReductionShape::Scalar
             }
             _ => ReductionShape::OneElement,
