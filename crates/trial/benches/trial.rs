@@ -9,7 +9,7 @@
 //! time the Python smdebug on the same files.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ndarray::{ArrayD, IxDyn};
+use ndarray::{ArrayD, Dimension, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::{BlockingStore, Location};
 use smdebug_trial::synth::{write_collections, write_end_marker, write_step, StepWrite};
@@ -51,7 +51,7 @@ fn write_trial(dir: &Path, steps: usize, tensors: usize, side: usize) {
             .map(|(i, n)| {
                 let shape: &[usize] = if n == "loss" { &[] } else { &[side, side] };
                 let v = ArrayD::from_shape_fn(IxDyn(shape), |ix| {
-                    let k = ix.as_array_view().iter().fold(0usize, |a, &b| a * 31 + b);
+                    let k = ix.slice().iter().fold(0usize, |a, &b| a * 31 + b);
                     ((k + i) as f32 * 0.001 + step as f32).sin()
                 });
                 (n.as_str(), Value::Float32(v))

@@ -127,7 +127,8 @@ pub(crate) fn fetch_values(
         return out.into_iter().flatten().collect();
     }
     let storage = Arc::clone(store.storage());
-    let jobs: Vec<(Arc<str>, Vec<usize>, Vec<Range<u64>>)> = by_file
+    type Job = (Arc<str>, Vec<usize>, Vec<Range<u64>>);
+    let jobs: Vec<Job> = by_file
         .into_iter()
         .map(|(file, idx)| {
             let ranges = idx

@@ -212,7 +212,12 @@ impl Trial {
             if self.has_training_ended()? {
                 // One more listing: files may have landed together with the marker.
                 let files = self.collection_files()?;
-                if !(parsed && files.len() >= wanted) && !(!parsed && !files.is_empty()) {
+                let enough = if parsed {
+                    files.len() >= wanted
+                } else {
+                    !files.is_empty()
+                };
+                if !enough {
                     return Err(AnalysisError::MissingCollectionFiles.into());
                 }
                 continue;
