@@ -51,3 +51,30 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "{text}").context("writing the dump")?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_trial_is_recorded_as_the_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nothing");
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("training_job_end.ts"), b"").unwrap();
+        let args = Args {
+            path: path.to_str().unwrap().into(),
+            max_inline: 64,
+            no_computed_reductions: true,
+            no_global_lookup: true,
+            compact: true,
+            timeout: 1,
+        };
+        let mut out = Vec::new();
+        run(&args, &mut out).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(doc["schema"], "smdebug-trial-dump/v1");
+        assert_eq!(doc["trial"]["error"]["type"], "MissingCollectionFiles");
+        assert_eq!(doc["options"]["computed_reductions"], false);
+    }
+}

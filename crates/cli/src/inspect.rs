@@ -152,3 +152,52 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "raw values: about {}", human(total))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smdebug_trial::storage::{BlockingStore, Location};
+    use smdebug_trial::synth::{write_collections, write_end_marker, write_step, StepWrite};
+    use smdebug_trial::Value;
+
+    #[test]
+    fn step_ranges_and_sizes() {
+        assert_eq!(ranges(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+        assert_eq!(ranges(&[]), "none");
+        assert_eq!(human(512), "512 B");
+        assert_eq!(human(3 << 20), "3.0 MiB");
+    }
+
+    #[test]
+    fn summarises_a_trial() {
+        let url = "memory://cli-inspect-test/run";
+        let store = BlockingStore::open(&Location::parse(url).unwrap()).unwrap();
+        write_collections(&store, "worker_0", 1).unwrap();
+        for step in 0..3 {
+            let v = Value::Float32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[4, 4])));
+            write_step(
+                &store,
+                &StepWrite {
+                    step,
+                    worker: "worker_0",
+                    mode: Mode::Train,
+                    mode_step: step,
+                    tensors: &[("fc.weight", v)],
+                    shapes: &[],
+                },
+            )
+            .unwrap();
+        }
+        write_end_marker(&store).unwrap();
+        let mut out = Vec::new();
+        let args = Args {
+            path: url.into(),
+            timeout: 1,
+        };
+        run(&args, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("steps      3 (3 complete): 0-2"), "{text}");
+        assert!(text.contains("fc.weight"), "{text}");
+        assert!(text.contains("[4, 4]"), "{text}");
+    }
+}

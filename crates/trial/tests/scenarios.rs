@@ -636,3 +636,24 @@ fn wait_for_steps_keeps_the_refresh_setting() {
     t.wait_for_steps(&[3], Mode::Global).unwrap();
     assert!(!t.dynamic_refresh());
 }
+
+#[test]
+fn has_passed_step_in_a_mode_without_the_python_key_error() {
+    // SEMANTICS.md §8.7 [PY-BUG]: Python raises KeyError: 1 for has_passed_step(1, EVAL).
+    let f = Fixture::new("keyerror", &["worker_0", "worker_1"]);
+    f.step(10, "worker_0", Mode::Eval, 0, &["t"]);
+    f.step(10, "worker_1", Mode::Eval, 0, &["t"]);
+    f.step(11, "worker_0", Mode::Eval, 1, &["t"]);
+    f.end();
+    let t = f.open();
+    assert_eq!(states(&t, Mode::Eval, &[0, 1, 2]), [A, A, U]);
+    let e = analysis(t.wait_for_steps(&[2], Mode::Eval).unwrap_err());
+    assert_eq!(
+        e,
+        AnalysisError::NoMoreData {
+            step: 2,
+            mode: Mode::Eval,
+            last_step: 1
+        }
+    );
+}
