@@ -7,6 +7,7 @@
 mod dump;
 mod inspect;
 mod roundtrip;
+mod rules;
 mod synth;
 
 use anyhow::Result;
@@ -35,6 +36,10 @@ enum Command {
     /// Write the trial a fixture recipe (tests/peer/presets/*.json) describes, with the Rust
     /// hook (the same recipe format as tests/peer/fixture.py, for side-by-side comparison).
     Synth(synth::Args),
+    /// Evaluate built-in rules over a finished or live trial; print each firing and a
+    /// summary (exit status 0: none fired, 1: a rule fired, 2: error). `--list` shows
+    /// every rule with its parameters and defaults.
+    Rules(rules::Args),
 }
 
 fn main() -> Result<()> {
@@ -43,5 +48,6 @@ fn main() -> Result<()> {
         Command::Dump(args) => dump::run(&args, &mut std::io::stdout().lock()),
         Command::Inspect(args) => inspect::run(&args, &mut std::io::stdout().lock()),
         Command::Synth(args) => synth::run(&args, &mut std::io::stdout().lock()),
+        Command::Rules(args) => rules::main(&args),
     }
 }

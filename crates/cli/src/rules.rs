@@ -1,0 +1,327 @@
+//! `smdebug rules`: evaluates built-in rules over a finished or live trial.
+//!
+//! ```text
+//! smdebug rules PATH --rule VanishingGradient --rule 'ExplodingTensor:collection_names=gradients,weights,only_nan=True'
+//! smdebug rules PATH --config rules.json --json --stop-training
+//! smdebug rules --list
+//! ```
+//!
+//! Each `--rule` is `Name[:key=value,…]`; a comma-separated item without `=` continues the
+//! previous value, so list parameters need no quoting (`collection_names=a,b`). `--config`
+//! reads SageMaker `DebugRuleConfigurations` (one object or a list). Rules run
+//! concurrently, one thread and one trial reader each, until `--end-step` or the end of
+//! training; each firing is printed as it happens (`--json`: one object per line with
+//! `rule`, `step`, `tensor`, `message`, `trial`), then a summary.
+//!
+//! Exit status: 0 no rule fired, 1 a rule fired, 2 an error.
+use anyhow::{bail, Context, Result};
+use smdebug_rules::{
+    build_rule, builtin_rules, invoke_rule_with, EndReason, Firing, Message, MessageFormat,
+    Rule, RuleConfiguration, StopTraining,
+};
+use smdebug_trial::{PollPolicy, Trial, TrialOptions};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Options of `smdebug rules`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The trial: a local directory, `s3://bucket/prefix` or `memory://name/prefix`.
+    #[arg(required_unless_present = "list")]
+    path: Option<String>,
+    /// A rule to evaluate: `Name[:key=value,…]` (repeatable).
+    #[arg(long = "rule", short = 'r', value_name = "NAME[:K=V,…]")]
+    rules: Vec<String>,
+    /// A SageMaker rule configuration file (`DebugRuleConfigurations` JSON).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// List every built-in rule with its parameters and defaults, and exit.
+    #[arg(long)]
+    list: bool,
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Write the stop-training signal into the trial when a rule fires (the hook's
+    /// `should_stop()` then turns true).
+    #[arg(long)]
+    stop_training: bool,
+    /// First global step evaluated.
+    #[arg(long, default_value_t = 0)]
+    start_step: i64,
+    /// Stop before this global step (default: at the end of training).
+    #[arg(long)]
+    end_step: Option<i64>,
+    /// Longest pause between two polls of a live trial, in milliseconds.
+    #[arg(long, default_value_t = 20)]
+    poll_ms: u64,
+    /// Give up waiting for the collections files after this many seconds (0: no limit).
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+}
+
+/// Runs the command and exits with its status (0 none fired, 1 fired, 2 error).
+pub fn main(args: &Args) -> ! {
+    let code = match run(args, &mut std::io::stdout()) {
+        Ok(true) => 1,
+        Ok(false) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            2
+        }
+    };
+    std::process::exit(code)
+}
+
+/// Parses `Name[:key=value,…]`.
+pub fn parse_rule_arg(arg: &str) -> Result<(String, BTreeMap<String, String>)> {
+    let (name, rest) = match arg.split_once(':') {
+        Some((n, r)) => (n.trim(), Some(r)),
+        None => (arg.trim(), None),
+    };
+    if name.is_empty() {
+        bail!("--rule {arg:?}: no rule name");
+    }
+    let mut params: BTreeMap<String, String> = BTreeMap::new();
+    let mut last: Option<String> = None;
+    for item in rest.unwrap_or("").split(',') {
+        match item.split_once('=') {
+            Some((k, v)) => {
+                let k = k.trim().to_owned();
+                if k.is_empty() {
+                    bail!("--rule {arg:?}: empty parameter name in {item:?}");
+                }
+                params.insert(k.clone(), v.trim().to_owned());
+                last = Some(k);
+            }
+            None if item.trim().is_empty() => {}
+            None => match &last {
+                // A list value: `collection_names=a,b` continues with `b`.
+                Some(k) => {
+                    let v = params.entry(k.clone()).or_default();
+                    v.push(',');
+                    v.push_str(item.trim());
+                }
+                None => bail!("--rule {arg:?}: expected key=value, got {item:?}"),
+            },
+        }
+    }
+    Ok((name.to_owned(), params))
+}
+
+fn list(args: &Args, out: &mut dyn Write) -> Result<()> {
+    if args.json {
+        let rules: Vec<serde_json::Value> = builtin_rules()
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "rule": r.name,
+                    "doc": r.doc,
+                    "parameters": r.params.iter().map(|p| serde_json::json!({
+                        "name": p.name,
+                        "type": p.kind.describe(),
+                        "default": p.default,
+                        "required": p.required,
+                        "doc": p.doc,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&rules)?)?;
+        return Ok(());
+    }
+    for r in builtin_rules() {
+        writeln!(out, "{}: {}", r.name, r.doc)?;
+        for p in r.params {
+            let default = match (p.required, p.default) {
+                (true, _) => "required".to_owned(),
+                (false, Some(d)) => format!("default {d:?}"),
+                (false, None) => "default None".to_owned(),
+            };
+            writeln!(
+                out,
+                "    {} ({}, {default}): {}",
+                p.name,
+                p.kind.describe(),
+                p.doc
+            )?;
+        }
+    }
+    Ok(())
+}
+
+struct Outcome {
+    label: String,
+    firings: usize,
+    evaluated: u64,
+    skipped: u64,
+    end: String,
+}
+
+/// Runs `smdebug rules`; `Ok(true)` when some rule fired.
+pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
+    if args.list {
+        list(args, out)?;
+        return Ok(false);
+    }
+    let Some(path) = args.path.as_deref() else {
+        bail!("a trial path is required");
+    };
+    let mut specs: Vec<(String, String, BTreeMap<String, String>)> = Vec::new();
+    for r in &args.rules {
+        let (name, params) = parse_rule_arg(r)?;
+        specs.push((name.clone(), name, params));
+    }
+    if let Some(file) = &args.config {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        for c in RuleConfiguration::parse(&text)
+            .with_context(|| format!("rule configuration {}", file.display()))?
+        {
+            specs.push((c.configuration_name, c.rule, c.parameters));
+        }
+    }
+    if specs.is_empty() {
+        bail!("no rule given: use --rule NAME[:key=value,…] or --config FILE (see --list)");
+    }
+    let options = TrialOptions {
+        poll: PollPolicy {
+            initial: Duration::from_millis(1),
+            max: Duration::from_millis(args.poll_ms.max(1)),
+        },
+        collections_timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
+        ..TrialOptions::default()
+    };
+    // Each rule gets its own reader: rules switch refreshing on and off around their
+    // evaluation, which must not interfere between threads.
+    let mut rules: Vec<(String, Box<dyn Rule>)> = Vec::new();
+    for (label, name, params) in specs {
+        let trial = Arc::new(
+            Trial::open(path, options.clone()).with_context(|| format!("opening trial {path}"))?,
+        );
+        let mut rule = build_rule(&name, &params, trial)?;
+        if args.stop_training {
+            rule.base_mut()
+                .add_action(Box::new(StopTraining::with_default_key()?));
+        }
+        rules.push((label, rule));
+    }
+
+    let format = if args.json {
+        MessageFormat::Json
+    } else {
+        MessageFormat::Text
+    };
+    let out = Mutex::new(out);
+    let print = |f: &Firing| {
+        let line = Message::line(format, f);
+        let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = writeln!(o, "{line}");
+        let _ = o.flush();
+    };
+    let results: Vec<Result<Outcome>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = rules
+            .into_iter()
+            .map(|(label, mut rule)| {
+                let print = &print;
+                scope.spawn(move || -> Result<Outcome> {
+                    let eval = invoke_rule_with(
+                        rule.as_mut(),
+                        args.start_step,
+                        args.end_step,
+                        false,
+                        &mut |f| print(f),
+                    )
+                    .with_context(|| format!("rule {label}"))?;
+                    Ok(Outcome {
+                        label,
+                        firings: eval.firings.len(),
+                        evaluated: eval.steps_evaluated,
+                        skipped: eval.steps_skipped,
+                        end: match eval.end {
+                            EndReason::EndStep => format!("end step {}", eval.next_step),
+                            EndReason::EndOfRule => "rule ended".into(),
+                            EndReason::EndOfTraining(_) => "end of training".into(),
+                        },
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a rule thread panicked")))
+            })
+            .collect()
+    });
+    let out = out.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut fired = false;
+    let mut summary = Vec::new();
+    let mut first_error = None;
+    for r in results {
+        match r {
+            Ok(o) => {
+                fired |= o.firings > 0;
+                summary.push(o);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if args.json {
+        let items: Vec<serde_json::Value> = summary
+            .iter()
+            .map(|o| {
+                serde_json::json!({"rule": o.label, "firings": o.firings,
+                    "steps_evaluated": o.evaluated, "steps_skipped": o.skipped, "end": o.end})
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::json!({ "summary": items }))?;
+    } else {
+        writeln!(out, "summary:")?;
+        for o in &summary {
+            writeln!(
+                out,
+                "  {}: {} ({} steps evaluated, {} skipped; {})",
+                o.label,
+                if o.firings > 0 {
+                    format!("fired {} time(s)", o.firings)
+                } else {
+                    "did not fire".to_owned()
+                },
+                o.evaluated,
+                o.skipped,
+                o.end
+            )?;
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    Ok(fired)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_arguments() {
+        let (n, p) = parse_rule_arg("VanishingGradient").unwrap();
+        assert_eq!(n, "VanishingGradient");
+        assert!(p.is_empty());
+        let (n, p) =
+            parse_rule_arg("ExplodingTensor:collection_names=gradients,weights,only_nan=True")
+                .unwrap();
+        assert_eq!(n, "ExplodingTensor");
+        assert_eq!(p["collection_names"], "gradients,weights");
+        assert_eq!(p["only_nan"], "True");
+        assert!(parse_rule_arg(":a=1").is_err());
+        assert!(parse_rule_arg("X:oops").is_err());
+        assert!(parse_rule_arg("X:=1").is_err());
+    }
+}
