@@ -88,7 +88,7 @@ fn save_1mib(c: &mut Criterion) {
 }
 
 fn encode_1mib(c: &mut Criterion) {
-    let value = Tensor::from(ArrayD::<f32>::from_fn(IxDyn(&[512, 512]), |i| {
+    let value = Tensor::from(ArrayD::<f32>::from_shape_fn(IxDyn(&[512, 512]), |i| {
         i[0] as f32 * 0.5
     }));
     let mut g = c.benchmark_group("hook");

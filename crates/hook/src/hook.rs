@@ -537,7 +537,7 @@ impl Hook {
         let save_all = self.include.iter().any(|n| n == smdebug_config::keys::ALL);
         let mut prepared = Vec::new();
         for c in self.cm.collections_mut() {
-            let is_default = self.framework_defaults.iter().any(|n| *n == c.name);
+            let is_default = self.framework_defaults.contains(&c.name);
             if !is_default && c.include_regex().is_empty() && c.tensor_names.is_empty() {
                 return Err(HookError::InvalidCollectionConfiguration {
                     name: c.name.clone(),
@@ -555,7 +555,7 @@ impl Hook {
             } else if c.reduction_config.is_none() {
                 c.reduction_config = Some(self.hook_reduction.clone());
             }
-            let saved = save_all || self.include.iter().any(|n| *n == c.name);
+            let saved = save_all || self.include.contains(&c.name);
             if saved {
                 prepared.push(Prepared {
                     name: c.name.clone(),
