@@ -19,8 +19,16 @@ const FILE_CONCURRENCY: usize = 16;
 pub(crate) struct ValueCache {
     budget: usize,
     held: usize,
-    map: HashMap<(Arc<str>, u64), Arc<Value>>,
-    order: VecDeque<(Arc<str>, u64)>,
+    map: HashMap<CacheKey, Arc<Value>>,
+    order: VecDeque<CacheKey>,
+}
+
+/// A record as the index names it: event file, offset and the step the index file is for
+/// (so a record listed by a duplicated index file is checked again, not served from cache).
+type CacheKey = (Arc<str>, u64, i64);
+
+fn cache_key(loc: &RecordLocation) -> CacheKey {
+    (Arc::clone(&loc.event_file), loc.start, loc.step)
 }
 
 /// Approximate heap size of a value.
@@ -42,9 +50,7 @@ impl ValueCache {
     }
 
     pub fn get(&self, loc: &RecordLocation) -> Option<Arc<Value>> {
-        self.map
-            .get(&(Arc::clone(&loc.event_file), loc.start))
-            .cloned()
+        self.map.get(&cache_key(loc)).cloned()
     }
 
     pub fn insert(&mut self, loc: &RecordLocation, value: Arc<Value>) {
@@ -52,7 +58,7 @@ impl ValueCache {
         if size > self.budget {
             return;
         }
-        let key = (Arc::clone(&loc.event_file), loc.start);
+        let key = cache_key(loc);
         if self.map.insert(key.clone(), value).is_some() {
             return;
         }
