@@ -143,7 +143,10 @@ pub fn write_fixture(preset: &str, out: &Path) -> PathBuf {
 pub fn write_fixture_from_recipe(recipe: &Path, out: &Path) -> PathBuf {
     let out_s = out.to_str().expect("utf-8 temp path");
     let recipe_s = recipe.to_str().expect("utf-8 recipe path");
-    run_peer("fixture.py", &[out_s, "--recipe", recipe_s, "--force", "-q"]);
+    run_peer(
+        "fixture.py",
+        &[out_s, "--recipe", recipe_s, "--force", "-q"],
+    );
     out.to_path_buf()
 }
 pub mod recipe;
