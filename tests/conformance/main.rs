@@ -4,6 +4,7 @@ mod config;
 mod index;
 mod record;
 mod reduce;
+mod rules;
 mod storage;
 mod trial;
 mod hook;
