@@ -16,8 +16,8 @@
 //! Exit status: 0 no rule fired, 1 a rule fired, 2 an error.
 use anyhow::{bail, Context, Result};
 use smdebug_rules::{
-    build_rule, builtin_rules, invoke_rule_with, EndReason, Firing, Message, MessageFormat,
-    Rule, RuleConfiguration, StopTraining,
+    build_rule, builtin_rules, invoke_rule_with, EndReason, Firing, Message, MessageFormat, Rule,
+    RuleConfiguration, StopTraining,
 };
 use smdebug_trial::{PollPolicy, Trial, TrialOptions};
 use std::collections::BTreeMap;
@@ -175,8 +175,8 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
         specs.push((name.clone(), name, params));
     }
     if let Some(file) = &args.config {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading {}", file.display()))?;
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         for c in RuleConfiguration::parse(&text)
             .with_context(|| format!("rule configuration {}", file.display()))?
         {
