@@ -19,7 +19,7 @@ use smdebug_reduce::{Flavor, ReductionRequest, Scalar, TensorView};
 use smdebug_storage::{BlockingStore, Bytes};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
 /// What the training thread decided for one tensor in one step.
@@ -127,23 +127,79 @@ struct TbFile {
     bytes: Vec<u8>,
 }
 
+/// A put for the I/O thread, which performs them in order.
+enum IoJob {
+    Put {
+        store: Arc<BlockingStore>,
+        key: String,
+        data: Bytes,
+        event_bytes: u64,
+    },
+    Flush(SyncSender<()>),
+}
+
 struct Writer {
     cfg: WriterConfig,
     shared: Arc<Shared>,
     current: Option<StepFile>,
     tb_files: BTreeMap<u8, TbFile>,
+    io: Option<SyncSender<IoJob>>,
+}
+
+/// The I/O thread: storage calls (fsync on disk, a round trip on object stores) overlap
+/// the encoding of the next step. One thread, first in first out, so an events file is
+/// still stored before its index file.
+fn run_io(shared: Arc<Shared>, jobs: Receiver<IoJob>) {
+    for job in jobs {
+        match job {
+            IoJob::Flush(reply) => {
+                let _ = reply.send(());
+            }
+            IoJob::Put {
+                store,
+                key,
+                data,
+                event_bytes,
+            } => {
+                if shared.failure().is_some() {
+                    continue;
+                }
+                match store.put(&key, data) {
+                    Ok(()) => {
+                        shared.event_bytes.fetch_add(event_bytes, Ordering::Relaxed);
+                    }
+                    Err(e) => shared.fail(format!("writing {key}: {e}")),
+                }
+            }
+        }
+    }
 }
 
 /// Runs the writer loop until the channel closes (the hook was closed or dropped).
 pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
+    // Two steps in flight at most: bounded memory, and enough to overlap I/O and encoding.
+    let (io_tx, io_rx) = sync_channel(4);
+    let io_shared = shared.clone();
+    let io_thread = std::thread::Builder::new()
+        .name("smdebug-hook-io".into())
+        .spawn(move || run_io(io_shared, io_rx));
+    let (io, io_thread) = match io_thread {
+        Ok(t) => (Some(io_tx), Some(t)),
+        Err(e) => {
+            shared.fail(format!("cannot start the I/O thread: {e}"));
+            (None, None)
+        }
+    };
     let mut w = Writer {
         cfg,
         shared,
         current: None,
         tb_files: BTreeMap::new(),
+        io,
     };
     for job in jobs {
         if let Job::Flush(reply) = job {
+            w.wait_io();
             let _ = reply.send(match w.shared.failure() {
                 Some(f) => Err(f),
                 None => Ok(()),
@@ -164,6 +220,12 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     if w.shared.failure().is_none() {
         if let Err(e) = w.end_step() {
             w.shared.fail(e);
+        }
+    }
+    w.io = None;
+    if let Some(t) = io_thread {
+        if t.join().is_err() {
+            w.shared.fail("the I/O thread panicked".into());
         }
     }
 }
@@ -261,11 +323,10 @@ impl Writer {
                 self.tb_append(mode, step, &payload)
             }
             Job::EndStep => self.end_step(),
-            Job::Put { key, data } => self
-                .cfg
-                .store
-                .put(&key, data)
-                .map_err(|e| format!("writing {key}: {e}")),
+            Job::Put { key, data } => {
+                let store = self.cfg.store.clone();
+                self.put(store, key, data, 0)
+            }
             Job::Flush(_) => Ok(()),
         }
     }
@@ -402,30 +463,49 @@ impl Writer {
         let Some(index) = file.index else {
             return Ok(());
         };
+        let store = self.cfg.store.clone();
         if !file.events.is_empty() {
             let key = event_file_key(file.step, &self.cfg.worker).map_err(|e| e.to_string())?;
             let len = file.events.len() as u64;
-            self.cfg
-                .store
-                .put(&key, Bytes::from(file.events))
-                .map_err(|e| format!("writing {key}: {e}"))?;
-            self.shared.event_bytes.fetch_add(len, Ordering::Relaxed);
+            self.put(store.clone(), key, Bytes::from(file.events), len)?;
         }
         let key = index_file_key(file.step, &self.cfg.worker).map_err(|e| e.to_string())?;
-        self.cfg
-            .store
-            .put(&key, Bytes::from(index.to_json()))
-            .map_err(|e| format!("writing {key}: {e}"))
+        self.put(store, key, Bytes::from(index.to_json()), 0)
+    }
+
+    fn put(
+        &mut self,
+        store: Arc<BlockingStore>,
+        key: String,
+        data: Bytes,
+        event_bytes: u64,
+    ) -> Result<(), String> {
+        let io = self.io.as_ref().ok_or("the I/O thread is not running")?;
+        io.send(IoJob::Put {
+            store,
+            key,
+            data,
+            event_bytes,
+        })
+        .map_err(|_| "the I/O thread stopped".to_owned())
+    }
+
+    /// Waits until every put handed to the I/O thread is done.
+    fn wait_io(&mut self) {
+        if let Some(io) = &self.io {
+            let (tx, rx) = sync_channel(1);
+            if io.send(IoJob::Flush(tx)).is_ok() {
+                let _ = rx.recv();
+            }
+        }
     }
 
     fn end_step(&mut self) -> Result<(), String> {
         self.publish_step()?;
         let files = std::mem::take(&mut self.tb_files);
-        if let Some(tb) = &self.cfg.tensorboard {
+        if let Some(store) = self.cfg.tensorboard.as_ref().map(|tb| tb.store.clone()) {
             for (_, f) in files {
-                tb.store
-                    .put(&f.key, Bytes::from(f.bytes))
-                    .map_err(|e| format!("writing {}: {e}", f.key))?;
+                self.put(store.clone(), f.key, Bytes::from(f.bytes), 0)?;
             }
         }
         Ok(())
