@@ -39,10 +39,11 @@
 //! The training thread only decides and copies: [`Hook::save`] takes the tensor by value
 //! and sends one job over a bounded channel (capacity [`HookBuilder::queue_capacity`],
 //! default 256 jobs). One writer thread per hook computes reductions (with
-//! `smdebug-reduce`), encodes the protobuf events, frames them with CRCs, keeps the step's
-//! events file and index in memory and, at the end of the step, writes the events file and
-//! then the index file through `smdebug-storage` (atomic puts on disk and object stores). A
-//! reader that sees an index file therefore always finds the complete events file.
+//! `smdebug-reduce`), encodes the protobuf events, frames them with CRCs and keeps the step's
+//! events file and index in memory; at the end of the step an I/O thread stores the events
+//! file and then the index file through `smdebug-storage` (atomic puts on disk and object
+//! stores, in that order). A reader that sees an index file therefore always finds the
+//! complete events file.
 //!
 //! When the queue is full, [`QueuePolicy::Block`] (default) makes [`Hook::save`] wait for
 //! the writer; [`QueuePolicy::DropNewest`] drops that tensor instead and counts it
