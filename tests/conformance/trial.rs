@@ -265,3 +265,77 @@ proptest! {
         prop_assert!(equal, "recipe {}:\n{}", recipe, report);
     }
 }
+
+fn copy_rel(from: &Path, to: &Path, rel: &Path) {
+    let dst = to.join(rel);
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    std::fs::copy(from.join(rel), dst).unwrap();
+}
+
+/// A job caught at every stage: the files of a Python-written 3-worker trial are published
+/// in the order smdebug's writers publish them (collections, then per step and worker the
+/// event file before its index file, workers out of step, the end marker last). At each
+/// stage both readers dump the partial trial and must agree: completeness,
+/// `last_complete_step`, `has_passed_step` probes, visible steps.
+#[test]
+fn partial_trials_dump_like_python_at_every_stage() {
+    let dir = tempdir();
+    let recipe = serde_json::json!({
+        "seed": 7,
+        "workers": 3,
+        "schedule": [{"mode": "TRAIN", "steps": 3}, {"mode": "EVAL", "steps": 2}],
+        "default_save_config": {"save_interval": 1},
+        "collections": [{"name": "all", "include_regex": [".*"]}],
+        "tensors": [{"name": "w", "shape": [2], "dtype": "float32"},
+                    {"name": "loss_output_0", "shape": [], "dtype": "float32"}],
+    });
+    let recipe_path = dir.path().join("recipe.json");
+    std::fs::write(&recipe_path, recipe.to_string()).unwrap();
+    let full = write_fixture_from_recipe(&recipe_path, &dir.path().join("full"));
+    let live = dir.path().join("live");
+    for w in 0..3 {
+        copy_rel(
+            &full,
+            &live,
+            Path::new(&format!(
+                "collections/000000000/worker_{w}_collections.json"
+            )),
+        );
+    }
+    // Worker w publishes step s at time s + w: a staggered job.
+    let mut stages: Vec<(i64, i64)> = (0..5).flat_map(|s| (0..3).map(move |w| (s, w))).collect();
+    stages.sort_by_key(|&(s, w)| (s + w, w));
+    let mut n = 0;
+    for chunk in stages.chunks(2) {
+        for &(s, w) in chunk {
+            let ev = format!("events/{s:012}/{s:012}_worker_{w}.tfevents");
+            if full.join(&ev).exists() {
+                copy_rel(&full, &live, Path::new(&ev));
+            }
+            copy_rel(
+                &full,
+                &live,
+                Path::new(&format!("index/000000000/{s:012}_worker_{w}.json")),
+            );
+        }
+        n += 1;
+        let py_path = dir.path().join(format!("stage{n}.py.json"));
+        let rs_path = dir.path().join(format!("stage{n}.rs.json"));
+        let path = live.to_str().unwrap();
+        let py = python_dump(path, &py_path);
+        rust_dump(path, &rs_path);
+        let mut ignores = ignores_for("live", &py);
+        // [PY-BUG] (SEMANTICS.md §9): for modes, Python's Tensor.steps() compares the
+        // *mode* step with last_complete_step (a global step), so an incomplete EVAL step 0
+        // counts as complete once global step 0 is; we compare its global step. Only the
+        // per-tensor mode step lists of an unfinished job are affected.
+        ignores.extend(["TRAIN", "EVAL", "PREDICT"].map(|m| format!("/tensors/*/steps/{m}")));
+        assert_same(&format!("stage {n}"), &py_path, &rs_path, &ignores);
+    }
+    copy_rel(&full, &live, Path::new("training_job_end.ts"));
+    let py_path = dir.path().join("ended.py.json");
+    let rs_path = dir.path().join("ended.rs.json");
+    let py = python_dump(live.to_str().unwrap(), &py_path);
+    rust_dump(live.to_str().unwrap(), &rs_path);
+    assert_same("ended", &py_path, &rs_path, &ignores_for("live", &py));
+}
