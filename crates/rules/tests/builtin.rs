@@ -552,8 +552,8 @@ fn dead_relu() {
     // sample 0 only (12.5 % of samples: alive).
     let run = |dead_units: usize| {
         let mut vals = vec![0.0; 32];
-        for u in dead_units..4 {
-            vals[u] = 1.0;
+        for x in vals.iter_mut().take(4).skip(dead_units) {
+            *x = 1.0;
         }
         let w = TrialWriter::new();
         w.step(0, &[("dense0_relu_output_0", shaped(&[8, 4], vals))]);

@@ -73,6 +73,8 @@ fn end_step_is_exclusive_and_start_step_is_honoured() {
     assert!(matches!(eval.end, EndReason::EndOfTraining(_)));
 }
 
+type Seen = Arc<Mutex<Vec<(i64, Vec<String>)>>>;
+
 /// A rule that requires tensors (optionally by regex) and fires when it sees any value
 /// above 0.5; records what the invoker fetched for it.
 #[derive(Debug)]
@@ -80,7 +82,7 @@ struct Needs {
     base: RuleBase,
     name: String,
     regex: bool,
-    seen: Arc<Mutex<Vec<(i64, Vec<String>)>>>,
+    seen: Seen,
 }
 
 impl Rule for Needs {

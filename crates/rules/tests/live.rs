@@ -88,7 +88,15 @@ pub fn live_run(out: &str, step_pause: Duration) -> (i64, Duration, i64) {
 fn live_vanishing_gradient_fires_and_stops_the_writer() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("live");
-    let (step, latency, last) = live_run(out.to_str().unwrap(), Duration::from_millis(std::env::var("LIVE_PAUSE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(40)));
+    let (step, latency, last) = live_run(
+        out.to_str().unwrap(),
+        Duration::from_millis(
+            std::env::var("LIVE_PAUSE_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(40),
+        ),
+    );
     println!("live local trial: fired at step {step}, {latency:?} after the step landed; writer stopped after step {last}");
     assert_eq!(step, VANISH);
     assert!(latency < Duration::from_secs(1), "latency {latency:?}");

@@ -39,8 +39,6 @@ impl TrialWriter {
         self
     }
 
-    /// A collection with a regex.
-
     pub fn write_collections(&self) {
         self.store
             .put(
