@@ -177,7 +177,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         };
         let (value, unit) = match ours.bytes {
             Some(b) if ours.seconds > 1e-6 => (b / ours.seconds / 1e9, "GB/s"),
-            _ => (ours.seconds * 1e9, "ns"),
+            _ if ours.seconds < 1e-6 => (ours.seconds * 1e9, "ns"),
+            _ if ours.seconds < 1e-3 => (ours.seconds * 1e6, "µs"),
+            _ if ours.seconds < 1.0 => (ours.seconds * 1e3, "ms"),
+            _ => (ours.seconds, "s"),
         };
         let ratio = baseline_seconds / ours.seconds;
         let ratio = if ratio.is_finite() { Some(ratio) } else { None };
@@ -216,11 +219,14 @@ fn print_rows(rows: &[Value], as_json: bool) {
             None => "",
         };
         println!(
-            "{:<58} {:>7.2} {:<4} {:>9.3} {:>7}{met}  {}",
+            "{:<58} {:>7.2} {:<4} {:>9} {:>7}{met}  {}",
             r["name"].as_str().unwrap_or(""),
             r["value"].as_f64().unwrap_or(f64::NAN),
             r["unit"].as_str().unwrap_or(""),
-            r["ratio"].as_f64().unwrap_or(f64::NAN),
+            r["ratio"]
+                .as_f64()
+                .map(|x| format!("{x:.3}"))
+                .unwrap_or_else(|| "-".into()),
             goal,
             r["baseline"].as_str().unwrap_or("")
         );
