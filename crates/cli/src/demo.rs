@@ -3,8 +3,10 @@
 //! on a background thread; prints each rule firing as it happens and a summary at the end.
 //! TensorBoard summaries go to `<out>/tensorboard`.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -12,7 +14,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use smdebug_candle::demo::{Demo, Scenario, EVAL_EVERY};
 
-use crate::demo_rules::{self, Firing};
+use smdebug_rules::{build_rule, invoke_rule_with, EndReason, Firing, Rule, StopTraining};
 
 /// Options of `smdebug demo`.
 #[derive(clap::Args)]
@@ -117,7 +119,10 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
 
 /// Trains, with the rules watching; prints firings to `out` as they come.
 pub fn train(args: &Args, out: &mut dyn Write) -> Result<Outcome> {
-    let trial = args.out.clone().unwrap_or_else(|| default_out(args.scenario));
+    let trial = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(args.scenario));
     let mut demo = Demo::new(args.scenario, args.seed).context("building the demo network")?;
     let hook = Demo::hook_builder(&trial)?
         .export_tensorboard(true)
@@ -131,7 +136,7 @@ pub fn train(args: &Args, out: &mut dyn Write) -> Result<Outcome> {
         let stop = args.stop_on_fire;
         thread::Builder::new()
             .name("smdebug-demo-rules".into())
-            .spawn(move || demo_rules::watch(&trial, stop, tx))
+            .spawn(move || watch(&trial, stop, &tx))
             .context("starting the rules thread")?
     };
 
@@ -213,4 +218,56 @@ pub fn train(args: &Args, out: &mut dyn Write) -> Result<Outcome> {
         final_loss,
         firings,
     })
+}
+
+/// The built-in rules the demo runs, with their parameters: one detector per scenario, all
+/// on SageMaker's defaults except LossNotDecreasing, which looks at the TRAIN series only
+/// (its default GLOBAL series would compare evaluation losses with training losses).
+pub const RULES: &[(&str, &[(&str, &str)])] = &[
+    ("VanishingGradient", &[]),
+    ("ExplodingTensor", &[]),
+    ("DeadRelu", &[]),
+    ("LossNotDecreasing", &[("mode", "TRAIN")]),
+    ("Overfit", &[]),
+    ("PoorWeightInitialization", &[]),
+    ("SaturatedActivation", &[]),
+];
+
+/// Runs [`RULES`] over the live trial at `path`, step by step on this thread, sending each
+/// firing as it happens; returns once training has ended and the last step was evaluated.
+fn watch(path: &str, stop_on_fire: bool, tx: &mpsc::Sender<Firing>) -> Result<()> {
+    // Waits for the collections file, which the hook writes at the first step.
+    let trial = Arc::new(
+        smdebug_trial::create_trial(path).with_context(|| format!("opening the trial {path}"))?,
+    );
+    let mut rules: Vec<Box<dyn Rule>> = Vec::new();
+    for (name, params) in RULES {
+        let params: BTreeMap<String, String> = params
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let mut rule = build_rule(name, &params, Arc::clone(&trial))
+            .with_context(|| format!("building rule {name}"))?;
+        if stop_on_fire {
+            rule.base_mut()
+                .add_action(Box::new(StopTraining::with_default_key()?));
+        }
+        rules.push(rule);
+    }
+    let mut step = 0;
+    loop {
+        let mut ended = false;
+        for rule in &mut rules {
+            let eval = invoke_rule_with(rule.as_mut(), step, Some(step + 1), false, &mut |f| {
+                // The receiver only goes away if training failed; nothing left to tell.
+                let _ = tx.send(f.clone());
+            })
+            .with_context(|| format!("rule {} at step {step}", rule.base().name()))?;
+            ended |= matches!(eval.end, EndReason::EndOfTraining(_));
+        }
+        if ended {
+            return Ok(());
+        }
+        step += 1;
+    }
 }

@@ -4,6 +4,8 @@
 //! the record, index, config and storage crates exactly as smdebug lays one out, then read it
 //! back through the index files and print what it saw.
 
+#[cfg(feature = "demo")]
+mod demo;
 mod dump;
 mod inspect;
 mod roundtrip;
@@ -40,6 +42,11 @@ enum Command {
     /// summary (exit status 0: none fired, 1: a rule fired, 2: error). `--list` shows
     /// every rule with its parameters and defaults.
     Rules(rules::Args),
+    /// Train a small candle network in a chosen scenario (healthy, vanishing-gradient,
+    /// exploding, ...) with the hook writing a trial and the built-in rules watching it
+    /// live; print each rule firing as it happens and a summary.
+    #[cfg(feature = "demo")]
+    Demo(demo::Args),
 }
 
 fn main() -> Result<()> {
@@ -49,5 +56,7 @@ fn main() -> Result<()> {
         Command::Inspect(args) => inspect::run(&args, &mut std::io::stdout().lock()),
         Command::Synth(args) => synth::run(&args, &mut std::io::stdout().lock()),
         Command::Rules(args) => rules::main(&args),
+        #[cfg(feature = "demo")]
+        Command::Demo(args) => demo::run(&args, &mut std::io::stdout().lock()),
     }
 }
