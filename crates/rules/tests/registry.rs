@@ -230,3 +230,43 @@ fn sagemaker_rule_configurations() {
         &RuleConfiguration::parse(r#"{"RuleParameters": {"rule_to_invoke": "Nope"}}"#).unwrap()[0];
     assert!(matches!(conf.build(t), Err(RuleError::UnknownRule { .. })));
 }
+
+mod properties {
+    use proptest::prelude::*;
+    use smdebug_rules::params::{ParamKind, ParamReader, ParamSpec};
+    use smdebug_rules::{builtin_rules, parse_actions, RuleConfiguration};
+    use std::collections::BTreeMap;
+
+    proptest! {
+        /// Any string value of any parameter of any rule parses or gives a typed error.
+        #[test]
+        fn parameter_values_never_panic(rule in 0usize..20, param in 0usize..10, value in ".{0,24}") {
+            let spec = &builtin_rules()[rule];
+            prop_assume!(param < spec.params.len());
+            let p: &ParamSpec = &spec.params[param];
+            let given = BTreeMap::from([(p.name.to_string(), value.clone())]);
+            let r = ParamReader::new(spec.name, spec.params, &given).unwrap();
+            let res = match p.kind {
+                ParamKind::Float => r.opt_f64(p.name).map(|_| ()),
+                ParamKind::Int => r.opt_i64(p.name).map(|_| ()),
+                ParamKind::Bool => r.bool(p.name).map(|_| ()),
+                ParamKind::Str => r.opt_string(p.name).map(|_| ()),
+                ParamKind::List => r.list(p.name).map(|_| ()),
+                ParamKind::FloatList => r.f64_list(p.name).map(|_| ()),
+            };
+            if let Err(e) = res {
+                let text = e.to_string();
+                prop_assert!(text.contains(spec.name) && text.contains(p.name), "{}", text);
+            }
+        }
+
+        /// Configuration documents and action strings: JSON or not, never a panic.
+        #[test]
+        fn configurations_and_actions_never_panic(s in ".{0,64}") {
+            let _ = RuleConfiguration::parse(&s);
+            let _ = parse_actions(&s, "R");
+            let wrapped = format!(r#"{{"RuleParameters": {{"rule_to_invoke": "X", "k": {s}}}}}"#);
+            let _ = RuleConfiguration::parse(&wrapped);
+        }
+    }
+}
