@@ -324,4 +324,73 @@ mod tests {
         assert!(parse_rule_arg("X:oops").is_err());
         assert!(parse_rule_arg("X:=1").is_err());
     }
+
+    fn args(path: &str, rules: &[&str], json: bool) -> Args {
+        Args {
+            path: Some(path.to_owned()),
+            rules: rules.iter().map(|s| s.to_string()).collect(),
+            config: None,
+            list: false,
+            json,
+            stop_training: true,
+            start_step: 0,
+            end_step: None,
+            poll_ms: 5,
+            timeout: 10,
+        }
+    }
+
+    #[test]
+    fn runs_rules_over_a_hook_trial() {
+        use smdebug_hook::{HookBuilder, SaveConfig, SaveConfigMode};
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("trial");
+        let out_s = out.to_str().unwrap();
+        let mut hook = HookBuilder::new(out_s)
+            .include_collections(["gradients"])
+            .save_config(SaveConfig::new(SaveConfigMode::every(1)))
+            .build()
+            .unwrap();
+        for step in 0..3 {
+            hook.step().unwrap();
+            let m = if step == 2 { 1e-9f32 } else { 1e-2 };
+            let g = ndarray::arr1(&[m, -m]).into_dyn();
+            hook.save("gradient/w", smdebug_record::Tensor::from(g))
+                .unwrap();
+        }
+        hook.close().unwrap();
+
+        let mut buf: Vec<u8> = Vec::new();
+        let fired = run(
+            &args(out_s, &["VanishingGradient", "ExplodingTensor"], true),
+            &mut buf,
+        )
+        .unwrap();
+        assert!(fired);
+        let text = String::from_utf8(buf).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["rule"], "VanishingGradient");
+        assert_eq!(lines[0]["step"], 2);
+        assert_eq!(lines[0]["tensor"], "gradient/w");
+        assert!(lines[0]["message"].as_str().unwrap().contains("threshold"));
+        assert_eq!(lines[1]["summary"].as_array().unwrap().len(), 2);
+        assert!(out.join(smdebug_rules::DEFAULT_STOP_SIGNAL_FILE).exists());
+
+        let mut buf: Vec<u8> = Vec::new();
+        let fired = run(&args(out_s, &["ExplodingTensor"], false), &mut buf).unwrap();
+        assert!(!fired);
+        assert!(String::from_utf8(buf).unwrap().contains("did not fire"));
+
+        let mut buf: Vec<u8> = Vec::new();
+        let e = run(
+            &args(out_s, &["VanishingGradient:treshold=1"], false),
+            &mut buf,
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("treshold"));
+    }
 }

@@ -731,3 +731,36 @@ fn tree_depth() {
     assert!(run(30).is_empty());
     assert!(run(0).is_empty());
 }
+
+/// Trials written by the real writer that saves only reductions: VanishingGradient reads
+/// the saved `(mean, abs)` reduction, TensorVariance the saved `variance`.
+#[test]
+fn rules_use_saved_reductions_of_hook_trials() {
+    use smdebug_hook::{HookBuilder, ReductionConfig, SaveConfig, SaveConfigMode};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("reductions");
+    let out_s = out.to_str().unwrap();
+    let mut hook = HookBuilder::new(out_s)
+        .include_collections(["gradients", "weights"])
+        .save_config(SaveConfig::new(SaveConfigMode::every(1)))
+        .reduction_config(ReductionConfig::from_sagemaker_str("abs_mean,variance").unwrap())
+        .build()
+        .unwrap();
+    for step in 0..4 {
+        hook.step().unwrap();
+        let m = if step == 2 { 5e-8 } else { 1e-3 };
+        hook.save("gradient/fc.weight", pm(m)).unwrap();
+        let w = if step == 3 { 3.0 } else { 1.0 };
+        hook.save("fc.weight", pm(w)).unwrap();
+    }
+    hook.close().unwrap();
+    let trial = std::sync::Arc::new(smdebug_trial::create_trial(out_s).unwrap());
+    let g = trial.tensor("gradient/fc.weight").unwrap();
+    assert!(
+        g.value(2, Mode::Global, None).is_err(),
+        "only reductions were saved"
+    );
+    assert_eq!(fires("VanishingGradient", &[], trial.clone(), 0, None), [2]);
+    let p = [("collection_names", "weights"), ("max_threshold", "5")];
+    assert_eq!(fires("TensorVariance", &p, trial, 0, None), [3]);
+}
