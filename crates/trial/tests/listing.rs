@@ -1,0 +1,112 @@
+//! Live refreshes list incrementally: each listing of `index/` starts after the token (the
+//! last complete step), so a refresh of a long job returns only the new files, never the
+//! whole history.
+
+use async_trait::async_trait;
+use ndarray::{ArrayD, IxDyn};
+use smdebug_config::Mode;
+use smdebug_storage::{BlockingStore, Bytes, Location, ObjectMeta, Storage};
+use smdebug_trial::synth::{write_collections, write_step, StepWrite};
+use smdebug_trial::{Trial, TrialOptions, Value};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+/// A store that records every listing of `index/`: (start_after, keys returned).
+#[derive(Debug)]
+struct Recording {
+    inner: Arc<dyn Storage>,
+    listings: Mutex<Vec<(Option<String>, usize)>>,
+}
+
+#[async_trait]
+impl Storage for Recording {
+    fn location(&self) -> String {
+        self.inner.location()
+    }
+    async fn list(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+    ) -> smdebug_storage::Result<Vec<ObjectMeta>> {
+        let out = self.inner.list(prefix, start_after).await?;
+        if prefix.starts_with("index") {
+            self.listings
+                .lock()
+                .unwrap()
+                .push((start_after.map(str::to_owned), out.len()));
+        }
+        Ok(out)
+    }
+    async fn get(&self, key: &str) -> smdebug_storage::Result<Bytes> {
+        self.inner.get(key).await
+    }
+    async fn get_range(&self, key: &str, range: Range<u64>) -> smdebug_storage::Result<Bytes> {
+        self.inner.get_range(key, range).await
+    }
+    async fn put(&self, key: &str, data: Bytes) -> smdebug_storage::Result<()> {
+        self.inner.put(key, data).await
+    }
+    async fn exists(&self, key: &str) -> smdebug_storage::Result<bool> {
+        self.inner.exists(key).await
+    }
+    async fn delete(&self, key: &str) -> smdebug_storage::Result<()> {
+        self.inner.delete(key).await
+    }
+}
+
+fn write(store: &BlockingStore, step: i64) {
+    let v = Value::Float32(ArrayD::from_elem(IxDyn(&[2]), step as f32));
+    write_step(
+        store,
+        &StepWrite {
+            step,
+            worker: "worker_0",
+            mode: Mode::Train,
+            mode_step: step,
+            tensors: &[("w", v)],
+            shapes: &[],
+        },
+    )
+    .unwrap();
+}
+
+#[test]
+fn refreshes_list_only_what_follows_the_token() {
+    let url = format!("memory://listing-{}/run", std::process::id());
+    let location = Location::parse(&url).unwrap();
+    let writer = BlockingStore::open(&location).unwrap();
+    write_collections(&writer, "worker_0", 1).unwrap();
+    // 2,500 steps span three index buckets (index/000000000/, …001/, …002/).
+    for step in 0..2500 {
+        write(&writer, step);
+    }
+    let recording = Arc::new(Recording {
+        inner: location.open().unwrap(),
+        listings: Mutex::new(Vec::new()),
+    });
+    let trial = Trial::from_storage(
+        recording.clone(),
+        &url,
+        "run".into(),
+        TrialOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(trial.steps(Mode::Global, false).unwrap().len(), 2500);
+    for step in 2500..2503 {
+        write(&writer, step);
+        trial.refresh_data().unwrap();
+    }
+    assert_eq!(trial.steps(Mode::Global, false).unwrap().len(), 2503);
+    let listings = recording.listings.lock().unwrap().clone();
+    // The first listing sees everything; every later one starts after the last complete
+    // step and sees at most the one new file.
+    assert_eq!(listings[0], (None, 2500));
+    for (start_after, n) in &listings[1..] {
+        assert!(start_after.is_some(), "{listings:?}");
+        assert!(*n <= 1, "a refresh listed {n} files: {listings:?}");
+    }
+    assert_eq!(
+        trial.last_index_token().as_deref(),
+        Some("index/000000002/000000002502_worker_0.json")
+    );
+}
