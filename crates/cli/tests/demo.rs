@@ -1,0 +1,100 @@
+//! `smdebug demo --scenario S`: the built-in rule matching each scenario fires while the
+//! demo trains, and the healthy run fires none. Steps-to-detection are printed
+//! (`cargo test -p smdebug-cli --test demo -- --nocapture`).
+#![cfg(feature = "demo")]
+
+use std::process::Command;
+
+/// Runs the demo with `--json` and returns its firings (rule, step).
+fn firings(scenario: &str) -> Vec<(String, i64)> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("trial");
+    let o = Command::new(env!("CARGO_BIN_EXE_smdebug"))
+        .args(["demo", "--json", "--scenario", scenario, "--out"])
+        .arg(&out)
+        .output()
+        .expect("run smdebug demo");
+    assert!(
+        o.status.success(),
+        "smdebug demo --scenario {scenario}: {}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.join("training_job_end.ts").exists());
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("one JSON object per line");
+            for key in ["rule", "step", "tensor", "message"] {
+                assert!(v.get(key).is_some(), "{key} missing in {l}");
+            }
+            (
+                v["rule"].as_str().unwrap().to_owned(),
+                v["step"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn detects(scenario: &str, rule: &str) {
+    let f = firings(scenario);
+    let first = f.iter().filter(|(r, _)| r == rule).map(|(_, s)| *s).min();
+    let mut others: Vec<&str> = f.iter().map(|(r, _)| r.as_str()).collect();
+    others.sort_unstable();
+    others.dedup();
+    println!(
+        "{scenario}: {rule} first fired at global step {first:?} (rules that fired: {others:?})"
+    );
+    assert!(first.is_some(), "{rule} did not fire on {scenario}: {f:?}");
+}
+
+#[test]
+fn healthy_fires_no_rule() {
+    let f = firings("healthy");
+    assert!(f.is_empty(), "rules fired on the healthy run: {f:?}");
+}
+
+#[test]
+fn vanishing_gradient_is_detected() {
+    detects("vanishing-gradient", "VanishingGradient");
+}
+
+#[test]
+fn exploding_is_detected() {
+    detects("exploding", "ExplodingTensor");
+}
+
+#[test]
+fn dead_relu_is_detected() {
+    detects("dead-relu", "DeadRelu");
+}
+
+#[test]
+fn stalled_loss_is_detected() {
+    detects("stalled-loss", "LossNotDecreasing");
+}
+
+#[test]
+fn overfit_is_detected() {
+    detects("overfit", "Overfit");
+}
+
+#[test]
+fn poor_initialization_is_detected() {
+    detects("poor-initialization", "PoorWeightInitialization");
+}
+
+#[test]
+fn saturated_activation_is_detected() {
+    detects("saturated-activation", "SaturatedActivation");
+}
+
+#[test]
+fn unknown_scenario_is_refused() {
+    let o = Command::new(env!("CARGO_BIN_EXE_smdebug"))
+        .args(["demo", "--scenario", "nope"])
+        .output()
+        .expect("run smdebug demo");
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("vanishing-gradient"));
+}

@@ -1,0 +1,114 @@
+//! `smdebug demo`: the trial it writes (candle adapter + hook, TensorBoard beside it) is read
+//! identically by the real Python smdebug (`tests/peer/dump.py`) and by
+//! `smdebug_trial::dump`, compared with `tests/peer/compare_dumps.py`.
+
+use smdebug_conformance::{peer_dir, peer_python, tempdir};
+use smdebug_trial::dump::{dump_trial, DumpOptions};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The `smdebug` binary of this profile, with its default features (so with `demo`).
+fn smdebug_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test executable path");
+        // target/<profile>/deps/conformance-… → target/<profile>
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>")
+            .to_path_buf();
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "-p", "smdebug-cli", "--bin", "smdebug"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if release {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "cargo build -p smdebug-cli failed");
+        let bin = profile_dir.join("smdebug");
+        assert!(bin.exists(), "{} missing after the build", bin.display());
+        bin
+    })
+}
+
+fn check(out: Output, what: &str) -> Output {
+    assert!(
+        out.status.success(),
+        "{what} failed with {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn demo_trial(scenario: &str, steps: &str, out: &Path) -> Vec<serde_json::Value> {
+    let o = Command::new(smdebug_bin())
+        .args([
+            "demo",
+            "--json",
+            "--scenario",
+            scenario,
+            "--steps",
+            steps,
+            "--out",
+        ])
+        .arg(out)
+        .output()
+        .expect("run smdebug demo");
+    let o = check(o, &format!("smdebug demo --scenario {scenario}"));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}
+
+fn python_reads_like_rust(scenario: &str, steps: &str) {
+    let dir = tempdir();
+    let trial = dir.path().join(scenario);
+    demo_trial(scenario, steps, &trial);
+    assert!(trial.join("training_job_end.ts").exists());
+    assert!(
+        trial.join("tensorboard").is_dir(),
+        "TensorBoard logs beside the trial"
+    );
+    let py = dir.path().join("py.json");
+    let o = Command::new(peer_python())
+        .arg(peer_dir().join("dump.py"))
+        .args([
+            trial.to_str().unwrap(),
+            "--out",
+            py.to_str().unwrap(),
+            "--timeout",
+            "300",
+        ])
+        .env("SMDEBUG_LOG_LEVEL", "error")
+        .output()
+        .expect("run dump.py");
+    check(o, "dump.py");
+    let rs = dir.path().join("rs.json");
+    let doc = dump_trial(trial.to_str().unwrap(), &DumpOptions::default());
+    std::fs::write(&rs, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let o = Command::new(peer_python())
+        .arg(peer_dir().join("compare_dumps.py"))
+        .args([&py, &rs])
+        .output()
+        .expect("run compare_dumps.py");
+    check(o, &format!("compare_dumps.py on the {scenario} demo trial"));
+}
+
+/// The healthy demo: weights, biases, gradients, ReLU inputs/outputs, losses and scalars in
+/// TRAIN and EVAL steps.
+#[test]
+fn healthy_demo_trial_reads_the_same_in_python_and_rust() {
+    python_reads_like_rust("healthy", "60");
+}
+
+/// The exploding demo: NaN and ±Inf values and reductions.
+#[test]
+fn exploding_demo_trial_reads_the_same_in_python_and_rust() {
+    python_reads_like_rust("exploding", "30");
+}
