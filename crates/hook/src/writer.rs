@@ -427,8 +427,8 @@ impl Writer {
         }
         if t.tb_scalar && t.value.len() == 1 {
             if let Some(v) = tensorboard::values_f64(&t.value) {
-                let payload =
-                    scalar_event(&t.name, v[0] as f32, t.step, t.wall_time).encode_to_vec();
+                let tag = tensorboard::clean_tag(&t.name);
+                let payload = scalar_event(&tag, v[0] as f32, t.step, t.wall_time).encode_to_vec();
                 self.tb_append(t.mode, t.step, &payload)?;
             }
         }
