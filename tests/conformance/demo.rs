@@ -66,7 +66,7 @@ fn demo_trial(scenario: &str, steps: &str, out: &Path) -> Vec<serde_json::Value>
         .collect()
 }
 
-fn python_reads_like_rust(scenario: &str, steps: &str) {
+fn python_reads_like_rust(scenario: &str, steps: &str, ignore: &[&str]) {
     let dir = tempdir();
     let trial = dir.path().join(scenario);
     demo_trial(scenario, steps, &trial);
@@ -95,20 +95,46 @@ fn python_reads_like_rust(scenario: &str, steps: &str) {
     let o = Command::new(peer_python())
         .arg(peer_dir().join("compare_dumps.py"))
         .args([&py, &rs])
+        .args(
+            COMMON_IGNORES
+                .iter()
+                .chain(ignore)
+                .flat_map(|g| ["--ignore", g]),
+        )
         .output()
         .expect("run compare_dumps.py");
     check(o, &format!("compare_dumps.py on the {scenario} demo trial"));
 }
 
+/// Differences of the two readers' *computed* values, not of the trial (which both read
+/// alike): an `l2` computed on the fly differs from numpy's in its last bits (the values are
+/// still compared, with compare_dumps' tolerance; the hook suite names the same
+/// difference), and `tensor_names(mode=PREDICT)` on a trial without PREDICT steps is a
+/// `KeyError` in smdebug but an empty list in smdebug-trial.
+const COMMON_IGNORES: &[&str] = &[
+    "*/reduction_value*/l2/sha256",
+    "*/reduction_value*/abs_l2/sha256",
+    "/trial/tensor_names_by_mode/PREDICT",
+];
+
 /// The healthy demo: weights, biases, gradients, ReLU inputs/outputs, losses and scalars in
 /// TRAIN and EVAL steps.
 #[test]
 fn healthy_demo_trial_reads_the_same_in_python_and_rust() {
-    python_reads_like_rust("healthy", "60");
+    python_reads_like_rust("healthy", "60", &[]);
 }
 
 /// The exploding demo: NaN and ±Inf values and reductions.
 #[test]
 fn exploding_demo_trial_reads_the_same_in_python_and_rust() {
-    python_reads_like_rust("exploding", "30");
+    // numpy's min/max of a NaN loss is a NaN with other payload bits than ours: the
+    // values (NaN) are compared, their digests are not.
+    python_reads_like_rust(
+        "exploding",
+        "30",
+        &[
+            "*/reduction_value/min/sha256",
+            "*/reduction_value/max/sha256",
+        ],
+    );
 }
