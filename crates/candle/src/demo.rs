@@ -494,7 +494,7 @@ impl Demo {
             candle_nn::loss::cross_entropy(&logits, &self.train_y).map_err(ce(LOSS_TENSOR))?;
         let grads = loss.backward().map_err(ce("backward"))?;
         let out = Self::outcome(&logits, &self.train_y, &loss)?;
-        if let Some(h) = hook.as_deref_mut() {
+        if let Some(h) = hook {
             h.record_taps()?;
             h.record_loss(LOSS_NAME, &loss)?;
             h.record_gradients(&grads)?;
@@ -520,7 +520,7 @@ impl Demo {
         let logits = self.forward(&self.val_x)?;
         let loss = candle_nn::loss::cross_entropy(&logits, &self.val_y).map_err(ce(LOSS_TENSOR))?;
         let out = Self::outcome(&logits, &self.val_y, &loss)?;
-        if let Some(h) = hook.as_deref_mut() {
+        if let Some(h) = hook {
             h.record_taps()?;
             h.record_loss(LOSS_NAME, &loss)?;
             h.save_scalar("val_accuracy", f64::from(out.accuracy));
