@@ -30,8 +30,16 @@ enum Baseline {
     /// A Python script under `tests/peer/` run with the peer venv; it prints JSON with
     /// `seconds` (for the same work as the benchmark's one iteration).
     Python(&'static str, &'static [&'static str]),
+    /// The real smdebug timing one phase of reading the trial the trial benchmark wrote
+    /// (`tests/peer/trial_bench_read.py` on `target/bench-trial`), by phase id.
+    PythonTrialRead(&'static str),
     /// An absolute figure: printed without a ratio.
     Nothing,
+}
+
+/// Where the trial benchmark keeps its trial, so the Python peer reads the same files.
+fn bench_trial_dir() -> std::path::PathBuf {
+    root().join("target/bench-trial")
 }
 
 /// One line of the table.
@@ -101,6 +109,42 @@ const FIGURES: &[Figure] = &[
         goal: None,
     },
     Figure {
+        name: "trial: open (index + collections) vs Python smdebug",
+        bench: "trial/open",
+        baseline: Baseline::PythonTrialRead("trial/open"),
+        goal: Some(50.0),
+    },
+    Figure {
+        name: "trial: list tensors and steps vs Python smdebug",
+        bench: "trial/list",
+        baseline: Baseline::PythonTrialRead("trial/list"),
+        goal: Some(50.0),
+    },
+    Figure {
+        name: "trial: every value vs Python smdebug",
+        bench: "trial/every_value",
+        baseline: Baseline::PythonTrialRead("trial/every_value"),
+        goal: Some(50.0),
+    },
+    Figure {
+        name: "trial: one reduction per value vs Python smdebug",
+        bench: "trial/one_reduction_per_value",
+        baseline: Baseline::PythonTrialRead("trial/one_reduction_per_value"),
+        goal: Some(50.0),
+    },
+    Figure {
+        name: "trial: every value vs raw read of the same files",
+        bench: "trial/every_value",
+        baseline: Baseline::Bench("trial/raw_read_baseline"),
+        goal: Some(0.5),
+    },
+    Figure {
+        name: "rules: VanishingGradient, one step over all gradients",
+        bench: "rules/vanishing_gradient_step",
+        baseline: Baseline::Nothing,
+        goal: None,
+    },
+    Figure {
         name: "storage: 1000 ranged reads, concurrent vs sequential",
         bench: "ranged_reads_1000/concurrent",
         baseline: Baseline::Bench("ranged_reads_1000/sequential"),
@@ -119,6 +163,8 @@ const BENCHES: &[(&str, &str)] = &[
     ("smdebug-record", "record"),
     ("smdebug-reduce", "reduce"),
     ("smdebug-storage", "storage"),
+    ("smdebug-trial", "trial"),
+    ("smdebug-rules", "rules"),
 ];
 
 /// One criterion result: mean seconds per iteration and bytes per iteration (if declared).
@@ -150,6 +196,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         Some((p, _)) => p.clone(),
         None => crate::peer::ensure_peer()?,
     };
+    let mut python_trial: Option<Value> = None;
     let mut rows = Vec::new();
     for f in FIGURES {
         let Some(ours) = results.get(f.bench) else {
@@ -169,6 +216,21 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 }
             },
             Baseline::Nothing => (String::new(), f64::NAN),
+            Baseline::PythonTrialRead(phase) => {
+                if python_trial.is_none() {
+                    python_trial = Some(python_trial_read(&peer_python)?);
+                }
+                let secs = python_trial
+                    .as_ref()
+                    .and_then(|v| v["median_seconds"][*phase].as_f64());
+                match secs {
+                    Some(secs) => (format!("python smdebug {phase}"), secs),
+                    None => {
+                        rows.push(json!({"name": f.name, "error": format!("no Python timing for {phase}")}));
+                        continue;
+                    }
+                }
+            }
             Baseline::Python(script, script_args) => {
                 let secs = python_seconds(&peer_python, script, script_args)
                     .with_context(|| format!("baseline {script}"))?;
@@ -281,6 +343,28 @@ fn read_one(new_dir: &Path) -> Result<Option<(String, Measured)>> {
             bytes,
         },
     )))
+}
+
+/// Times the real smdebug reading the trial benchmark's trial, once per phase.
+fn python_trial_read(python: &Path) -> Result<Value> {
+    let dir = bench_trial_dir();
+    if !dir.exists() {
+        bail!(
+            "{} does not exist: the trial benchmark did not run",
+            dir.display()
+        );
+    }
+    step("Python smdebug reading the same trial (trial_bench_read.py)");
+    let out = root().join("target/bench-trial-python.json");
+    crate::util::run(
+        Command::new(python)
+            .arg(root().join("tests/peer/trial_bench_read.py"))
+            .arg(&dir)
+            .args(["--repeat", "1", "--json"])
+            .arg(&out)
+            .env("SMDEBUG_LOG_LEVEL", "error"),
+    )?;
+    Ok(serde_json::from_slice(&std::fs::read(&out)?)?)
 }
 
 /// Runs a peer timing script (several times; the fastest run counts, as criterion's
