@@ -178,3 +178,44 @@ fn loss_must_be_one_value() {
     assert!(err.to_string().contains("L_output_0"), "{err}");
     hook.close().unwrap();
 }
+
+#[test]
+fn tap_is_armed_only_at_steps_that_save_its_tensors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("trial");
+    let dev = Device::Cpu;
+    let mut relu_output = smdebug_hook::Collection::new("relu_output");
+    relu_output.include(".*relu_output").unwrap();
+    let hook = HookBuilder::new(out.to_str().unwrap())
+        .save_config(SaveConfig::new(SaveConfigMode::every(3)))
+        .collection(relu_output)
+        .include_collections(["relu_output"])
+        .build()
+        .unwrap();
+    let mut hook = CandleHook::with_params(hook, Vec::new(), None).unwrap();
+    let tap = Tap::new();
+    hook.register_tap(&tap);
+    let relu = Recorded::new(candle_nn::Activation::Relu, "act.relu", &tap, false);
+    let x = Tensor::new(&[[-1f32, 2.0]], &dev).unwrap();
+    let mut armed = Vec::new();
+    let mut saved = Vec::new();
+    hook.set_mode(Mode::Train);
+    for _ in 0..7 {
+        hook.step().unwrap();
+        armed.push(tap.is_armed());
+        relu.forward(&x).unwrap();
+        saved.push(hook.record_taps().unwrap());
+    }
+    assert_eq!(armed, [true, false, false, true, false, false, true]);
+    assert_eq!(saved, [1, 0, 0, 1, 0, 0, 1]);
+    assert_eq!(tap.names(), ["act.relu_output_0"]);
+    hook.close().unwrap();
+    let trial = open(&out);
+    let t = trial.tensor("act.relu_output_0").unwrap();
+    assert_eq!(t.steps(Mode::Train, false).unwrap(), [0, 3, 6]);
+    let v = t.value(3, Mode::Train, None).unwrap();
+    assert_eq!(
+        v.as_array::<f32>().unwrap().as_slice().unwrap(),
+        &[0.0, 2.0]
+    );
+}
