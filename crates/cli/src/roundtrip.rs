@@ -97,7 +97,7 @@ fn write_trial(store: &BlockingStore, collections: &CollectionManager, args: &Ar
                 name,
                 &tensor,
                 step,
-                Mode::Train.as_int().into(),
+                Mode::Train.as_int(),
                 step,
                 1.7e9 + step as f64,
             )?;
