@@ -90,9 +90,7 @@ fn assert_dumps_equal_ignoring(a: &Path, b: &Path, what: &str, ignore: &[&str]) 
     for g in ignore {
         cmd.args(["--ignore", g]);
     }
-    let o = cmd
-        .output()
-        .expect("run compare_dumps.py");
+    let o = cmd.output().expect("run compare_dumps.py");
     assert!(
         o.status.success(),
         "{what}: smdebug reads the two trials differently\n{}{}",
@@ -265,7 +263,10 @@ fn synth_trials_read_like_fixtures_for_every_preset() {
         );
         dump(py.to_str().unwrap(), &dp);
         dump(rs.to_str().unwrap(), &dr);
-        let l2_sha = ["*/reduction_value*/l2/sha256", "*/reduction_value*/abs_l2/sha256"];
+        let l2_sha = [
+            "*/reduction_value*/l2/sha256",
+            "*/reduction_value*/abs_l2/sha256",
+        ];
         let ignore: &[&str] = if matches!(preset.as_str(), "reductions" | "edge") {
             // Saved l2 reductions differ in their last bits (see KnownDifference); their
             // values are still compared, with compare_dumps' tolerance.
@@ -406,8 +407,13 @@ fn eight_worker_processes_write_one_trial_while_a_reader_polls() {
     dump(py.to_str().unwrap(), &dp);
     dump(rs.to_str().unwrap(), &dr);
     assert_dumps_equal(&dp, &dr, "8 concurrent workers");
-    let collections = std::fs::read_to_string(rs.join("collections/000000000/worker_7_collections.json")).unwrap();
-    assert!(collections.ends_with(r#""_meta": {"num_workers": 8}}"#), "{collections}");
+    let collections =
+        std::fs::read_to_string(rs.join("collections/000000000/worker_7_collections.json"))
+            .unwrap();
+    assert!(
+        collections.ends_with(r#""_meta": {"num_workers": 8}}"#),
+        "{collections}"
+    );
 }
 
 fn unique(prefix: &str) -> String {
@@ -447,7 +453,13 @@ fn worker_processes_write_one_trial_on_s3() {
     dump(py.to_str().unwrap(), &dp);
     let o = Command::new(peer_python())
         .arg(peer_dir().join("dump.py"))
-        .args([url.as_str(), "--out", dr.to_str().unwrap(), "--timeout", "300"])
+        .args([
+            url.as_str(),
+            "--out",
+            dr.to_str().unwrap(),
+            "--timeout",
+            "300",
+        ])
         .env("SMDEBUG_LOG_LEVEL", "error")
         .env("AWS_ENDPOINT_URL_S3", &endpoint)
         .env("AWS_ENDPOINT_URL", &endpoint)
@@ -486,12 +498,17 @@ fn tensorboard_files_load_in_tensorboard() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // Five TRAIN steps: the loss and the lr scalar at every step, histograms of weights.
     let train = &v["TRAIN"];
-    let loss = train["scalars"]["CrossEntropyLoss_output_0"].as_array().unwrap();
+    let loss = train["scalars"]["CrossEntropyLoss_output_0"]
+        .as_array()
+        .unwrap();
     assert_eq!(loss.len(), 5, "{v}");
     for (i, p) in loss.iter().enumerate() {
         assert_eq!(p["step"], i);
         let expected = 1.0 / (1.0 + i as f64);
-        assert!((p["value"].as_f64().unwrap() - expected).abs() < 1e-6, "{p}");
+        assert!(
+            (p["value"].as_f64().unwrap() - expected).abs() < 1e-6,
+            "{p}"
+        );
     }
     // Cached scalars are flushed at the start of the next step, after set_mode: the lr of
     // the last TRAIN step lands in the EVAL folder (as in smdebug), the last one at close.
@@ -505,7 +522,9 @@ fn tensorboard_files_load_in_tensorboard() {
     };
     assert_eq!(steps("TRAIN"), [0, 1, 2, 3]);
     assert_eq!(steps("EVAL"), [4, 5, 6]);
-    let hist = train["histograms"]["weights/fc1.weight"].as_array().unwrap();
+    let hist = train["histograms"]["weights/fc1.weight"]
+        .as_array()
+        .unwrap();
     assert_eq!(hist.len(), 5);
     for (i, h) in hist.iter().enumerate() {
         assert_eq!(h["num"], 12.0);
@@ -513,8 +532,16 @@ fn tensorboard_files_load_in_tensorboard() {
         assert_eq!(h["max"], 11.0 * i as f64);
         assert_eq!(h["bucket_counts_total"], 12.0);
     }
-    assert!(train["histograms"].get("gradients/gradient/fc1.weight").is_none());
-    assert_eq!(v["EVAL"]["scalars"]["CrossEntropyLoss_output_0"].as_array().unwrap().len(), 2);
+    assert!(train["histograms"]
+        .get("gradients/gradient/fc1.weight")
+        .is_none());
+    assert_eq!(
+        v["EVAL"]["scalars"]["CrossEntropyLoss_output_0"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 fn write_tensorboard_trial(trial: &Path) {
@@ -533,9 +560,11 @@ fn write_tensorboard_trial(trial: &Path) {
             let w = ndarray::Array::from_shape_fn((4, 3), |(r, c)| ((r * 3 + c) * s) as f32);
             hook.save("fc1.weight", Tensor::from(w.into_dyn())).unwrap();
             let g = ndarray::Array::from_elem((4, 3), 0.5f32);
-            hook.save("gradient/fc1.weight", Tensor::from(g.into_dyn())).unwrap();
+            hook.save("gradient/fc1.weight", Tensor::from(g.into_dyn()))
+                .unwrap();
             let loss = ndarray::arr0(1.0f32 / (1.0 + s as f32));
-            hook.save("CrossEntropyLoss_output_0", Tensor::from(loss.into_dyn())).unwrap();
+            hook.save("CrossEntropyLoss_output_0", Tensor::from(loss.into_dyn()))
+                .unwrap();
             hook.save_scalar("lr", 0.1 * f64::from(s as u8), None);
         }
     }
@@ -666,12 +695,14 @@ fn the_stop_signal_is_seen_on_s3() {
         .unwrap();
     hook.step().unwrap();
     assert!(!hook.should_stop());
-    let other = smdebug_storage::BlockingStore::open(
-        &smdebug_storage::Location::parse(&url).unwrap(),
-    )
-    .unwrap();
+    let other =
+        smdebug_storage::BlockingStore::open(&smdebug_storage::Location::parse(&url).unwrap())
+            .unwrap();
     other
-        .put(hook.stop_signal_key(), smdebug_storage::Bytes::from_static(b"1"))
+        .put(
+            hook.stop_signal_key(),
+            smdebug_storage::Bytes::from_static(b"1"),
+        )
         .unwrap();
     hook.step().unwrap();
     assert!(hook.should_stop());
