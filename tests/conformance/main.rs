@@ -2,10 +2,10 @@
 //! smdebug 1.0.34 (run by `cargo xtask test`, which sets up the peer).
 mod config;
 mod demo;
+mod hook;
 mod index;
 mod record;
 mod reduce;
 mod rules;
 mod storage;
 mod trial;
-mod hook;
