@@ -145,6 +145,36 @@ const FIGURES: &[Figure] = &[
         goal: None,
     },
     Figure {
+        name: "hook: write a whole trial vs Python smdebug's writer",
+        bench: "hook/write_trial_large",
+        baseline: Baseline::Python("hook_bench_write.py", &["--repeat", "1"]),
+        goal: Some(20.0),
+    },
+    Figure {
+        name: "hook: training-thread cost per small tensor (goal ≤2 µs)",
+        bench: "hook/save_small_tensor",
+        baseline: Baseline::Nothing,
+        goal: None,
+    },
+    Figure {
+        name: "hook: training-thread cost per 1 MiB tensor (goal ≥3 GB/s)",
+        bench: "hook/save_1mib_tensor",
+        baseline: Baseline::Nothing,
+        goal: None,
+    },
+    Figure {
+        name: "candle: step with hook at save_interval 500 vs no hook",
+        bench: "candle_overhead/step/hook_interval_500",
+        baseline: Baseline::Bench("candle_overhead/step/no_hook"),
+        goal: Some(0.99),
+    },
+    Figure {
+        name: "candle: step with reductions saved every step vs no hook",
+        bench: "candle_overhead/step/hook_reductions_every_step",
+        baseline: Baseline::Bench("candle_overhead/step/no_hook"),
+        goal: Some(0.95),
+    },
+    Figure {
         name: "storage: 1000 ranged reads, concurrent vs sequential",
         bench: "ranged_reads_1000/concurrent",
         baseline: Baseline::Bench("ranged_reads_1000/sequential"),
@@ -165,6 +195,8 @@ const BENCHES: &[(&str, &str)] = &[
     ("smdebug-storage", "storage"),
     ("smdebug-trial", "trial"),
     ("smdebug-rules", "rules"),
+    ("smdebug-hook", "hook"),
+    ("smdebug-candle", "overhead"),
 ];
 
 /// One criterion result: mean seconds per iteration and bytes per iteration (if declared).
