@@ -2,48 +2,10 @@
 //! identically by the real Python smdebug (`tests/peer/dump.py`) and by
 //! `smdebug_trial::dump`, compared with `tests/peer/compare_dumps.py`.
 
-use smdebug_conformance::{peer_dir, peer_python, tempdir};
+use smdebug_conformance::{check, peer_dir, peer_python, smdebug_bin, tempdir};
 use smdebug_trial::dump::{dump_trial, DumpOptions};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-/// The `smdebug` binary of this profile, with its default features (so with `demo`).
-fn smdebug_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        // target/<profile>/deps/conformance-… → target/<profile>
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>")
-            .to_path_buf();
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "smdebug-cli", "--bin", "smdebug"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if release {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "cargo build -p smdebug-cli failed");
-        let bin = profile_dir.join("smdebug");
-        assert!(bin.exists(), "{} missing after the build", bin.display());
-        bin
-    })
-}
-
-fn check(out: Output, what: &str) -> Output {
-    assert!(
-        out.status.success(),
-        "{what} failed with {}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use std::path::Path;
+use std::process::Command;
 
 fn demo_trial(scenario: &str, steps: &str, out: &Path) -> Vec<serde_json::Value> {
     let o = Command::new(smdebug_bin())

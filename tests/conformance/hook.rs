@@ -9,53 +9,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use smdebug_conformance::{
-    conformance_presets, peer_dir, peer_python, presets_dir, require_s3_server, tempdir,
-    write_fixture, write_fixture_from_recipe,
+    check, conformance_presets, peer_dir, peer_python, presets_dir, require_s3_server, smdebug_bin,
+    tempdir, write_fixture, write_fixture_from_recipe,
 };
 use smdebug_record::{decode_tensor_event, masked_crc32c, records, Tensor};
-
-/// The `smdebug` binary of this workspace, built once per test run (a test crate cannot
-/// depend on a binary crate, so it asks cargo for it).
-fn smdebug_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        // target/<profile>/deps/conformance-… → target/<profile>
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>")
-            .to_path_buf();
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "smdebug-cli", "--bin", "smdebug"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if release {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "cargo build -p smdebug-cli failed");
-        let bin = profile_dir.join("smdebug");
-        assert!(bin.exists(), "{} missing after the build", bin.display());
-        bin
-    })
-}
-
-fn check(out: Output, what: &str) -> Output {
-    assert!(
-        out.status.success(),
-        "{what} failed with {}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 fn synth(recipe: &Path, out: &str, extra: &[&str]) {
     let o = Command::new(smdebug_bin())

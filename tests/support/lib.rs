@@ -150,3 +150,42 @@ pub fn write_fixture_from_recipe(recipe: &Path, out: &Path) -> PathBuf {
     out.to_path_buf()
 }
 pub mod recipe;
+
+/// The `smdebug` binary of this workspace, built once per test run (a test crate cannot
+/// depend on a binary crate, so it asks cargo for it).
+pub fn smdebug_bin() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test executable path");
+        // target/<profile>/deps/conformance-… → target/<profile>
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>")
+            .to_path_buf();
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "-p", "smdebug-cli", "--bin", "smdebug"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if release {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "cargo build -p smdebug-cli failed");
+        let bin = profile_dir.join("smdebug");
+        assert!(bin.exists(), "{} missing after the build", bin.display());
+        bin
+    })
+}
+
+/// Asserts that a command succeeded, showing its output when it did not.
+pub fn check(out: Output, what: &str) -> Output {
+    assert!(
+        out.status.success(),
+        "{what} failed with {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
