@@ -139,7 +139,7 @@ const FIGURES: &[Figure] = &[
         goal: Some(0.5),
     },
     Figure {
-        name: "rules: VanishingGradient, one step over all gradients",
+        name: "rules: VanishingGradient per step, large shape (every step)",
         bench: "rules/vanishing_gradient_step",
         baseline: Baseline::Nothing,
         goal: None,
