@@ -7,7 +7,7 @@ use smdebug_config::{
     HookConfig, IncludeWorkers, ReductionConfig, SaveConfig, SaveConfigMode,
 };
 use smdebug_reduce::Flavor;
-use smdebug_storage::StorageOptions;
+use smdebug_storage::{LocalSync, StorageOptions};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -137,7 +137,12 @@ impl HookBuilder {
             end_marker: true,
             stop_signal_file: None,
             stop_check_interval: Duration::from_secs(1),
-            storage_options: StorageOptions::default(),
+            // Python smdebug does not fsync either; files are still published by an
+            // atomic rename, so a killed training process leaves only whole files.
+            storage_options: StorageOptions {
+                local_sync: LocalSync::RenameOnly,
+                ..StorageOptions::default()
+            },
         }
     }
 
@@ -356,9 +361,24 @@ impl HookBuilder {
         self
     }
 
-    /// Storage settings (retries, object-store options).
+    /// Storage settings (retries, object-store options, local fsync). The hook's default
+    /// differs from `StorageOptions::default()` in one field: local files are published by
+    /// rename without fsync ([`LocalSync::RenameOnly`]); see [`HookBuilder::durable`].
     pub fn storage_options(mut self, options: StorageOptions) -> Self {
         self.storage_options = options;
+        self
+    }
+
+    /// Whether every local events, index and collections file is fsynced (with its folder)
+    /// before the next is published. Off by default, as in Python smdebug: a killed process
+    /// still leaves only complete steps, but after a power loss or kernel crash the last
+    /// steps may be missing. On costs two fsyncs per step.
+    pub fn durable(mut self, on: bool) -> Self {
+        self.storage_options.local_sync = if on {
+            LocalSync::Fsync
+        } else {
+            LocalSync::RenameOnly
+        };
         self
     }
 

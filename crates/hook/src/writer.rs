@@ -13,7 +13,7 @@ use smdebug_index::{
     TensorEntry, END_OF_JOB_FILE,
 };
 use smdebug_record::{
-    append_record, encode_tensor_event, histogram_event, scalar_event, Footer, Message, Tensor,
+    append_record, append_tensor_event, histogram_event, scalar_event, Footer, Message, Tensor,
 };
 use smdebug_reduce::{Flavor, ReductionRequest, Scalar, TensorView};
 use smdebug_storage::{BlockingStore, Bytes};
@@ -144,6 +144,8 @@ struct Writer {
     current: Option<StepFile>,
     tb_files: BTreeMap<u8, TbFile>,
     io: Option<SyncSender<IoJob>>,
+    /// Size of the last published events file (capacity hint for the next one).
+    last_events_len: usize,
 }
 
 /// The I/O thread: storage calls (fsync on disk, a round trip on object stores) overlap
@@ -196,6 +198,7 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
         current: None,
         tb_files: BTreeMap::new(),
         io,
+        last_events_len: 0,
     };
     for job in jobs {
         if let Job::Flush(reply) = job {
@@ -335,9 +338,12 @@ impl Writer {
         if self.current.as_ref().is_some_and(|c| c.step != step) {
             self.publish_step()?;
         }
+        // Steps tend to be alike: starting at the last step's size avoids regrowing (and
+        // copying) a buffer of many megabytes several times per step.
+        let hint = self.last_events_len;
         Ok(self.current.get_or_insert_with(|| StepFile {
             step,
-            events: Vec::new(),
+            events: Vec::with_capacity(hint),
             index: None,
             has_event_file_name: false,
         }))
@@ -352,11 +358,19 @@ impl Writer {
         mode_step: i64,
         wall_time: f64,
     ) -> Result<(), String> {
-        let payload = encode_tensor_event(name, value, step, mode.as_int(), mode_step, wall_time)
-            .map_err(|e| format!("encoding tensor {name:?}: {e}"))?;
         let event_key = event_file_key(step, &self.cfg.worker).map_err(|e| e.to_string())?;
         let file = self.step_file(step)?;
-        let info = append_record(&mut file.events, &payload, Footer::Magic);
+        let info = append_tensor_event(
+            &mut file.events,
+            name,
+            value,
+            step,
+            mode.as_int(),
+            mode_step,
+            wall_time,
+            Footer::Magic,
+        )
+        .map_err(|e| format!("encoding tensor {name:?}: {e}"))?;
         // smdebug's IndexWriter takes the meta from the first tensor record (replacing a
         // meta that only a shape set, which lacks the event file name).
         if !file.has_event_file_name {
@@ -467,6 +481,7 @@ impl Writer {
         if !file.events.is_empty() {
             let key = event_file_key(file.step, &self.cfg.worker).map_err(|e| e.to_string())?;
             let len = file.events.len() as u64;
+            self.last_events_len = file.events.len();
             self.put(store.clone(), key, Bytes::from(file.events), len)?;
         }
         let key = index_file_key(file.step, &self.cfg.worker).map_err(|e| e.to_string())?;

@@ -1,10 +1,12 @@
 //! Event-level helpers: the exact `Event` smdebug writes for a tensor, parsing it back, and
 //! the TensorBoard events (scalar, histogram, file version, graph).
 use crate::error::{Error, Result};
+use crate::framing::{append_record_with, Footer, RecordInfo, FRAMING_LEN};
 use crate::proto::{
     event, summary, summary_metadata, Event, HistogramProto, Summary, SummaryMetadata,
 };
 use crate::tensor::Tensor;
+use prost::encoding::{self, encode_key, encode_varint, encoded_len_varint, key_len, WireType};
 use prost::Message;
 
 /// Plugin name of the metadata entry holding the mode step.
@@ -116,6 +118,104 @@ pub fn encode_tensor_event(
     wall_time: f64,
 ) -> Result<Vec<u8>> {
     Ok(tensor_event(tag, tensor, step, mode, mode_step, wall_time)?.encode_to_vec())
+}
+
+/// Frames [`tensor_event`] as one record at the end of `out` (an events file being
+/// assembled), encoding the event in place: the bytes equal
+/// `append_record(out, &encode_tensor_event(..)?, footer)` with one copy of the tensor less.
+///
+/// ```
+/// use smdebug_record::{append_record, append_tensor_event, encode_tensor_event, Footer, Tensor};
+/// let value = Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+/// let mut direct = Vec::new();
+/// let info = append_tensor_event(&mut direct, "a", &value, 3, 1, 1, 1.6e9, Footer::Magic)?;
+/// let mut copied = Vec::new();
+/// let payload = encode_tensor_event("a", &value, 3, 1, 1, 1.6e9)?;
+/// assert_eq!(info, append_record(&mut copied, &payload, Footer::Magic));
+/// assert_eq!(direct, copied);
+/// # Ok::<(), smdebug_record::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)] // the fields of one smdebug event, as tensor_event
+pub fn append_tensor_event(
+    out: &mut Vec<u8>,
+    tag: &str,
+    tensor: &Tensor,
+    step: i64,
+    mode: u8,
+    mode_step: i64,
+    wall_time: f64,
+    footer: Footer,
+) -> Result<RecordInfo> {
+    let Some((header, content_len)) = tensor.to_proto_header(tag) else {
+        let event = tensor_event(tag, tensor, step, mode, mode_step, wall_time)?;
+        out.reserve(event.encoded_len() + FRAMING_LEN as usize);
+        return Ok(append_record_with(out, footer, |buf| {
+            // Cannot fail: a Vec grows as needed.
+            let _ = event.encode(buf);
+        }));
+    };
+    // The event is built without the tensor and the nesting around it is written here, so
+    // that the values go from the array straight into `out`. prost (like Python's protobuf)
+    // writes fields in field-number order: in the summary value `tag` (1), the tensor (8),
+    // `metadata` (9); in a numeric TensorProto `tensor_content` (4) after dtype and shape
+    // and before the typed lists, which stay empty. The doc test and a proptest compare
+    // the bytes with the plain encoder.
+    let mut event = tensor_event(
+        tag,
+        &Tensor::from(ndarray::arr0(0u8).into_dyn()),
+        step,
+        mode,
+        mode_step,
+        wall_time,
+    )?;
+    let Some(event::What::Summary(mut summary)) = event.what.take() else {
+        return Err(Error::unexpected_event("tensor_event built no summary"));
+    };
+    let Some(metadata) = summary.value.pop().and_then(|v| v.metadata) else {
+        return Err(Error::unexpected_event("tensor_event built no metadata"));
+    };
+    let content_field = if content_len > 0 {
+        key_len(4) + encoded_len_varint(content_len as u64) + content_len
+    } else {
+        0 // proto3 leaves out empty bytes fields
+    };
+    let tensor_len = header.encoded_len() + content_field;
+    let tag_field = if tag.is_empty() {
+        0
+    } else {
+        key_len(1) + encoded_len_varint(tag.len() as u64) + tag.len()
+    };
+    let value_len = tag_field
+        + key_len(8)
+        + encoded_len_varint(tensor_len as u64)
+        + tensor_len
+        + encoding::message::encoded_len(9, &metadata);
+    let summary_len = key_len(1) + encoded_len_varint(value_len as u64) + value_len;
+    let event_len =
+        event.encoded_len() + key_len(5) + encoded_len_varint(summary_len as u64) + summary_len;
+    out.reserve(event_len + FRAMING_LEN as usize);
+    Ok(append_record_with(out, footer, |buf| {
+        // Writing into a Vec cannot fail.
+        let _ = event.encode(buf);
+        encode_key(5, WireType::LengthDelimited, buf);
+        encode_varint(summary_len as u64, buf);
+        encode_key(1, WireType::LengthDelimited, buf);
+        encode_varint(value_len as u64, buf);
+        if !tag.is_empty() {
+            encode_key(1, WireType::LengthDelimited, buf);
+            encode_varint(tag.len() as u64, buf);
+            buf.extend_from_slice(tag.as_bytes());
+        }
+        encode_key(8, WireType::LengthDelimited, buf);
+        encode_varint(tensor_len as u64, buf);
+        let _ = header.encode(buf);
+        if content_len > 0 {
+            encode_key(4, WireType::LengthDelimited, buf);
+            encode_varint(content_len as u64, buf);
+            tensor.write_le(buf);
+        }
+        encoding::message::encode(9, &metadata, buf);
+    }))
 }
 
 /// Decodes a record payload as an `Event`.

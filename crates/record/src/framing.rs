@@ -91,6 +91,40 @@ pub fn append_record(out: &mut Vec<u8>, payload: &[u8], footer: Footer) -> Recor
     }
 }
 
+/// Appends one framed record whose payload `encode` writes straight into `out`, so a large
+/// payload is not built in a buffer of its own and copied again.
+///
+/// `encode` must only append to the vector it gets; what it appends is the payload.
+///
+/// ```
+/// use smdebug_record::{append_record, append_record_with, Footer};
+/// let mut a = Vec::new();
+/// let mut b = Vec::new();
+/// let x = append_record(&mut a, b"hello", Footer::Crc);
+/// let y = append_record_with(&mut b, Footer::Crc, |out| out.extend_from_slice(b"hello"));
+/// assert_eq!((a, x), (b, y));
+/// ```
+pub fn append_record_with(
+    out: &mut Vec<u8>,
+    footer: Footer,
+    encode: impl FnOnce(&mut Vec<u8>),
+) -> RecordInfo {
+    let offset = out.len();
+    out.extend_from_slice(&[0u8; HEADER_LEN]);
+    encode(out);
+    let payload_start = offset + HEADER_LEN;
+    let payload_len = (out.len() - payload_start) as u64;
+    let (footer_value, crc) = footer_and_crc(&out[payload_start..], footer);
+    out[offset..payload_start].copy_from_slice(&header(payload_len));
+    out.extend_from_slice(&footer_value.to_le_bytes());
+    RecordInfo {
+        offset: offset as u64,
+        len: payload_len + FRAMING_LEN,
+        payload_len,
+        payload_crc32c: crc,
+    }
+}
+
 /// One framed record holding `payload`, as a new buffer.
 pub fn encode_record(payload: &[u8], footer: Footer) -> Vec<u8> {
     let mut out = Vec::with_capacity(payload.len() + FRAMING_LEN as usize);

@@ -162,6 +162,15 @@ pub trait Element: Copy + Default + fmt::Debug + 'static {
     fn put_le(self, out: &mut Vec<u8>);
     /// Reads an element from exactly [`SIZE`](Self::SIZE) little-endian bytes.
     fn from_le(bytes: &[u8]) -> Self;
+    /// Appends the little-endian bytes of every element of `items`.
+    fn put_le_slice(items: &[Self], out: &mut Vec<u8>) {
+        out.reserve(items.len() * Self::SIZE);
+        items.iter().for_each(|&x| x.put_le(out));
+    }
+    /// Reads `bytes.len() / SIZE` elements (callers pass a multiple of the size).
+    fn vec_from_le(bytes: &[u8]) -> Vec<Self> {
+        bytes.chunks_exact(Self::SIZE).map(Self::from_le).collect()
+    }
     /// Wraps an array of this type in a [`Tensor`].
     fn into_tensor(array: ArrayD<Self>) -> Tensor;
     /// The array inside `tensor` if it holds this type.
@@ -185,6 +194,16 @@ macro_rules! plain_element {
             }
             fn from_le(bytes: &[u8]) -> Self {
                 <$t>::from_le_bytes(le_array::<$size>(bytes))
+            }
+            // On little-endian machines the in-memory bytes are the file's bytes: one copy.
+            #[cfg(target_endian = "little")]
+            fn put_le_slice(items: &[Self], out: &mut Vec<u8>) {
+                out.extend_from_slice(bytemuck::cast_slice(items));
+            }
+            #[cfg(target_endian = "little")]
+            fn vec_from_le(bytes: &[u8]) -> Vec<Self> {
+                // Copies byte-wise into an aligned allocation: `bytes` need not be aligned.
+                bytemuck::pod_collect_to_vec(&bytes[..bytes.len() / $size * $size])
             }
             fn into_tensor(array: ArrayD<Self>) -> Tensor {
                 Tensor::$dtype(array)
@@ -246,6 +265,16 @@ macro_rules! complex_element {
                     <$part>::from_le_bytes(le_array::<$half>(bytes)),
                     <$part>::from_le_bytes(le_array::<$half>(&bytes[$half..])),
                 )
+            }
+            // On little-endian machines the in-memory bytes are the file's bytes: one copy.
+            #[cfg(target_endian = "little")]
+            fn put_le_slice(items: &[Self], out: &mut Vec<u8>) {
+                out.extend_from_slice(bytemuck::cast_slice(items));
+            }
+            #[cfg(target_endian = "little")]
+            fn vec_from_le(bytes: &[u8]) -> Vec<Self> {
+                // Copies byte-wise into an aligned allocation: `bytes` need not be aligned.
+                bytemuck::pod_collect_to_vec(&bytes[..bytes.len() / (2 * $half) * (2 * $half)])
             }
             fn into_tensor(array: ArrayD<Self>) -> Tensor {
                 Tensor::$dtype(array)
@@ -400,6 +429,27 @@ impl Tensor {
         })
     }
 
+    /// Appends the numeric values' little-endian bytes (the `tensor_content` of
+    /// [`Tensor::to_proto`]) to `out`; nothing for strings.
+    pub fn write_le(&self, out: &mut Vec<u8>) {
+        dispatch!(self, a => write_le(a, out), _s => {})
+    }
+
+    /// [`Tensor::to_proto`] without `tensor_content`, and the content's length in bytes:
+    /// for numeric tensors only (`None` for strings), so that a writer can append the
+    /// content itself with [`Tensor::write_le`].
+    pub(crate) fn to_proto_header(&self, tag: &str) -> Option<(TensorProto, usize)> {
+        if matches!(self, Tensor::Str(_)) {
+            return None;
+        }
+        let proto = TensorProto {
+            dtype: self.dtype().to_proto() as i32,
+            tensor_shape: Some(shape_proto(tag, self.shape())),
+            ..Default::default()
+        };
+        Some((proto, self.len() * self.dtype().item_size().unwrap_or(0)))
+    }
+
     /// Encodes the tensor exactly as smdebug's `make_tensor_proto` does for a tensor named
     /// `tag`: `dtype`, `tensor_shape` with one dim `{size, name: "<tag>_<size>"}` per axis
     /// (always present, empty for 0-d), raw `tensor_content` for numbers, `string_val` with
@@ -517,13 +567,20 @@ fn pairs<T: Copy>(flat: &[T]) -> Option<impl Iterator<Item = (T, T)> + '_> {
 
 fn le_bytes<T: Element>(a: &ArrayD<T>) -> Vec<u8> {
     let mut out = Vec::with_capacity(a.len() * T::SIZE);
+    write_le(a, &mut out);
+    out
+}
+
+fn write_le<T: Element>(a: &ArrayD<T>, out: &mut Vec<u8>) {
     // `iter()` walks in logical (C) order whatever the memory layout, like numpy's
     // `tobytes()` does for Fortran-ordered or strided arrays.
     match a.as_slice() {
-        Some(slice) => slice.iter().for_each(|&x| x.put_le(&mut out)),
-        None => a.iter().for_each(|&x| x.put_le(&mut out)),
+        Some(slice) => T::put_le_slice(slice, out),
+        None => {
+            out.reserve(a.len() * T::SIZE);
+            a.iter().for_each(|&x| x.put_le(out))
+        }
     }
-    out
 }
 
 fn shape_proto(tag: &str, shape: &[usize]) -> TensorShapeProto {
@@ -581,7 +638,7 @@ fn numeric<T: Element>(
                 T::SIZE
             )));
         }
-        let values: Vec<T> = content.chunks_exact(T::SIZE).map(T::from_le).collect();
+        let values: Vec<T> = T::vec_from_le(content);
         return to_array(shape, values);
     }
     if count == 0 {

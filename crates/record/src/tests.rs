@@ -412,6 +412,28 @@ proptest! {
         prop_assert_eq!(ev.tensor.to_le_bytes(), t.to_le_bytes());
     }
 
+    /// The in-place encoder writes exactly the bytes of the plain one.
+    #[test]
+    fn append_tensor_event_equals_plain_encoding(
+        t in any_tensor(),
+        tag in "[a-z/:._0-9]{0,12}",
+        step in 0i64..1_000_000,
+        mode in 1u8..=4,
+        mode_step in 0i64..1_000_000,
+        wall_time in 0.0f64..2e9,
+        prefix in prop::collection::vec(any::<u8>(), 0..8),
+        crc in any::<bool>(),
+    ) {
+        let footer = if crc { Footer::Crc } else { Footer::Magic };
+        let payload = encode_tensor_event(&tag, &t, step, mode, mode_step, wall_time).unwrap();
+        let mut plain = prefix.clone();
+        let a = append_record(&mut plain, &payload, footer);
+        let mut direct = prefix;
+        let b = append_tensor_event(&mut direct, &tag, &t, step, mode, mode_step, wall_time, footer).unwrap();
+        prop_assert_eq!(a, b);
+        prop_assert_eq!(plain, direct);
+    }
+
     #[test]
     fn framing_roundtrips(
         payloads in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..6),

@@ -9,7 +9,8 @@
 //!   `..`, no absolute paths, no empty components, no NUL or backslash): a hostile key is a
 //!   typed [`StorageError::InvalidKey`], never a file outside the trial.
 //! * [`Storage::put`] is atomic: a reader sees the old object, no object, or the whole new
-//!   one — never a part. On disk: a temporary file in the same folder, `fsync`, `rename`.
+//!   one — never a part. On disk: a temporary file in the same folder, `fsync`, `rename`
+//!   (the fsyncs can be turned off with [`LocalSync::RenameOnly`]).
 //!   On object stores: one PUT.
 //! * [`Storage::list`] returns keys in ascending byte order with an optional exclusive
 //!   start-after key, so a reader can poll for new files incrementally.
@@ -79,7 +80,7 @@ pub use blocking::BlockingStore;
 pub use bytes::Bytes;
 pub use error::{Operation, Result, StorageError};
 pub use key::{validate_key, validate_prefix, MAX_KEY_LEN};
-pub use local::LocalStorage;
+pub use local::{LocalStorage, LocalSync};
 pub use location::{Location, StorageOptions};
 pub use object::{ObjectStorage, ObjectStoreOptions};
 pub use ranges::{get_ranges_with, ReadOptions};
@@ -130,7 +131,8 @@ pub trait Storage: Send + Sync + Debug {
 
     /// Stores `data` under `key`, replacing any previous object, atomically: concurrent
     /// readers see either the previous state or all of `data`. When this returns `Ok` the
-    /// object is durable (on disk: fsynced file and folder); when it returns `Err` the
+    /// object is durable (on disk: fsynced file and folder, unless the store was opened with
+    /// [`LocalSync::RenameOnly`]); when it returns `Err` the
     /// object may or may not have been replaced, but never partially.
     async fn put(&self, key: &str, data: Bytes) -> Result<()>;
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use object_store::memory::InMemory;
 
 use crate::error::{Result, StorageError};
-use crate::local::LocalStorage;
+use crate::local::{LocalStorage, LocalSync};
 use crate::object::{ObjectStorage, ObjectStoreOptions};
 use crate::retry::LocalRetry;
 use crate::Storage;
@@ -75,6 +75,8 @@ pub enum Location {
 pub struct StorageOptions {
     /// Retries of transient local I/O errors.
     pub local_retry: LocalRetry,
+    /// Whether local puts fsync (see [`LocalSync`]).
+    pub local_sync: LocalSync,
     /// Retries, timeouts and range reads of object stores (also used for `memory://`).
     pub object_store: ObjectStoreOptions,
 }
@@ -149,7 +151,9 @@ impl Location {
         };
         match self {
             Location::Local(root) => Ok(Arc::new(
-                LocalStorage::new(root.clone()).with_retry(options.local_retry.clone()),
+                LocalStorage::new(root.clone())
+                    .with_retry(options.local_retry.clone())
+                    .with_sync(options.local_sync),
             )),
             Location::Memory { name, prefix } => object(memory_store(name), prefix),
             Location::S3 { bucket, prefix } => {
