@@ -13,6 +13,9 @@ use crate::{ObjectMeta, Storage};
 
 /// A [`Storage`] with blocking methods, driven by a small tokio runtime of its own.
 ///
+/// Reads of stores with synchronous reads ([`Storage::as_sync`], local disk) run directly
+/// on the calling thread.
+///
 /// The runtime has two worker threads (named `smdebug-storage`) that drive the I/O; the
 /// calling thread waits for the result. Callers never need a runtime of their own.
 ///
@@ -105,22 +108,34 @@ impl BlockingStore {
 
     /// See [`Storage::list`].
     pub fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
-        self.block_on(self.storage.list(prefix, start_after))
+        match self.storage.as_sync() {
+            Some(s) => s.list_sync(prefix, start_after),
+            None => self.block_on(self.storage.list(prefix, start_after)),
+        }
     }
 
     /// See [`Storage::get`].
     pub fn get(&self, key: &str) -> Result<Bytes> {
-        self.block_on(self.storage.get(key))
+        match self.storage.as_sync() {
+            Some(s) => s.get_sync(key),
+            None => self.block_on(self.storage.get(key)),
+        }
     }
 
     /// See [`Storage::get_range`].
     pub fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
-        self.block_on(self.storage.get_range(key, range))
+        match self.storage.as_sync() {
+            Some(s) => s.get_range_sync(key, range),
+            None => self.block_on(self.storage.get_range(key, range)),
+        }
     }
 
     /// See [`Storage::get_ranges`].
     pub fn get_ranges(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        self.block_on(self.storage.get_ranges(key, ranges))
+        match self.storage.as_sync() {
+            Some(s) => s.get_ranges_sync(key, ranges),
+            None => self.block_on(self.storage.get_ranges(key, ranges)),
+        }
     }
 
     /// See [`Storage::put`].

@@ -11,9 +11,9 @@ use bytes::Bytes;
 
 use crate::error::{Operation, Result, StorageError};
 use crate::key::{invalid, prefix_dir, validate_key, validate_prefix};
-use crate::ranges::{get_ranges_with, ReadOptions};
+use crate::ranges::{plan, ReadOptions};
 use crate::retry::LocalRetry;
-use crate::{ObjectMeta, Storage};
+use crate::{ObjectMeta, Storage, SyncRead};
 
 /// File names ending in this are files being written (ours, and the Python writer's
 /// `<name>.tmp`): never listed, and refused as keys of [`Storage::put`].
@@ -138,51 +138,31 @@ impl Storage for LocalStorage {
 
     async fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
         validate_prefix(prefix)?;
-        let (root, retry) = (self.root.clone(), self.retry.clone());
-        let (p, s) = (prefix.to_owned(), start_after.map(str::to_owned));
-        self.blocking(move || retry.run(|| list_blocking(&root, &p, s.as_deref())))
+        let (me, p, s) = (
+            self.clone(),
+            prefix.to_owned(),
+            start_after.map(str::to_owned),
+        );
+        self.blocking(move || me.list_sync(&p, s.as_deref()))
             .await?
-            .map_err(|e| self.io_error(Operation::List, prefix, e))
     }
 
     async fn get(&self, key: &str) -> Result<Bytes> {
         validate_key(key)?;
-        let (path, retry) = (self.path(key), self.retry.clone());
-        self.blocking(move || retry.run(|| fs::read(&path)))
-            .await?
-            .map(Bytes::from)
-            .map_err(|e| self.io_error(Operation::Get, key, e))
+        let (me, k) = (self.clone(), key.to_owned());
+        self.blocking(move || me.get_sync(&k)).await?
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         validate_key(key)?;
-        if range.start > range.end {
-            return Err(StorageError::InvalidRange {
-                op: Operation::GetRange,
-                location: self.location(),
-                key: key.to_owned(),
-                range,
-            });
-        }
-        let (path, retry, r) = (self.path(key), self.retry.clone(), range.clone());
-        match self
-            .blocking(move || retry.run(|| read_range(&path, r.clone())))
-            .await?
-        {
-            Ok(Ok(bytes)) => Ok(Bytes::from(bytes)),
-            Ok(Err(size)) => Err(StorageError::RangeOutOfBounds {
-                op: Operation::GetRange,
-                location: self.location(),
-                key: key.to_owned(),
-                range,
-                size,
-            }),
-            Err(e) => Err(self.io_error(Operation::GetRange, key, e)),
-        }
+        let (me, k) = (self.clone(), key.to_owned());
+        self.blocking(move || me.get_range_sync(&k, range)).await?
     }
 
     async fn get_ranges(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        get_ranges_with(self, key, ranges, &self.read).await
+        validate_key(key)?;
+        let (me, k, r) = (self.clone(), key.to_owned(), ranges.to_vec());
+        self.blocking(move || me.get_ranges_sync(&k, &r)).await?
     }
 
     async fn put(&self, key: &str, data: Bytes) -> Result<()> {
@@ -225,6 +205,81 @@ impl Storage for LocalStorage {
         .await?
         .map_err(|e| self.io_error(Operation::Delete, key, e))
     }
+
+    fn as_sync(&self) -> Option<&dyn SyncRead> {
+        Some(self)
+    }
+}
+
+impl SyncRead for LocalStorage {
+    fn list_sync(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
+        validate_prefix(prefix)?;
+        self.retry
+            .run(|| list_blocking(&self.root, prefix, start_after))
+            .map_err(|e| self.io_error(Operation::List, prefix, e))
+    }
+
+    fn get_sync(&self, key: &str) -> Result<Bytes> {
+        validate_key(key)?;
+        let path = self.path(key);
+        self.retry
+            .run(|| fs::read(&path))
+            .map(Bytes::from)
+            .map_err(|e| self.io_error(Operation::Get, key, e))
+    }
+
+    fn get_range_sync(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        Ok(self
+            .get_ranges_sync(key, std::slice::from_ref(&range))?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// One open file for all ranges; merged as the store's [`ReadOptions`] say, read one
+    /// after the other (from the page cache, parallel reads of one file gain nothing).
+    fn get_ranges_sync(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        validate_key(key)?;
+        if let Some(bad) = ranges.iter().find(|r| r.start > r.end) {
+            return Err(StorageError::InvalidRange {
+                op: Operation::GetRange,
+                location: self.location(),
+                key: key.to_owned(),
+                range: bad.clone(),
+            });
+        }
+        let plan = plan(ranges, &self.read);
+        let path = self.path(key);
+        let read = self
+            .retry
+            .run(|| read_ranges(&path, &plan.fetches))
+            .map_err(|e| self.io_error(Operation::GetRange, key, e))?;
+        let fetched = match read {
+            Ok(f) => f,
+            Err(size) => {
+                // Name the first requested range that is out of bounds, not a merged one.
+                let range = ranges
+                    .iter()
+                    .find(|r| r.end > size)
+                    .cloned()
+                    .unwrap_or_default();
+                return Err(StorageError::RangeOutOfBounds {
+                    op: Operation::GetRange,
+                    location: self.location(),
+                    key: key.to_owned(),
+                    range,
+                    size,
+                });
+            }
+        };
+        Ok(ranges
+            .iter()
+            .zip(&plan.parts)
+            .map(|(r, &(idx, offset))| {
+                let start = offset as usize;
+                fetched[idx].slice(start..start + (r.end - r.start) as usize)
+            })
+            .collect())
+    }
 }
 
 /// Missing, or a path component is a file rather than a folder.
@@ -235,8 +290,11 @@ fn is_absent(e: &io::Error) -> bool {
     )
 }
 
-/// `Ok(Err(size))` when the range reaches beyond the end of the file.
-fn read_range(path: &Path, range: Range<u64>) -> io::Result<std::result::Result<Vec<u8>, u64>> {
+/// Reads `fetches` from one open file; `Ok(Err(size))` when one reaches beyond its end.
+fn read_ranges(
+    path: &Path,
+    fetches: &[Range<u64>],
+) -> io::Result<std::result::Result<Vec<Bytes>, u64>> {
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
     if meta.is_dir() {
@@ -246,14 +304,18 @@ fn read_range(path: &Path, range: Range<u64>) -> io::Result<std::result::Result<
         ));
     }
     let size = meta.len();
-    if range.end > size {
+    if fetches.iter().any(|r| r.end > size) {
         return Ok(Err(size));
     }
-    // Bounded by the file's actual size, checked just above.
-    let mut buf = vec![0u8; (range.end - range.start) as usize];
-    file.seek(SeekFrom::Start(range.start))?;
-    file.read_exact(&mut buf)?;
-    Ok(Ok(buf))
+    let mut out = Vec::with_capacity(fetches.len());
+    for range in fetches {
+        // Bounded by the file's actual size, checked just above.
+        let mut buf = vec![0u8; (range.end - range.start) as usize];
+        file.seek(SeekFrom::Start(range.start))?;
+        file.read_exact(&mut buf)?;
+        out.push(Bytes::from(buf));
+    }
+    Ok(Ok(out))
 }
 
 fn put_blocking(path: &Path, data: &[u8], sync: LocalSync) -> io::Result<()> {

@@ -291,3 +291,41 @@ async fn local_put_of_a_name_near_the_file_system_limit() {
     store.put(&key, Bytes::from_static(b"long")).await.unwrap();
     assert_eq!(store.get(&key).await.unwrap(), "long");
 }
+
+mod ranged_reads_model {
+    //! Local ranged reads (one open file, merged reads, on the caller's thread) against the
+    //! object-store path (`get_ranges_with` over an in-memory store): same bytes, same errors.
+    use super::*;
+    use proptest::prelude::*;
+
+    fn describe(r: smdebug_storage::Result<Vec<Bytes>>) -> Result<Vec<Bytes>, String> {
+        r.map_err(|e| match e {
+            StorageError::RangeOutOfBounds { range, size, .. } => format!("oob {range:?} {size}"),
+            StorageError::InvalidRange { range, .. } => format!("invalid {range:?}"),
+            other => format!("other {other}"),
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn local_get_ranges_equal_the_generic_ones(
+            len in 0usize..5000,
+            ranges in prop::collection::vec((0u64..5200, 0u64..800), 0..12),
+        ) {
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let ranges: Vec<std::ops::Range<u64>> =
+                ranges.into_iter().map(|(s, l)| s..s + l).collect();
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let local = LocalStorage::new(dir.path());
+            let (_, memory) = memory();
+            runtime.block_on(local.put("o", Bytes::from(data.clone()))).unwrap();
+            runtime.block_on(memory.put("o", Bytes::from(data))).unwrap();
+            let sync = local.as_sync().expect("local reads are synchronous");
+            let want = describe(runtime.block_on(memory.get_ranges("o", &ranges)));
+            prop_assert_eq!(describe(sync.get_ranges_sync("o", &ranges)), want.clone());
+            prop_assert_eq!(describe(runtime.block_on(local.get_ranges("o", &ranges))), want);
+        }
+    }
+}

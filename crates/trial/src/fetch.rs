@@ -6,9 +6,10 @@ use crate::state::RecordLocation;
 use crate::{Result, TrialError, Value};
 use futures::stream::{self, StreamExt};
 use smdebug_record::{decode_exact_record, decode_tensor_event};
-use smdebug_storage::{BlockingStore, Bytes};
+use smdebug_storage::{BlockingStore, Bytes, SyncRead};
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// How many event files are read at the same time.
@@ -144,6 +145,22 @@ pub(crate) fn fetch_values(
             (file, idx, ranges)
         })
         .collect();
+    if let Some(sync) = storage.as_sync() {
+        let decoded = read_and_decode_in_parallel(sync, locs, jobs);
+        let mut cache = lock(cache);
+        for (i, r) in decoded {
+            let r = match r {
+                Some(r) => r,
+                // The grouped read failed: record by record, as below.
+                None => single_read(store, locs[i]).map(Arc::new),
+            };
+            if let Ok(v) = &r {
+                cache.insert(locs[i], Arc::clone(v));
+            }
+            out[i] = Some(r);
+        }
+        return finish(out);
+    }
     let results: Vec<(Vec<usize>, smdebug_storage::Result<Vec<Bytes>>)> =
         store.block_on(async move {
             stream::iter(jobs)
@@ -193,6 +210,10 @@ pub(crate) fn fetch_values(
             }
         }
     }
+    finish(out)
+}
+
+fn finish(out: Vec<Option<Result<Arc<Value>>>>) -> Vec<Result<Arc<Value>>> {
     out.into_iter()
         .map(|o| {
             o.unwrap_or_else(|| {
@@ -202,6 +223,76 @@ pub(crate) fn fetch_values(
             })
         })
         .collect()
+}
+
+/// Bytes of records below which one thread does everything (a thread start costs more).
+const PARALLEL_MIN_BYTES: u64 = 1 << 20;
+
+/// For stores with synchronous reads (local disk): reads each file's ranges and decodes
+/// them on up to `available_parallelism` threads, each taking the next file when done. A
+/// location whose file could not be read as a group comes back as `None` (the caller
+/// retries it alone, so only damaged records fail).
+#[allow(clippy::type_complexity)]
+fn read_and_decode_in_parallel(
+    sync: &dyn SyncRead,
+    locs: &[&RecordLocation],
+    jobs: Vec<(Arc<str>, Vec<usize>, Vec<Range<u64>>)>,
+) -> Vec<(usize, Option<Result<Arc<Value>>>)> {
+    let one_file = |(file, idx, ranges): &(Arc<str>, Vec<usize>, Vec<Range<u64>>)| match sync
+        .get_ranges_sync(file, ranges)
+    {
+        Ok(parts) => idx
+            .iter()
+            .zip(parts)
+            .map(|(&i, bytes)| (i, Some(decode_value(locs[i], &bytes).map(Arc::new))))
+            .collect::<Vec<_>>(),
+        Err(e) if e.is_not_found() => idx
+            .iter()
+            .map(|&i| {
+                let l = locs[i];
+                let err =
+                    TrialError::tensor_unavailable_for_step(&l.tag, l.mode_step, l.mode, false);
+                (i, Some(Err(err)))
+            })
+            .collect(),
+        Err(_) => idx.iter().map(|&i| (i, None)).collect(),
+    };
+    let bytes: u64 = locs.iter().map(|l| l.length).sum();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len());
+    if threads <= 1 || bytes < PARALLEL_MIN_BYTES {
+        return jobs.iter().flat_map(one_file).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(job) = jobs.get(k) else {
+                return done;
+            };
+            done.extend(one_file(job));
+        }
+    };
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .name("smdebug-trial-read".into())
+                    .spawn_scoped(scope, work)
+                    .ok()
+            })
+            .collect();
+        let mut all = work();
+        for h in helpers {
+            match h.join() {
+                Ok(part) => all.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        all
+    })
 }
 
 /// Reads one record on its own.
