@@ -2,12 +2,30 @@
 //! run and prints every figure as a ratio to its baseline measured in the same run (raw
 //! crc32c or memcpy throughput, memory bandwidth, numpy, the Python smdebug), so machine
 //! load affects both sides alike.
+//!
+//! Statistic: the fastest of criterion's samples (time per iteration of the quickest
+//! sample in `new/sample.json`) against the fastest of N ≥ 2 runs of a Python script. Both
+//! sides take their best so that the VM's noise (a 1.2 GB write varies 0.4–2 s with
+//! page-cache writeback) does not decide the ratio, and so that they are the same kind of
+//! number.
+//!
+//! The trial and hook figures use the `large` preset (tests/peer/presets/large.json: 300
+//! TRAIN steps × 101 tensors, 1.2 GB): the trial is written once by the release
+//! `smdebug synth` into `target/bench-trial-large` (kept while it holds
+//! `training_job_end.ts`) and read both by the criterion bench and by
+//! `tests/peer/trial_bench_read.py`; the hook bench and `hook_bench_write.py` write 300
+//! steps of the same shape. The S3 figures read the same shape with fewer steps
+//! (`SMDEBUG_BENCH_S3_STEPS`, default 30, ~120 MB) from `s3://smdebug-test/bench-trial-s3`
+//! on the moto server this command starts, written there by `smdebug synth` each run. Peak
+//! memory is `tests/peer/trial_peak_memory.py`: `smdebug dump` and the Python smdebug,
+//! each reading every value of the large trial in its own process.
 use crate::util::{cargo, root, run as exec, step};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::SystemTime;
 
 /// Options of `cargo xtask bench`.
 #[derive(clap::Args)]
@@ -16,6 +34,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
     /// Shorter criterion runs (1 s warm-up, 3 s measurement): noisier, for a quick look.
+    /// The big trial figures sample flat with 10 samples either way.
     #[arg(long)]
     pub quick: bool,
     /// Do not run anything: report from the last criterion results on disk.
@@ -28,18 +47,50 @@ enum Baseline {
     /// Another criterion benchmark of the same run, by full id.
     Bench(&'static str),
     /// A Python script under `tests/peer/` run with the peer venv; it prints JSON with
-    /// `seconds` (for the same work as the benchmark's one iteration).
+    /// `seconds` or `best_s` (its fastest run of the same work as one iteration).
     Python(&'static str, &'static [&'static str]),
-    /// The real smdebug timing one phase of reading the trial the trial benchmark wrote
-    /// (`tests/peer/trial_bench_read.py` on `target/bench-trial`), by phase id.
-    PythonTrialRead(&'static str),
+    /// The real smdebug timing one phase of reading the trial the trial benchmark read
+    /// (`tests/peer/trial_bench_read.py`), by phase id.
+    PythonTrialRead(TrialSource, &'static str),
     /// An absolute figure: printed without a ratio.
     Nothing,
 }
 
-/// Where the trial benchmark keeps its trial, so the Python peer reads the same files.
-fn bench_trial_dir() -> std::path::PathBuf {
-    root().join("target/bench-trial")
+/// Which trial a Python read timing reads.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum TrialSource {
+    /// [`large_trial_dir`].
+    Local,
+    /// [`S3_TRIAL`] on the moto server.
+    S3,
+}
+
+/// Steps of the `large` preset, for the hook write benchmark and its Python peer.
+const LARGE_STEPS: &str = "300";
+
+/// Where the S3 figures' trial lives on the moto server.
+const S3_TRIAL: &str = "s3://smdebug-test/bench-trial-s3";
+
+/// Python runs per timing; the fastest counts.
+const PYTHON_REPEAT: &str = "2";
+
+/// The `large`-preset trial both the trial benchmark and the Python peer read.
+fn large_trial_dir() -> PathBuf {
+    root().join("target/bench-trial-large")
+}
+
+fn large_preset() -> PathBuf {
+    root().join("tests/peer/presets/large.json")
+}
+
+/// The release smdebug CLI (`cargo build --release -p smdebug-cli`).
+fn smdebug_bin() -> PathBuf {
+    root().join("target/release/smdebug")
+}
+
+/// `name` from the environment, else `default`, so a user can shrink a run.
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
 }
 
 /// One line of the table.
@@ -105,31 +156,31 @@ const FIGURES: &[Figure] = &[
     Figure {
         name: "reduce: fused pass 64 Mi f32 vs numpy",
         bench: "reduce/fused_f32_64Mi",
-        baseline: Baseline::Python("reduce_bench_numpy.py", &[]),
+        baseline: Baseline::Python("reduce_bench_numpy.py", &["--repeat", PYTHON_REPEAT]),
         goal: None,
     },
     Figure {
         name: "trial: open (index + collections) vs Python smdebug",
         bench: "trial/open",
-        baseline: Baseline::PythonTrialRead("trial/open"),
+        baseline: Baseline::PythonTrialRead(TrialSource::Local, "trial/open"),
         goal: Some(50.0),
     },
     Figure {
         name: "trial: list tensors and steps vs Python smdebug",
         bench: "trial/list",
-        baseline: Baseline::PythonTrialRead("trial/list"),
+        baseline: Baseline::PythonTrialRead(TrialSource::Local, "trial/list"),
         goal: Some(50.0),
     },
     Figure {
         name: "trial: every value vs Python smdebug",
         bench: "trial/every_value",
-        baseline: Baseline::PythonTrialRead("trial/every_value"),
+        baseline: Baseline::PythonTrialRead(TrialSource::Local, "trial/every_value"),
         goal: Some(50.0),
     },
     Figure {
         name: "trial: one reduction per value vs Python smdebug",
         bench: "trial/one_reduction_per_value",
-        baseline: Baseline::PythonTrialRead("trial/one_reduction_per_value"),
+        baseline: Baseline::PythonTrialRead(TrialSource::Local, "trial/one_reduction_per_value"),
         goal: Some(50.0),
     },
     Figure {
@@ -137,6 +188,24 @@ const FIGURES: &[Figure] = &[
         bench: "trial/every_value",
         baseline: Baseline::Bench("trial/raw_read_baseline"),
         goal: Some(0.5),
+    },
+    Figure {
+        name: "trial S3: open vs Python smdebug",
+        bench: "trial_s3/open",
+        baseline: Baseline::PythonTrialRead(TrialSource::S3, "trial/open"),
+        goal: Some(20.0),
+    },
+    Figure {
+        name: "trial S3: every value vs Python smdebug",
+        bench: "trial_s3/every_value",
+        baseline: Baseline::PythonTrialRead(TrialSource::S3, "trial/every_value"),
+        goal: Some(20.0),
+    },
+    Figure {
+        name: "trial S3: one reduction per value vs Python smdebug",
+        bench: "trial_s3/one_reduction_per_value",
+        baseline: Baseline::PythonTrialRead(TrialSource::S3, "trial/one_reduction_per_value"),
+        goal: Some(20.0),
     },
     Figure {
         name: "rules: VanishingGradient per step, large shape (every step)",
@@ -147,7 +216,7 @@ const FIGURES: &[Figure] = &[
     Figure {
         name: "hook: write a whole trial vs Python smdebug's writer",
         bench: "hook/write_trial_large",
-        baseline: Baseline::Python("hook_bench_write.py", &["--repeat", "1"]),
+        baseline: Baseline::Python("hook_bench_write.py", &["--repeat", PYTHON_REPEAT]),
         goal: Some(20.0),
     },
     Figure {
@@ -199,7 +268,8 @@ const BENCHES: &[(&str, &str)] = &[
     ("smdebug-candle", "overhead"),
 ];
 
-/// One criterion result: mean seconds per iteration and bytes per iteration (if declared).
+/// One criterion result: the fastest sample's seconds per iteration and bytes per
+/// iteration (if declared).
 struct Measured {
     seconds: f64,
     bytes: Option<f64>,
@@ -207,15 +277,29 @@ struct Measured {
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let mut services = None;
+    // Results older than this run are leftovers of an earlier one: not reported as new.
+    let mut since = None;
+    // Why a figure's inputs could not be prepared (e.g. the S3 trial), keyed by what it
+    // prevents; reported as error rows instead of aborting the other figures.
+    let mut s3_setup_error = None;
     if !args.no_run {
+        since = Some(SystemTime::now());
         let peer = crate::peer::ensure_peer()?;
         let tools = crate::peer::ensure_tools()?;
         let s3 = crate::services::S3Server::start(&tools)?;
+        step("cargo build --release -p smdebug-cli (synth, dump)");
+        exec(cargo().args(["build", "--release", "-p", "smdebug-cli"]))?;
+        ensure_large_trial()?;
+        if let Err(e) = write_s3_trial(&s3.env()) {
+            eprintln!("warning: no S3 trial, the S3 figures will not run: {e:#}");
+            s3_setup_error = Some(format!("{e:#}"));
+        }
         for (pkg, bench) in BENCHES {
             step(&format!("cargo bench -p {pkg} --bench {bench}"));
             let mut cmd = cargo();
             cmd.args(["bench", "-p", pkg, "--bench", bench, "--"])
-                .envs(s3.env());
+                .envs(s3.env())
+                .envs(bench_env(bench, s3_setup_error.is_none()));
             if args.quick {
                 cmd.args(["--warm-up-time", "1", "--measurement-time", "3"]);
             }
@@ -223,18 +307,22 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
         services = Some((peer, s3));
     }
-    let results = read_criterion(&root().join("target/criterion"))?;
+    let results = read_criterion(&root().join("target/criterion"), since)?;
     let peer_python = match &services {
         Some((p, _)) => p.clone(),
         None => crate::peer::ensure_peer()?,
     };
-    let mut python_trial: Option<Value> = None;
+    let s3_env = services.as_ref().map(|(_, s3)| s3.env());
+    let mut python_trial: BTreeMap<TrialSource, std::result::Result<Value, String>> =
+        BTreeMap::new();
     let mut rows = Vec::new();
     for f in FIGURES {
         let Some(ours) = results.get(f.bench) else {
-            rows.push(
-                json!({"name": f.name, "error": format!("benchmark {} did not run", f.bench)}),
-            );
+            let why = match (&s3_setup_error, f.bench.starts_with("trial_s3/")) {
+                (Some(e), true) => format!("no S3 trial: {e}"),
+                _ => format!("benchmark {} did not run", f.bench),
+            };
+            rows.push(json!({"name": f.name, "error": why}));
             continue;
         };
         let (baseline_name, baseline_seconds) = match &f.baseline {
@@ -248,25 +336,35 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 }
             },
             Baseline::Nothing => (String::new(), f64::NAN),
-            Baseline::PythonTrialRead(phase) => {
-                if python_trial.is_none() {
-                    python_trial = Some(python_trial_read(&peer_python)?);
-                }
-                let secs = python_trial
-                    .as_ref()
-                    .and_then(|v| v["median_seconds"][*phase].as_f64());
+            Baseline::PythonTrialRead(source, phase) => {
+                let timing = python_trial.entry(*source).or_insert_with(|| {
+                    python_trial_read(&peer_python, *source, s3_env.as_deref())
+                        .map_err(|e| format!("{e:#}"))
+                });
+                let secs = match timing {
+                    Ok(v) => v["best_seconds"][*phase]
+                        .as_f64()
+                        .ok_or_else(|| format!("no Python timing for {phase}")),
+                    Err(e) => Err(format!("Python smdebug read failed: {e}")),
+                };
                 match secs {
-                    Some(secs) => (format!("python smdebug {phase}"), secs),
-                    None => {
-                        rows.push(json!({"name": f.name, "error": format!("no Python timing for {phase}")}));
+                    Ok(secs) => (format!("python smdebug {phase} (best)"), secs),
+                    Err(e) => {
+                        rows.push(json!({"name": f.name, "error": e}));
                         continue;
                     }
                 }
             }
             Baseline::Python(script, script_args) => {
-                let secs = python_seconds(&peer_python, script, script_args)
-                    .with_context(|| format!("baseline {script}"))?;
-                (format!("python {script}"), secs)
+                match python_seconds(&peer_python, script, script_args) {
+                    Ok(secs) => (format!("python {script} (best)"), secs),
+                    Err(e) => {
+                        rows.push(
+                            json!({"name": f.name, "error": format!("baseline {script}: {e:#}")}),
+                        );
+                        continue;
+                    }
+                }
             }
         };
         let (value, unit) = match ours.bytes {
@@ -280,11 +378,129 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let ratio = if ratio.is_finite() { Some(ratio) } else { None };
         rows.push(json!({
             "name": f.name, "value": value, "unit": unit, "baseline": baseline_name,
-            "ratio": ratio, "goal": f.goal,
+            "ratio": ratio, "goal": f.goal, "seconds": ours.seconds,
+            "baseline_seconds": baseline_seconds.is_finite().then_some(baseline_seconds),
         }));
     }
+    rows.push(peak_memory_row(&peer_python));
     print_rows(&rows, args.json);
     Ok(())
+}
+
+/// Extra environment of one criterion bench target: the trial and hook benches on the
+/// `large` preset's shape.
+fn bench_env(bench: &str, with_s3: bool) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    match bench {
+        "trial" => {
+            let dir = large_trial_dir();
+            env.push(("SMDEBUG_TRIAL_BENCH_DIR".into(), dir.display().to_string()));
+            // Only used if the trial is missing: the bench's own writer, same shape.
+            env.push(("SMDEBUG_TRIAL_BENCH_STEPS".into(), LARGE_STEPS.into()));
+            env.push(("SMDEBUG_TRIAL_BENCH_TENSORS".into(), "101".into()));
+            env.push(("SMDEBUG_TRIAL_BENCH_SIDE".into(), "100".into()));
+            if with_s3 {
+                env.push(("SMDEBUG_TRIAL_BENCH_S3_URL".into(), S3_TRIAL.into()));
+            }
+        }
+        "hook" => env.push((
+            "SMDEBUG_HOOK_BENCH_STEPS".into(),
+            env_or("SMDEBUG_HOOK_BENCH_STEPS", LARGE_STEPS),
+        )),
+        _ => {}
+    }
+    env
+}
+
+/// Writes the `large` preset into [`large_trial_dir`] unless a complete one is there.
+/// Written beside it and renamed, so an interrupted write is never taken for a trial.
+fn ensure_large_trial() -> Result<()> {
+    let dir = large_trial_dir();
+    if dir.join("training_job_end.ts").exists() {
+        return Ok(());
+    }
+    step(&format!(
+        "smdebug synth large.json {} (1.2 GB)",
+        dir.display()
+    ));
+    let tmp = dir.with_extension("partial");
+    for d in [&dir, &tmp] {
+        if d.exists() {
+            std::fs::remove_dir_all(d).with_context(|| format!("removing {}", d.display()))?;
+        }
+    }
+    exec(
+        Command::new(smdebug_bin())
+            .arg("synth")
+            .arg(large_preset())
+            .arg(&tmp),
+    )?;
+    std::fs::rename(&tmp, &dir)?;
+    Ok(())
+}
+
+/// Writes the S3 figures' trial: the `large` preset with `SMDEBUG_BENCH_S3_STEPS` steps.
+/// The moto server is new each run, so this runs every time.
+fn write_s3_trial(s3_env: &[(String, String)]) -> Result<()> {
+    let steps: u64 = env_or("SMDEBUG_BENCH_S3_STEPS", "30")
+        .parse()
+        .context("SMDEBUG_BENCH_S3_STEPS")?;
+    let mut recipe: Value = serde_json::from_slice(&std::fs::read(large_preset())?)?;
+    recipe["schedule"] = json!([{"mode": "TRAIN", "steps": steps}]);
+    recipe["description"] = json!(format!("the large preset's shape, {steps} TRAIN steps"));
+    let path = root().join("target/bench-trial-s3-recipe.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&recipe)?)?;
+    step(&format!("smdebug synth ({steps} steps) {S3_TRIAL}"));
+    exec(
+        Command::new(smdebug_bin())
+            .args(["synth", "--quiet"])
+            .arg(&path)
+            .arg(S3_TRIAL)
+            .envs(s3_env.iter().map(|(k, v)| (k, v))),
+    )
+}
+
+/// Peak RSS of `smdebug dump` vs the Python smdebug, each reading every value of the
+/// large trial (`tests/peer/trial_peak_memory.py`). Ratio: Python's peak / ours, so
+/// higher means we need less memory.
+fn peak_memory_row(python: &Path) -> Value {
+    let name = "memory: peak RSS, every value of large trial vs Python";
+    let run = || -> Result<Value> {
+        let dir = large_trial_dir();
+        if !dir.join("training_job_end.ts").exists() {
+            bail!("{} is missing or incomplete", dir.display());
+        }
+        if !smdebug_bin().exists() {
+            bail!("{} is not built", smdebug_bin().display());
+        }
+        step("peak memory: smdebug dump vs Python smdebug (trial_peak_memory.py)");
+        let out = crate::util::output(
+            Command::new(python)
+                .arg(root().join("tests/peer/trial_peak_memory.py"))
+                .arg(&dir)
+                .arg("--smdebug")
+                .arg(smdebug_bin())
+                .env("SMDEBUG_LOG_LEVEL", "error"),
+        )?;
+        Ok(serde_json::from_str(out.trim()).with_context(|| format!("printed {out}"))?)
+    };
+    match run() {
+        Ok(v) => {
+            let (Some(ours), Some(py)) = (
+                v["ours_max_rss_bytes"].as_f64(),
+                v["python_max_rss_bytes"].as_f64(),
+            ) else {
+                return json!({"name": name, "error": format!("unexpected output {v}")});
+            };
+            json!({
+                "name": name, "value": ours / 1e6, "unit": "MB",
+                "baseline": format!("python smdebug {:.0} MB; ratio = Python / ours, higher = we use less", py / 1e6),
+                "ratio": py / ours, "goal": null,
+                "ours_max_rss_bytes": ours, "python_max_rss_bytes": py,
+            })
+        }
+        Err(e) => json!({"name": name, "error": format!("{e:#}")}),
+    }
 }
 
 fn print_rows(rows: &[Value], as_json: bool) {
@@ -295,7 +511,11 @@ fn print_rows(rows: &[Value], as_json: bool) {
         return;
     }
     println!(
-        "\n{:<58} {:>12} {:>9} {:>7}  baseline",
+        "\nours: fastest criterion sample (time per iteration); Python: best of {PYTHON_REPEAT} runs; \
+         ratio = baseline time / our time (higher is faster) unless the row says otherwise"
+    );
+    println!(
+        "{:<58} {:>12} {:>9} {:>7}  baseline",
         "figure", "value", "ratio", "goal"
     );
     for r in rows {
@@ -327,8 +547,9 @@ fn print_rows(rows: &[Value], as_json: bool) {
     }
 }
 
-/// Reads every `benchmark.json` + `estimates.json` pair criterion left under `dir/**/new/`.
-fn read_criterion(dir: &Path) -> Result<BTreeMap<String, Measured>> {
+/// Reads every `benchmark.json` + `sample.json` pair criterion left under `dir/**/new/`,
+/// skipping results written before `since`.
+fn read_criterion(dir: &Path, since: Option<SystemTime>) -> Result<BTreeMap<String, Measured>> {
     let mut out = BTreeMap::new();
     if !dir.exists() {
         bail!(
@@ -342,7 +563,7 @@ fn read_criterion(dir: &Path) -> Result<BTreeMap<String, Measured>> {
             let p = entry?.path();
             if p.is_dir() {
                 if p.file_name().is_some_and(|n| n == "new") {
-                    if let Some((id, m)) = read_one(&p)? {
+                    if let Some((id, m)) = read_one(&p, since)? {
                         out.insert(id, m);
                     }
                 } else if p.file_name().is_none_or(|n| n != "base" && n != "report") {
@@ -354,17 +575,24 @@ fn read_criterion(dir: &Path) -> Result<BTreeMap<String, Measured>> {
     Ok(out)
 }
 
-fn read_one(new_dir: &Path) -> Result<Option<(String, Measured)>> {
-    let (Ok(bench), Ok(est)) = (
+fn read_one(new_dir: &Path, since: Option<SystemTime>) -> Result<Option<(String, Measured)>> {
+    let sample_path = new_dir.join("sample.json");
+    let (Ok(bench), Ok(sample)) = (
         std::fs::read(new_dir.join("benchmark.json")),
-        std::fs::read(new_dir.join("estimates.json")),
+        std::fs::read(&sample_path),
     ) else {
         return Ok(None);
     };
+    if let Some(since) = since {
+        if std::fs::metadata(&sample_path)?.modified()? < since {
+            return Ok(None);
+        }
+    }
     let bench: Value = serde_json::from_slice(&bench)?;
-    let est: Value = serde_json::from_slice(&est)?;
+    let sample: Value = serde_json::from_slice(&sample)?;
     let id = bench["full_id"].as_str().unwrap_or_default().to_string();
-    let ns = est["mean"]["point_estimate"].as_f64().unwrap_or(f64::NAN);
+    let ns = fastest_per_iteration(&sample)
+        .with_context(|| format!("{}: no samples", sample_path.display()))?;
     let bytes = bench["throughput"]["Bytes"]
         .as_f64()
         .or_else(|| bench["throughput"]["BytesDecimal"].as_f64());
@@ -377,40 +605,76 @@ fn read_one(new_dir: &Path) -> Result<Option<(String, Measured)>> {
     )))
 }
 
-/// Times the real smdebug reading the trial benchmark's trial, once per phase.
-fn python_trial_read(python: &Path) -> Result<Value> {
-    let dir = bench_trial_dir();
-    if !dir.exists() {
-        bail!(
-            "{} does not exist: the trial benchmark did not run",
-            dir.display()
-        );
-    }
-    step("Python smdebug reading the same trial (trial_bench_read.py)");
-    let out = root().join("target/bench-trial-python.json");
+/// The quickest sample's nanoseconds per iteration: criterion's `sample.json` holds, per
+/// sample, the iteration count (`iters`) and the total time of those iterations (`times`).
+fn fastest_per_iteration(sample: &Value) -> Option<f64> {
+    let iters = sample["iters"].as_array()?;
+    let times = sample["times"].as_array()?;
+    iters
+        .iter()
+        .zip(times)
+        .filter_map(|(n, t)| Some(t.as_f64()? / n.as_f64()?))
+        .filter(|x| x.is_finite())
+        .min_by(f64::total_cmp)
+}
+
+/// Times the real smdebug reading the trial the trial benchmark read, best of
+/// [`PYTHON_REPEAT`] runs per phase.
+fn python_trial_read(
+    python: &Path,
+    source: TrialSource,
+    s3_env: Option<&[(String, String)]>,
+) -> Result<Value> {
+    let (path, out, env) = match source {
+        TrialSource::Local => {
+            let dir = large_trial_dir();
+            if !dir.join("training_job_end.ts").exists() {
+                bail!("{} is missing or incomplete", dir.display());
+            }
+            let out = root().join("target/bench-trial-python.json");
+            (dir.display().to_string(), out, Vec::new())
+        }
+        TrialSource::S3 => {
+            let Some(env) = s3_env else {
+                bail!("the S3 timing needs the S3 server of a run (not --no-run)");
+            };
+            let out = root().join("target/bench-trial-s3-python.json");
+            (S3_TRIAL.to_owned(), out, env.to_vec())
+        }
+    };
+    step(&format!(
+        "Python smdebug reading {path} (trial_bench_read.py)"
+    ));
     crate::util::run(
         Command::new(python)
             .arg(root().join("tests/peer/trial_bench_read.py"))
-            .arg(&dir)
-            .args(["--repeat", "1", "--json"])
+            .arg(&path)
+            .args(["--repeat", PYTHON_REPEAT, "--json"])
             .arg(&out)
+            .envs(env)
             .env("SMDEBUG_LOG_LEVEL", "error"),
     )?;
     Ok(serde_json::from_slice(&std::fs::read(&out)?)?)
 }
 
-/// Runs a peer timing script (several times; the fastest run counts, as criterion's
-/// iterations are warm too) and returns the seconds it reports.
+/// Runs a peer timing script (it repeats the work and reports its fastest run, as ours is
+/// the fastest criterion sample) and returns the seconds it reports.
 fn python_seconds(python: &Path, script: &str, args: &[&str]) -> Result<f64> {
+    step(&format!("Python baseline {script}"));
     let out = crate::util::output(
         Command::new(python)
             .arg(root().join("tests/peer").join(script))
             .args(args)
+            .env(
+                "SMDEBUG_HOOK_BENCH_STEPS",
+                env_or("SMDEBUG_HOOK_BENCH_STEPS", LARGE_STEPS),
+            )
             .env("SMDEBUG_LOG_LEVEL", "error"),
     )?;
     let v: Value =
         serde_json::from_str(out.trim()).with_context(|| format!("{script} printed {out}"))?;
     v["seconds"]
         .as_f64()
-        .with_context(|| format!("{script} printed no `seconds`: {out}"))
+        .or_else(|| v["best_s"].as_f64())
+        .with_context(|| format!("{script} printed no `seconds` or `best_s`: {out}"))
 }

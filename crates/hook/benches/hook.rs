@@ -11,9 +11,12 @@
 //!   first step to `close()`. `SMDEBUG_HOOK_BENCH_STEPS` sets the steps (default 30; the
 //!   `large` preset has 300), `SMDEBUG_HOOK_BENCH_TENSORS` the tensors per step (100).
 //!   Compare with `tests/peer/hook_bench_write.py`, which times Python smdebug writing the
-//!   same trial.
+//!   same trial. `cargo xtask bench` runs it with 300 steps (1.2 GB per iteration), so the
+//!   group samples flat (one iteration per sample at that size) with the minimum of 10
+//!   samples, and xtask reports the fastest sample: page-cache writeback makes single
+//!   iterations vary several-fold on a VM, which skews a mean.
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use ndarray::{Array2, ArrayD, IxDyn};
 use smdebug_config::{Collection, SaveConfig, SaveConfigMode};
 use smdebug_hook::{Hook, HookBuilder, Tensor};
@@ -136,6 +139,8 @@ fn write_trial(c: &mut Criterion) {
     let bytes = (steps * (tensors * 100 * 100 * 4 + 4)) as u64;
     let mut g = c.benchmark_group("hook");
     g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
+    g.warm_up_time(Duration::from_secs(1));
     g.throughput(Throughput::Bytes(bytes));
     g.bench_function("write_trial_large", |b| {
         b.iter_batched(

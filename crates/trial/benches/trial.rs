@@ -5,10 +5,20 @@
 //! tensors of SIDE × SIDE, one worker (defaults 20 × 21 × 100 × 100 = 17 MB; the `large`
 //! preset is 300 × 101 × 100 × 100 = 1.2 GB). Set `SMDEBUG_TRIAL_BENCH_STEPS`,
 //! `SMDEBUG_TRIAL_BENCH_TENSORS`, `SMDEBUG_TRIAL_BENCH_SIDE`; `SMDEBUG_TRIAL_BENCH_DIR` keeps
-//! the trial in that folder (reused when it exists) so `tests/peer/trial_bench_read.py` can
-//! time the Python smdebug on the same files.
+//! the trial in that folder (reused when it holds `training_job_end.ts`) so
+//! `tests/peer/trial_bench_read.py` can time the Python smdebug on the same files;
+//! `cargo xtask bench` points it at a `large`-preset trial written by `smdebug synth`.
+//!
+//! `SMDEBUG_TRIAL_BENCH_S3_URL=s3://bucket/prefix` adds the group `trial_s3` (open, every
+//! value, one reduction per value) reading an existing trial from that URL (the S3 test
+//! server in `cargo xtask bench`; endpoint and credentials from the AWS_* variables).
+//!
+//! One iteration of the big figures takes about a second or more, so the groups sample
+//! flat (the same iteration count per sample) with the minimum of 10 samples: criterion's
+//! default linear sampling would run 55 iterations at least. `cargo xtask bench` reports
+//! the fastest sample of each figure, not the mean.
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 use ndarray::{ArrayD, Dimension, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::{BlockingStore, Location};
@@ -16,6 +26,7 @@ use smdebug_trial::synth::{write_collections, write_end_marker, write_step, Step
 use smdebug_trial::{Trial, TrialOptions, Value};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -121,6 +132,8 @@ fn bench(c: &mut Criterion) {
     let path = s.dir.to_str().unwrap().to_owned();
     let mut g = c.benchmark_group("trial");
     g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
+    g.warm_up_time(Duration::from_secs(1));
 
     g.bench_function("open", |b| {
         b.iter(|| black_box(Trial::open(&path, no_cache()).unwrap()))
@@ -143,20 +156,7 @@ fn bench(c: &mut Criterion) {
     });
 
     g.throughput(Throughput::Bytes(s.bytes));
-    g.bench_function("every_value", |b| {
-        b.iter(|| {
-            let mut n = 0;
-            for name in trial.tensor_names().unwrap() {
-                n += trial
-                    .tensor(&name)
-                    .unwrap()
-                    .values(Mode::Global, None)
-                    .unwrap()
-                    .len();
-            }
-            black_box(n)
-        })
-    });
+    g.bench_function("every_value", |b| b.iter(|| black_box(every_value(&trial))));
 
     g.bench_function("one_reduction_per_value", |b| {
         b.iter(|| {
@@ -187,5 +187,62 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// Reads every value of `trial`, as the Python peer's every_value phase does.
+fn every_value(trial: &Trial) -> usize {
+    let mut n = 0;
+    for name in trial.tensor_names().unwrap() {
+        n += trial
+            .tensor(&name)
+            .unwrap()
+            .values(Mode::Global, None)
+            .unwrap()
+            .len();
+    }
+    n
+}
+
+fn bench_s3(c: &mut Criterion) {
+    let Ok(url) = std::env::var("SMDEBUG_TRIAL_BENCH_S3_URL") else {
+        return;
+    };
+    let store = BlockingStore::open(&Location::parse(&url).unwrap()).unwrap();
+    let bytes: u64 = store
+        .list("events/", None)
+        .unwrap()
+        .iter()
+        .map(|m| m.size)
+        .sum();
+    assert!(bytes > 0, "no event files under {url}");
+    let mut g = c.benchmark_group("trial_s3");
+    g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
+    g.warm_up_time(Duration::from_secs(1));
+
+    g.bench_function("open", |b| {
+        b.iter(|| black_box(Trial::open(&url, no_cache()).unwrap()))
+    });
+
+    let trial = Trial::open(&url, no_cache()).unwrap();
+    g.throughput(Throughput::Bytes(bytes));
+    g.bench_function("every_value", |b| b.iter(|| black_box(every_value(&trial))));
+
+    g.bench_function("one_reduction_per_value", |b| {
+        b.iter(|| {
+            let mut acc = 0usize;
+            for name in trial.tensor_names().unwrap() {
+                let t = trial.tensor(&name).unwrap();
+                for step in t.steps(Mode::Global, false).unwrap() {
+                    acc += t
+                        .reduction_value(step, "mean", Mode::Global, None, false)
+                        .unwrap()
+                        .len();
+                }
+            }
+            black_box(acc)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_s3);
 criterion_main!(benches);
