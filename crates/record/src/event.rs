@@ -236,6 +236,26 @@ pub fn decode_tensor_event(payload: &[u8]) -> Result<TensorEvent> {
     tensor_event_from(&decode_event(payload)?)
 }
 
+/// [`decode_tensor_event`] for a payload held in [`Bytes`](prost::bytes::Bytes): the values
+/// are sliced out of `payload` instead of copied before they are converted, one copy of the
+/// tensor less than decoding from a slice.
+///
+/// ```
+/// use smdebug_record::{decode_tensor_event_bytes, encode_tensor_event, Tensor};
+/// let value = Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+/// let payload = encode_tensor_event("a", &value, 3, 1, 1, 1.6e9)?;
+/// assert_eq!(decode_tensor_event_bytes(payload.into())?.tensor, value);
+/// # Ok::<(), smdebug_record::Error>(())
+/// ```
+pub fn decode_tensor_event_bytes(payload: prost::bytes::Bytes) -> Result<TensorEvent> {
+    let event = Event::decode(payload).map_err(|source| Error::Protobuf {
+        at: Default::default(),
+        message: "Event",
+        source,
+    })?;
+    tensor_event_from(&event)
+}
+
 /// Extracts the tensor, name, steps and mode from an already decoded `Event` (the first
 /// summary value, which is the only one smdebug writes).
 pub fn tensor_event_from(event: &Event) -> Result<TensorEvent> {

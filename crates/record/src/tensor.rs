@@ -479,7 +479,7 @@ impl Tensor {
             _ => TensorProto {
                 dtype: self.dtype().to_proto() as i32,
                 tensor_shape,
-                tensor_content: self.to_le_bytes(),
+                tensor_content: self.to_le_bytes().into(),
                 ..Default::default()
             },
         })

@@ -5,7 +5,7 @@
 use crate::state::RecordLocation;
 use crate::{Result, TrialError, Value};
 use futures::stream::{self, StreamExt};
-use smdebug_record::{decode_exact_record, decode_tensor_event};
+use smdebug_record::{decode_exact_record, decode_tensor_event_bytes, HEADER_LEN};
 use smdebug_storage::{BlockingStore, Bytes, SyncRead};
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
@@ -77,7 +77,7 @@ impl ValueCache {
 }
 
 /// Decodes one record's bytes as the index entry `loc` describes it.
-pub(crate) fn decode_value(loc: &RecordLocation, bytes: &[u8]) -> Result<Value> {
+pub(crate) fn decode_value(loc: &RecordLocation, bytes: &Bytes) -> Result<Value> {
     let file = || loc.event_file.to_string();
     let record = decode_exact_record(bytes, loc.start).map_err(|e| e.with_file(file()))?;
     if let Some(crc) = loc.payload_crc32c {
@@ -85,7 +85,9 @@ pub(crate) fn decode_value(loc: &RecordLocation, bytes: &[u8]) -> Result<Value> 
             .verify_payload_crc32c(crc)
             .map_err(|e| e.with_file(file()))?;
     }
-    let event = decode_tensor_event(record.payload)
+    // The payload as a slice of the read buffer, so the values are not copied twice.
+    let payload = bytes.slice(HEADER_LEN..HEADER_LEN + record.payload.len());
+    let event = decode_tensor_event_bytes(payload)
         .map_err(|e| e.with_file(file()).with_offset(loc.start))?;
     if event.tag != loc.tag {
         return Err(TrialError::WrongRecord {

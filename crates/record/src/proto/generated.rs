@@ -218,8 +218,8 @@ pub struct TensorProto {
     pub tensor_shape: ::core::option::Option<TensorShapeProto>,
     #[prost(int32, tag = "3")]
     pub version_number: i32,
-    #[prost(bytes = "vec", tag = "4")]
-    pub tensor_content: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "bytes", tag = "4")]
+    pub tensor_content: ::prost::bytes::Bytes,
     #[prost(int32, repeated, tag = "13")]
     pub half_val: ::prost::alloc::vec::Vec<i32>,
     #[prost(float, repeated, tag = "5")]
