@@ -15,9 +15,11 @@
 //! `training_job_end.ts`) and read both by the criterion bench and by
 //! `tests/peer/trial_bench_read.py`; the hook bench and `hook_bench_write.py` write 300
 //! steps of the same shape. The S3 figures read the same shape with fewer steps
-//! (`SMDEBUG_BENCH_S3_STEPS`, default 30, ~120 MB) from `s3://smdebug-test/bench-trial-s3`
-//! on the moto server this command starts, written there by `smdebug synth` each run. Peak
-//! memory is `tests/peer/trial_peak_memory.py`: `smdebug dump` and the Python smdebug,
+//! (`SMDEBUG_BENCH_S3_STEPS`, default 10, ~40 MB) from `s3://smdebug-test/bench-trial-s3` on
+//! the moto server this command starts, written there by `smdebug synth` each run: moto
+//! serves ~13 MB/s and the Python smdebug reads from it at ~2 MB/s, so the 30 steps
+//! would take minutes per phase. Peak memory is `tests/peer/trial_peak_memory.py`:
+//! `smdebug dump` and the Python smdebug,
 //! each reading every value of the large trial in its own process.
 use crate::util::{cargo, root, run as exec, step};
 use anyhow::{bail, Context, Result};
@@ -442,7 +444,7 @@ fn ensure_large_trial() -> Result<()> {
 /// Writes the S3 figures' trial: the `large` preset with `SMDEBUG_BENCH_S3_STEPS` steps.
 /// The moto server is new each run, so this runs every time.
 fn write_s3_trial(s3_env: &[(String, String)]) -> Result<()> {
-    let steps: u64 = env_or("SMDEBUG_BENCH_S3_STEPS", "30")
+    let steps: u64 = env_or("SMDEBUG_BENCH_S3_STEPS", "10")
         .parse()
         .context("SMDEBUG_BENCH_S3_STEPS")?;
     let mut recipe: Value = serde_json::from_slice(&std::fs::read(large_preset())?)?;
