@@ -106,6 +106,16 @@ impl IndexFile {
     /// `originalname: null` means "same as `tensorname`" (as in smdebug's `TensorShape`).
     /// Memory use is linear in the input size.
     pub fn parse(file: &str, bytes: &[u8]) -> Result<IndexFile, IndexFileError> {
+        if let Some(index) = crate::index_fast::parse(bytes) {
+            return Ok(index);
+        }
+        Self::parse_tree(file, bytes)
+    }
+
+    /// [`IndexFile::parse`] through a JSON tree: slower, the reference for what is accepted
+    /// and for the error of every document that is not (public for the equivalence tests).
+    #[doc(hidden)]
+    pub fn parse_tree(file: &str, bytes: &[u8]) -> Result<IndexFile, IndexFileError> {
         let doc: Value = serde_json::from_slice(bytes).map_err(|e| IndexFileError::Corrupt {
             file: file.to_owned(),
             message: e.to_string(),
@@ -210,13 +220,13 @@ fn type_name(v: &Value) -> &'static str {
 }
 
 /// Python's `str.strip()` whitespace: Unicode `White_Space` plus U+001C..U+001F.
-fn is_python_whitespace(c: char) -> bool {
+pub(crate) fn is_python_whitespace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 /// Largest end offset (`start_idx + length`) accepted: file offsets are signed 64-bit on
 /// every platform and in HTTP range requests as servers implement them.
-const MAX_END_OFFSET: u64 = i64::MAX as u64;
+pub(crate) const MAX_END_OFFSET: u64 = i64::MAX as u64;
 
 struct Parser<'a> {
     file: &'a str,

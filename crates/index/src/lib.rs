@@ -53,6 +53,7 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod error;
+mod index_fast;
 mod index_json;
 mod layout;
 mod location;

@@ -252,3 +252,70 @@ proptest! {
         let _ = IndexFile::parse("f", &bytes);
     }
 }
+
+/// A text edit that turns a valid index file into an unusual or invalid one.
+fn mutation() -> impl Strategy<Value = (String, String)> {
+    let keys = prop::sample::select(vec![
+        "\"meta\"",
+        "\"mode\"",
+        "\"mode_step\"",
+        "\"event_file_name\"",
+        "\"tensor_payload\"",
+        "\"shape_payload\"",
+        "\"tensorname\"",
+        "\"start_idx\"",
+        "\"length\"",
+        "\"payload_crc32c\"",
+        "\"originalname\"",
+        "\"shape\"",
+    ]);
+    let values = prop::sample::select(vec![
+        "null",
+        "1.0",
+        "-1",
+        "\"7\"",
+        "[]",
+        "{}",
+        "true",
+        "4294967296",
+        "9223372036854775807",
+        "18446744073709551615",
+        "1e3",
+        "\" TRAIN \"",
+        "\"train\"",
+    ]);
+    prop_oneof![
+        // Rename a key (as good as removing it).
+        keys.clone().prop_map(|k| (k.to_owned(), format!("\"x{}", &k[1..]))),
+        // Duplicate a key with another value in front of it.
+        (keys.clone(), values.clone()).prop_map(|(k, v)| (format!("{k}: "), format!("{k}: {v}, {k}: "))),
+        // Replace what follows a key.
+        (keys, values).prop_map(|(k, v)| (format!("{k}: "), format!("{k}: {v}, \"zz\": "))),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// The typed fast path of `IndexFile::parse` never accepts what the tree parser rejects,
+    /// and never reads anything differently.
+    #[test]
+    fn fast_and_tree_parsers_agree(
+        index in index_file(),
+        crc in any::<bool>(),
+        edits in prop::collection::vec(mutation(), 0..3),
+        which in any::<prop::sample::Index>(),
+    ) {
+        let mut text = if crc { index.to_json() } else { index.to_python_json() };
+        for (from, to) in &edits {
+            let hits: Vec<usize> = text.match_indices(from.as_str()).map(|(i, _)| i).collect();
+            if !hits.is_empty() {
+                let at = hits[which.index(hits.len())];
+                text.replace_range(at..at + from.len(), to);
+            }
+        }
+        let fast = IndexFile::parse("f.json", text.as_bytes());
+        let tree = IndexFile::parse_tree("f.json", text.as_bytes());
+        prop_assert_eq!(format!("{fast:?}"), format!("{tree:?}"), "{}", text);
+    }
+}

@@ -157,7 +157,8 @@ impl State {
                 mode_step,
             });
             let (tensor, reduction) = split_name(&entry.name);
-            let data = self.tensors.entry(tensor.clone()).or_default();
+            self.populate(&tensor, mode, mode_step, step, worker);
+            let data = self.tensors.entry(tensor).or_default();
             let step_data = data.entry(mode, mode_step, worker);
             match reduction {
                 Some(key) => {
@@ -166,7 +167,6 @@ impl State {
                 // A name listed twice in one file: the last entry wins, as in smdebug.
                 None => step_data.location = location,
             }
-            self.populate(&tensor, mode, mode_step, step, worker);
         }
         for entry in &index.shapes {
             let (tensor, reduction) = split_name(&entry.name);
@@ -194,18 +194,12 @@ impl State {
                 .or_default()
                 .entry(mode_step)
                 .or_insert(step);
-            self.mode_to_tensors
-                .entry(mode)
-                .or_default()
-                .insert(tensor.to_owned());
+            insert_str(self.mode_to_tensors.entry(mode).or_default(), tensor);
         }
         self.global_to_mode.entry(step).or_insert((mode, mode_step));
-        self.global_step_to_tensors
-            .entry(step)
-            .or_default()
-            .insert(tensor.to_owned());
+        insert_str(self.global_step_to_tensors.entry(step).or_default(), tensor);
         let workers = self.workers_for_global_step.entry(step).or_default();
-        workers.insert(worker.to_owned());
+        insert_str(workers, worker);
         if workers.len() == self.num_workers && step > self.last_complete_step {
             self.last_complete_step = step;
         }
@@ -320,6 +314,14 @@ impl State {
 }
 
 /// `(tensor, Some((op, abs)))` for a reduction record's name, `(name, None)` otherwise.
+/// Inserts `s` unless present, allocating only when it is new (opening a trial inserts
+/// every tensor name once per step; almost all are already there).
+fn insert_str(set: &mut BTreeSet<String>, s: &str) {
+    if !set.contains(s) {
+        set.insert(s.to_owned());
+    }
+}
+
 fn split_name(name: &str) -> (String, Option<(String, bool)>) {
     if name.contains(REDUCTIONS_PREFIX) {
         if let Some((tensor, op, abs)) = reverse_reduction_name(name) {
