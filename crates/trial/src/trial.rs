@@ -7,7 +7,12 @@ use crate::{Result, TrialError, Value};
 use futures::stream::{self, StreamExt};
 use smdebug_config::{Collection, CollectionManager, Mode, PyRegex};
 use smdebug_exceptions::{AnalysisError, StepState};
-use smdebug_index::{classify_key, IndexFile, TrialFile, END_OF_JOB_FILE, INDEX_DIR};
+use smdebug_index::{
+    classify_key, IndexFile, IndexFileError, TrialFile, END_OF_JOB_FILE, INDEX_DIR,
+};
+
+/// An index file as read: storage error, or parse result.
+type ParsedIndex = smdebug_storage::Result<std::result::Result<IndexFile, IndexFileError>>;
 use smdebug_storage::{BlockingStore, Location, Storage, StorageOptions};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -266,34 +271,19 @@ impl Trial {
             }
             todo.push((obj.key.clone(), name.step, name.worker().into_owned()));
         }
-        let storage = Arc::clone(self.store.storage());
         let keys: Vec<String> = todo.iter().map(|(k, _, _)| k.clone()).collect();
-        let concurrency = self.options.index_concurrency.max(1);
-        let fetched: Vec<(String, smdebug_storage::Result<smdebug_storage::Bytes>)> =
-            self.store.block_on(async move {
-                stream::iter(keys)
-                    .map(|k| {
-                        let storage = Arc::clone(&storage);
-                        async move {
-                            let r = storage.get(&k).await;
-                            (k, r)
-                        }
-                    })
-                    .buffered(concurrency)
-                    .collect()
-                    .await
-            });
-        for ((key, step, worker), (_, bytes)) in todo.iter().zip(fetched) {
-            let bytes = match bytes {
-                Ok(b) => b,
+        let fetched = self.read_index_files(keys);
+        for ((key, step, worker), parsed) in todo.iter().zip(fetched) {
+            let parsed = match parsed {
+                Ok(p) => p,
                 // Listed, then removed before it could be read: it is not part of the trial.
                 Err(e) if e.is_not_found() => continue,
                 Err(e) => return Err(e.into()),
             };
-            match IndexFile::parse(key, &bytes) {
+            match parsed {
                 Ok(index) => st.register_index_file(key, *step, worker, &index),
                 Err(e) if self.options.skip_corrupt_index_files => {
-                    st.index_errors.insert(*step, (key.clone(), e));
+                    st.index_errors.insert(*step, (key.to_owned(), e));
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -305,6 +295,56 @@ impl Trial {
             st.update_last_index_token(self.options.incomplete_step_window);
         }
         Ok(())
+    }
+
+    /// Reads and parses index files, in the order given: concurrently on object stores, on
+    /// up to `available_parallelism` threads for local disk (parsing is most of the work of
+    /// opening a large trial).
+    fn read_index_files(&self, keys: Vec<String>) -> Vec<ParsedIndex> {
+        let storage = Arc::clone(self.store.storage());
+        if let Some(sync) = storage.as_sync() {
+            let parse = |k: &String| sync.get_sync(k).map(|b| IndexFile::parse(k, &b));
+            let threads = std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(keys.len() / 16)
+                .max(1);
+            if threads == 1 {
+                return keys.iter().map(parse).collect();
+            }
+            let chunk = keys.len().div_ceil(threads);
+            return std::thread::scope(|scope| {
+                let parts: Vec<_> = keys
+                    .chunks(chunk)
+                    .map(|c| {
+                        // A thread that cannot start leaves its chunk to this thread.
+                        let spawned = std::thread::Builder::new()
+                            .name("smdebug-trial-index".into())
+                            .spawn_scoped(scope, move || c.iter().map(parse).collect::<Vec<_>>());
+                        (c, spawned.ok())
+                    })
+                    .collect();
+                let mut out = Vec::with_capacity(keys.len());
+                for (c, handle) in parts {
+                    match handle.map(|h| h.join()) {
+                        Some(Ok(done)) => out.extend(done),
+                        Some(Err(panic)) => std::panic::resume_unwind(panic),
+                        None => out.extend(c.iter().map(parse)),
+                    }
+                }
+                out
+            });
+        }
+        let concurrency = self.options.index_concurrency.max(1);
+        self.store.block_on(async move {
+            stream::iter(keys)
+                .map(|k| {
+                    let storage = Arc::clone(&storage);
+                    async move { storage.get(&k).await.map(|b| IndexFile::parse(&k, &b)) }
+                })
+                .buffered(concurrency)
+                .collect()
+                .await
+        })
     }
 
     fn in_range(&self, step: i64) -> bool {
