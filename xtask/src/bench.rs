@@ -284,6 +284,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     // Why a figure's inputs could not be prepared (e.g. the S3 trial), keyed by what it
     // prevents; reported as error rows instead of aborting the other figures.
     let mut s3_setup_error = None;
+    let mut failed = Vec::new();
     if !args.no_run {
         since = Some(SystemTime::now());
         let peer = crate::peer::ensure_peer()?;
@@ -305,7 +306,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
             if args.quick {
                 cmd.args(["--warm-up-time", "1", "--measurement-time", "3"]);
             }
-            exec(&mut cmd)?;
+            // One target failing (say, a crate another change broke) still leaves the
+            // others' figures worth printing; its figures become error rows.
+            if let Err(e) = exec(&mut cmd) {
+                eprintln!("warning: {pkg}/{bench} failed: {e:#}");
+                failed.push(format!("{pkg} --bench {bench}"));
+            }
         }
         services = Some((peer, s3));
     }
@@ -386,6 +392,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     rows.push(peak_memory_row(&peer_python));
     print_rows(&rows, args.json);
+    if !failed.is_empty() {
+        bail!("benchmarks failed: {}", failed.join(", "));
+    }
     Ok(())
 }
 
