@@ -146,12 +146,19 @@ struct Writer {
     io: Option<SyncSender<IoJob>>,
     /// Size of the last published events file (capacity hint for the next one).
     last_events_len: usize,
+    /// Events buffers the I/O thread is done with (see [`run_io`]).
+    spare: Receiver<Vec<u8>>,
 }
 
 /// The I/O thread: storage calls (fsync on disk, a round trip on object stores) overlap
 /// the encoding of the next step. One thread, first in first out, so an events file is
 /// still stored before its index file.
-fn run_io(shared: Arc<Shared>, jobs: Receiver<IoJob>) {
+///
+/// An events buffer that nobody else holds after its put goes back to the writer through
+/// `spare` to hold a later step: a step's buffer is megabytes, and freeing and allocating one
+/// per step makes the allocator hand pages back to the kernel and fault them in again (with
+/// TLB shootdowns that interrupt the training thread too).
+fn run_io(shared: Arc<Shared>, jobs: Receiver<IoJob>, spare: SyncSender<Vec<u8>>) {
     for job in jobs {
         match job {
             IoJob::Flush(reply) => {
@@ -166,11 +173,16 @@ fn run_io(shared: Arc<Shared>, jobs: Receiver<IoJob>) {
                 if shared.failure().is_some() {
                     continue;
                 }
+                let keep = (event_bytes > 0).then(|| data.clone());
                 match store.put(&key, data) {
                     Ok(()) => {
                         shared.event_bytes.fetch_add(event_bytes, Ordering::Relaxed);
                     }
                     Err(e) => shared.fail(format!("writing {key}: {e}")),
+                }
+                if let Some(Ok(buffer)) = keep.map(Bytes::try_into_mut) {
+                    // Full (the writer has spares enough) or gone: the buffer is freed.
+                    let _ = spare.try_send(Vec::from(buffer));
                 }
             }
         }
@@ -181,10 +193,11 @@ fn run_io(shared: Arc<Shared>, jobs: Receiver<IoJob>) {
 pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     // Two steps in flight at most: bounded memory, and enough to overlap I/O and encoding.
     let (io_tx, io_rx) = sync_channel(4);
+    let (spare_tx, spare_rx) = sync_channel(2);
     let io_shared = shared.clone();
     let io_thread = std::thread::Builder::new()
         .name("smdebug-hook-io".into())
-        .spawn(move || run_io(io_shared, io_rx));
+        .spawn(move || run_io(io_shared, io_rx, spare_tx));
     let (io, io_thread) = match io_thread {
         Ok(t) => (Some(io_tx), Some(t)),
         Err(e) => {
@@ -199,6 +212,7 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
         tb_files: BTreeMap::new(),
         io,
         last_events_len: 0,
+        spare: spare_rx,
     };
     for job in jobs {
         if let Job::Flush(reply) = job {
@@ -341,9 +355,16 @@ impl Writer {
         // Steps tend to be alike: starting at the last step's size avoids regrowing (and
         // copying) a buffer of many megabytes several times per step.
         let hint = self.last_events_len;
+        let spare = &self.spare;
         Ok(self.current.get_or_insert_with(|| StepFile {
             step,
-            events: Vec::with_capacity(hint),
+            events: match spare.try_recv() {
+                Ok(mut buffer) => {
+                    buffer.clear();
+                    buffer
+                }
+                Err(_) => Vec::with_capacity(hint),
+            },
             index: None,
             has_event_file_name: false,
         }))
