@@ -10,7 +10,9 @@ over all children waited for so far) nor this script's own interpreter.
 
 * ours:   BIN dump PATH --no-computed-reductions --no-global-lookup --max-inline 0
           --compact > /dev/null — every value of every tensor, step and worker is read
-          and hashed (sha256) into a JSON document; the document itself is small.
+          and hashed (sha256) into a JSON document; the document itself is small. It
+          runs with the reader's default TrialOptions, including its value cache
+          (cache_bytes, 256 MiB), which the Python smdebug has no counterpart of.
 * python: this script with --python-read-all PATH: create_trial(PATH) and
           tensor.value(step) for every tensor x step, as trial_bench_read.py's every_value.
 
