@@ -210,6 +210,12 @@ const FIGURES: &[Figure] = &[
         goal: Some(20.0),
     },
     Figure {
+        name: "trial S3: every value vs raw GET of the same files",
+        bench: "trial_s3/every_value",
+        baseline: Baseline::Bench("trial_s3/raw_get_baseline"),
+        goal: None,
+    },
+    Figure {
         name: "rules: VanishingGradient per step, large shape (every step)",
         bench: "rules/vanishing_gradient_step",
         baseline: Baseline::Nothing,

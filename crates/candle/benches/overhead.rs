@@ -6,9 +6,16 @@
 //! collection at every step, no raw values: goal ≤ 5 % slower).
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
 use smdebug_candle::demo::{Demo, Scenario};
 use smdebug_config::{Norm, Reduction};
 use smdebug_hook::{HookBuilder, ReductionConfig, SaveConfig, SaveConfigMode};
+
+// The allocator `smdebug demo` runs with (the CLI's global allocator), for all three cases
+// alike: with glibc's malloc the writer thread's frees hand pages back to the kernel, whose
+// TLB shootdowns interrupt the training threads too.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn hooked(
     dir: &std::path::Path,

@@ -13,8 +13,8 @@ use crate::{ObjectMeta, Storage};
 
 /// A [`Storage`] with blocking methods, driven by a small tokio runtime of its own.
 ///
-/// Reads of stores with synchronous reads ([`Storage::as_sync`], local disk) run directly
-/// on the calling thread.
+/// Operations of stores with synchronous calls ([`Storage::as_sync`], local disk) run
+/// directly on the calling thread.
 ///
 /// The runtime has two worker threads (named `smdebug-storage`) that drive the I/O; the
 /// calling thread waits for the result. Callers never need a runtime of their own.
@@ -140,17 +140,26 @@ impl BlockingStore {
 
     /// See [`Storage::put`].
     pub fn put(&self, key: &str, data: Bytes) -> Result<()> {
-        self.block_on(self.storage.put(key, data))
+        match self.storage.as_sync() {
+            Some(s) => s.put_sync(key, data),
+            None => self.block_on(self.storage.put(key, data)),
+        }
     }
 
     /// See [`Storage::exists`].
     pub fn exists(&self, key: &str) -> Result<bool> {
-        self.block_on(self.storage.exists(key))
+        match self.storage.as_sync() {
+            Some(s) => s.exists_sync(key),
+            None => self.block_on(self.storage.exists(key)),
+        }
     }
 
     /// See [`Storage::delete`].
     pub fn delete(&self, key: &str) -> Result<()> {
-        self.block_on(self.storage.delete(key))
+        match self.storage.as_sync() {
+            Some(s) => s.delete_sync(key),
+            None => self.block_on(self.storage.delete(key)),
+        }
     }
 }
 

@@ -142,20 +142,21 @@ pub trait Storage: Send + Sync + Debug {
     /// Removes the object; removing a missing object is not an error (as on S3).
     async fn delete(&self, key: &str) -> Result<()>;
 
-    /// The same store's reads as plain synchronous calls, when it has them (local disk).
+    /// The same store as plain synchronous calls, when it has them (local disk).
     ///
-    /// [`BlockingStore`] serves reads through it on the calling thread: a read from the page
-    /// cache takes microseconds, less than handing it to a runtime thread and back, and a
-    /// reader can then spread decoding over its own threads. `None` (the default) for stores
-    /// whose reads are network round trips.
-    fn as_sync(&self) -> Option<&dyn SyncRead> {
+    /// [`BlockingStore`] then runs every operation on the calling thread: a read from the
+    /// page cache or a small put takes microseconds, less than handing it to a runtime
+    /// thread and back (two thread wake-ups that, on a busy machine, preempt a training
+    /// job's threads); and a reader can spread decoding over threads of its own. `None`
+    /// (the default) for stores whose operations are network round trips.
+    fn as_sync(&self) -> Option<&dyn SyncStorage> {
         None
     }
 }
 
-/// Synchronous reads of a [`Storage`] (see [`Storage::as_sync`]): the same results and
-/// errors as the async methods of the same name.
-pub trait SyncRead: Send + Sync {
+/// Synchronous operations of a [`Storage`] (see [`Storage::as_sync`]): the same results,
+/// guarantees and errors as the async methods of the same name.
+pub trait SyncStorage: Send + Sync {
     /// See [`Storage::list`].
     fn list_sync(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>>;
     /// See [`Storage::get`].
@@ -164,4 +165,10 @@ pub trait SyncRead: Send + Sync {
     fn get_range_sync(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
     /// See [`Storage::get_ranges`].
     fn get_ranges_sync(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>>;
+    /// See [`Storage::put`].
+    fn put_sync(&self, key: &str, data: Bytes) -> Result<()>;
+    /// See [`Storage::exists`].
+    fn exists_sync(&self, key: &str) -> Result<bool>;
+    /// See [`Storage::delete`].
+    fn delete_sync(&self, key: &str) -> Result<()>;
 }

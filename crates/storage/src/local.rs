@@ -13,7 +13,7 @@ use crate::error::{Operation, Result, StorageError};
 use crate::key::{invalid, prefix_dir, validate_key, validate_prefix};
 use crate::ranges::{plan, ReadOptions};
 use crate::retry::LocalRetry;
-use crate::{ObjectMeta, Storage, SyncRead};
+use crate::{ObjectMeta, Storage, SyncStorage};
 
 /// File names ending in this are files being written (ours, and the Python writer's
 /// `<name>.tmp`): never listed, and refused as keys of [`Storage::put`].
@@ -167,51 +167,65 @@ impl Storage for LocalStorage {
 
     async fn put(&self, key: &str, data: Bytes) -> Result<()> {
         validate_key(key)?;
+        let (me, k) = (self.clone(), key.to_owned());
+        self.blocking(move || me.put_sync(&k, data)).await?
+    }
+
+    async fn exists(&self, key: &str) -> Result<bool> {
+        validate_key(key)?;
+        let (me, k) = (self.clone(), key.to_owned());
+        self.blocking(move || me.exists_sync(&k)).await?
+    }
+
+    async fn delete(&self, key: &str) -> Result<()> {
+        validate_key(key)?;
+        let (me, k) = (self.clone(), key.to_owned());
+        self.blocking(move || me.delete_sync(&k)).await?
+    }
+
+    fn as_sync(&self) -> Option<&dyn SyncStorage> {
+        Some(self)
+    }
+}
+
+impl SyncStorage for LocalStorage {
+    fn put_sync(&self, key: &str, data: Bytes) -> Result<()> {
+        validate_key(key)?;
         if key.ends_with(TEMP_SUFFIX) {
             return Err(invalid(
                 key,
                 "ends with .tmp, which marks files being written on local disk",
             ));
         }
-        let (path, retry, sync) = (self.path(key), self.retry.clone(), self.sync);
-        self.blocking(move || retry.run(|| put_blocking(&path, &data, sync)))
-            .await?
+        let path = self.path(key);
+        self.retry
+            .run(|| put_blocking(&path, &data, self.sync))
             .map_err(|e| self.io_error(Operation::Put, key, e))
     }
 
-    async fn exists(&self, key: &str) -> Result<bool> {
+    fn exists_sync(&self, key: &str) -> Result<bool> {
         validate_key(key)?;
-        let (path, retry) = (self.path(key), self.retry.clone());
-        self.blocking(move || {
-            retry.run(|| match fs::metadata(&path) {
+        let path = self.path(key);
+        self.retry
+            .run(|| match fs::metadata(&path) {
                 Ok(m) => Ok(m.is_file()),
                 Err(e) if is_absent(&e) => Ok(false),
                 Err(e) => Err(e),
             })
-        })
-        .await?
-        .map_err(|e| self.io_error(Operation::Exists, key, e))
+            .map_err(|e| self.io_error(Operation::Exists, key, e))
     }
 
-    async fn delete(&self, key: &str) -> Result<()> {
+    fn delete_sync(&self, key: &str) -> Result<()> {
         validate_key(key)?;
-        let (path, retry) = (self.path(key), self.retry.clone());
-        self.blocking(move || {
-            retry.run(|| match fs::remove_file(&path) {
+        let path = self.path(key);
+        self.retry
+            .run(|| match fs::remove_file(&path) {
                 Err(e) if is_absent(&e) => Ok(()),
                 other => other,
             })
-        })
-        .await?
-        .map_err(|e| self.io_error(Operation::Delete, key, e))
+            .map_err(|e| self.io_error(Operation::Delete, key, e))
     }
 
-    fn as_sync(&self) -> Option<&dyn SyncRead> {
-        Some(self)
-    }
-}
-
-impl SyncRead for LocalStorage {
     fn list_sync(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
         validate_prefix(prefix)?;
         self.retry

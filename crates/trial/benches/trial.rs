@@ -28,6 +28,11 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+// The allocator of the `smdebug` CLI (see crates/trial/README.md, "The allocator matters"):
+// the figures are those of the reader as the CLI ships it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -239,6 +244,36 @@ fn bench_s3(c: &mut Criterion) {
                 }
             }
             black_box(acc)
+        })
+    });
+
+    // What the server itself delivers: every events file fetched whole, 16 at a time (the
+    // reader's own concurrency), with nothing decoded.
+    let keys: Vec<String> = store
+        .list("events/", None)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.key)
+        .collect();
+    let storage = store.storage().clone();
+    g.bench_function("raw_get_baseline", |b| {
+        b.iter(|| {
+            let storage = storage.clone();
+            let keys = keys.clone();
+            let total: usize = store.block_on(async move {
+                use futures::stream::{self, StreamExt};
+                stream::iter(keys)
+                    .map(|k| {
+                        let storage = storage.clone();
+                        async move { storage.get(&k).await.unwrap().len() }
+                    })
+                    .buffer_unordered(16)
+                    .collect::<Vec<usize>>()
+                    .await
+                    .into_iter()
+                    .sum()
+            });
+            black_box(total)
         })
     });
     g.finish();

@@ -85,6 +85,9 @@ pub fn dump_trial_with(path: &str, options: &DumpOptions, trial_options: TrialOp
             let mut tensors = Map::new();
             for n in names {
                 tensors.insert(n.clone(), d.tensor(&n));
+                // Each value is dumped once: keeping a finished tensor's values cached would
+                // only raise the peak memory.
+                d.tr.clear_cache();
             }
             doc.insert("tensors".into(), Json::Object(tensors));
         }

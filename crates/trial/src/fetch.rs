@@ -6,7 +6,7 @@ use crate::state::RecordLocation;
 use crate::{Result, TrialError, Value};
 use futures::stream::{self, StreamExt};
 use smdebug_record::{decode_exact_record, decode_tensor_event_bytes, HEADER_LEN};
-use smdebug_storage::{BlockingStore, Bytes, SyncRead};
+use smdebug_storage::{BlockingStore, Bytes, SyncStorage};
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -48,6 +48,12 @@ impl ValueCache {
             map: HashMap::new(),
             order: VecDeque::new(),
         }
+    }
+
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.order.clear();
+        self.held = 0;
     }
 
     pub fn get(&self, loc: &RecordLocation) -> Option<Arc<Value>> {
@@ -236,7 +242,7 @@ const PARALLEL_MIN_BYTES: u64 = 1 << 20;
 /// retries it alone, so only damaged records fail).
 #[allow(clippy::type_complexity)]
 fn read_and_decode_in_parallel(
-    sync: &dyn SyncRead,
+    sync: &dyn SyncStorage,
     locs: &[&RecordLocation],
     jobs: Vec<(Arc<str>, Vec<usize>, Vec<Range<u64>>)>,
 ) -> Vec<(usize, Option<Result<Arc<Value>>>)> {

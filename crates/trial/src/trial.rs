@@ -668,6 +668,12 @@ impl Trial {
         fetch_values(&self.store, &self.cache, locs)
     }
 
+    /// Drops every cached value (values already handed out stay valid). For readers that
+    /// go through a trial once, tensor by tensor, and want memory back between tensors.
+    pub fn clear_cache(&self) {
+        lock(&self.cache).clear();
+    }
+
     /// Loads every raw value and saved reduction of every tensor into the cache (bounded by
     /// [`TrialOptions::cache_bytes`]) and returns how many records were read; the first
     /// error stops nothing, it is returned after the rest was read.
