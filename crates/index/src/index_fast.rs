@@ -71,8 +71,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Option<IndexFile> {
     }
     let mut tensors = Vec::with_capacity(doc.tensor_payload.len());
     for e in doc.tensor_payload {
-        if e
-            .start_idx
+        if e.start_idx
             .checked_add(e.length)
             .is_none_or(|end| end > MAX_END_OFFSET)
         {

@@ -286,9 +286,11 @@ fn mutation() -> impl Strategy<Value = (String, String)> {
     ]);
     prop_oneof![
         // Rename a key (as good as removing it).
-        keys.clone().prop_map(|k| (k.to_owned(), format!("\"x{}", &k[1..]))),
+        keys.clone()
+            .prop_map(|k| (k.to_owned(), format!("\"x{}", &k[1..]))),
         // Duplicate a key with another value in front of it.
-        (keys.clone(), values.clone()).prop_map(|(k, v)| (format!("{k}: "), format!("{k}: {v}, {k}: "))),
+        (keys.clone(), values.clone())
+            .prop_map(|(k, v)| (format!("{k}: "), format!("{k}: {v}, {k}: "))),
         // Replace what follows a key.
         (keys, values).prop_map(|(k, v)| (format!("{k}: "), format!("{k}: {v}, \"zz\": "))),
     ]
