@@ -331,13 +331,21 @@ fn eight_worker_processes_write_one_trial_while_a_reader_polls() {
     let dir = tempdir();
     let recipe = workers_recipe(dir.path(), 8, 12);
     let rs = dir.path().join("rs").join("trial");
-    let children: Vec<_> = (0..8)
+    // Workers never end the trial themselves (a worker starting after another ended it
+    // would refuse the finished trial); the job ends it once all of them are done.
+    let mut children: Vec<_> = (0..8)
         .map(|w| {
             Command::new(smdebug_bin())
                 .arg("synth")
                 .arg(&recipe)
                 .arg(&rs)
-                .args(["-q", "--only-worker", &w.to_string()])
+                .args([
+                    "-q",
+                    "--end-marker",
+                    "never",
+                    "--only-worker",
+                    &w.to_string(),
+                ])
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -347,17 +355,23 @@ fn eight_worker_processes_write_one_trial_while_a_reader_polls() {
     let mut polls = 0;
     let mut max_seen = 0;
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !rs.join("training_job_end.ts").exists() && Instant::now() < deadline {
+    let mut running = || {
+        children
+            .iter_mut()
+            .any(|c| c.try_wait().map(|s| s.is_none()).unwrap_or(false))
+    };
+    while running() && Instant::now() < deadline {
         let n = visible_index_files(&rs);
         assert!(n >= max_seen, "index files disappeared");
         max_seen = n;
         assert_visible_steps_complete(&rs);
         polls += 1;
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(2));
     }
     for c in children {
         check(c.wait_with_output().unwrap(), "synth worker");
     }
+    end_trial(&recipe, rs.to_str().unwrap());
     assert!(polls > 1, "the reader never polled while the workers wrote");
     assert_visible_steps_complete(&rs);
     assert_eq!(visible_index_files(&rs), 8 * 14);
@@ -375,6 +389,18 @@ fn eight_worker_processes_write_one_trial_while_a_reader_polls() {
         collections.ends_with(r#""_meta": {"num_workers": 8}}"#),
         "{collections}"
     );
+}
+
+/// Writes the end-of-training marker once every worker process has finished.
+fn end_trial(recipe: &std::path::Path, out: &str) {
+    let o = Command::new(smdebug_bin())
+        .arg("synth")
+        .arg(recipe)
+        .arg(out)
+        .args(["-q", "--end-marker", "only"])
+        .output()
+        .unwrap();
+    check(o, "synth --end-marker only");
 }
 
 fn unique(prefix: &str) -> String {
@@ -399,7 +425,13 @@ fn worker_processes_write_one_trial_on_s3() {
                 .arg("synth")
                 .arg(&recipe)
                 .arg(&url)
-                .args(["-q", "--only-worker", &w.to_string()])
+                .args([
+                    "-q",
+                    "--end-marker",
+                    "never",
+                    "--only-worker",
+                    &w.to_string(),
+                ])
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap()
@@ -408,6 +440,7 @@ fn worker_processes_write_one_trial_on_s3() {
     for c in children {
         check(c.wait_with_output().unwrap(), "synth worker on S3");
     }
+    end_trial(&recipe, &url);
     let py = dir.path().join("py").join("trial");
     write_fixture_from_recipe(&recipe, &py);
     let (dp, dr) = (dir.path().join("py.json"), dir.path().join("s3.json"));

@@ -17,6 +17,8 @@ use smdebug_config::{
     Collection, Mode, Norm, PyValue, Reduction, ReductionConfig, SaveConfig, SaveConfigMode,
 };
 use smdebug_hook::{Flavor, HookBuilder, ReductionShape, Tensor, WallTime};
+use smdebug_index::END_OF_JOB_FILE;
+use smdebug_storage::{BlockingStore, Bytes, Location};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,6 +37,23 @@ pub struct Args {
     /// Print nothing.
     #[arg(short, long)]
     quiet: bool,
+    /// When `training_job_end.ts` is written (if the recipe ends training): `recipe` — by
+    /// the last worker, at its close; `never`; `only` — write nothing but the marker. Worker
+    /// processes of one trial use `never`, and `only` once all of them have finished: a hook
+    /// refuses a finished trial, so a worker that starts late must not find the marker.
+    #[arg(long, value_enum, default_value_t = EndMarker::Recipe)]
+    end_marker: EndMarker,
+}
+
+/// See [`Args::end_marker`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EndMarker {
+    /// Written by the recipe's last worker when it closes.
+    Recipe,
+    /// Not written.
+    Never,
+    /// Only the marker is written, no worker data.
+    Only,
 }
 
 const RECIPE_KEYS: &[&str] = &[
@@ -748,7 +767,12 @@ fn generate(spec: &TensorSpec, seed: u64, t: u64, g: i64, w: u64) -> Result<Tens
 
 // ------------------------------------------------------------------------- write
 
-fn write_worker(recipe: &Recipe, out: &str, w: usize) -> Result<smdebug_hook::HookStats> {
+fn write_worker(
+    recipe: &Recipe,
+    out: &str,
+    w: usize,
+    end_marker: EndMarker,
+) -> Result<smdebug_hook::HookStats> {
     let mut b = HookBuilder::new(out)
         .without_default_collections()
         .worker(recipe.worker_names[w].clone(), recipe.num_workers_meta)
@@ -763,7 +787,11 @@ fn write_worker(recipe: &Recipe, out: &str, w: usize) -> Result<smdebug_hook::Ho
         .write_collections(recipe.collections_written_by.contains(&w))
         // Every worker's hook would write the end marker at close, and a later hook refuses
         // a finished trial: only the last worker of the recipe ends it.
-        .end_marker(recipe.training_ended && w + 1 == recipe.worker_names.len());
+        .end_marker(
+            end_marker == EndMarker::Recipe
+                && recipe.training_ended
+                && w + 1 == recipe.worker_names.len(),
+        );
     if let Some((base, per_step)) = recipe.wall_time {
         b = b.wall_time(WallTime::PerStep(Arc::new(move |g| {
             base + per_step * g as f64
@@ -843,9 +871,19 @@ pub fn run(args: &Args, out: &mut impl std::io::Write) -> Result<()> {
         }
         None => (0..recipe.worker_names.len()).collect(),
     };
+    if args.end_marker == EndMarker::Only {
+        if recipe.training_ended {
+            let store = BlockingStore::open(&Location::parse(&args.out)?)?;
+            store.put(END_OF_JOB_FILE, Bytes::new())?;
+        }
+        if !args.quiet {
+            writeln!(out, "ended {}", args.out)?;
+        }
+        return Ok(());
+    }
     let mut records = 0;
     for w in workers {
-        records += write_worker(&recipe, &args.out, w)
+        records += write_worker(&recipe, &args.out, w, args.end_marker)
             .with_context(|| format!("worker {}", recipe.worker_names[w]))?
             .records;
     }
