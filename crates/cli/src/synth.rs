@@ -938,10 +938,11 @@ mod tests {
         .unwrap();
         let out = dir.path().join("t");
         let args = Args {
-            recipe,
+            recipe: recipe.clone(),
             out: out.to_str().unwrap().into(),
             only_worker: None,
             quiet: false,
+            end_marker: EndMarker::Recipe,
         };
         let mut text = Vec::new();
         run(&args, &mut text).unwrap();
@@ -955,5 +956,20 @@ mod tests {
             .join("collections/000000000/worker_0_collections.json")
             .exists());
         assert!(run(&args, &mut Vec::new()).is_err());
+        assert!(out.join("training_job_end.ts").exists());
+
+        // Worker processes of one trial: no marker until `only` ends it.
+        let other = dir.path().join("u");
+        let with = |end_marker| Args {
+            recipe: recipe.clone(),
+            out: other.to_str().unwrap().into(),
+            only_worker: Some(0),
+            quiet: true,
+            end_marker,
+        };
+        run(&with(EndMarker::Never), &mut Vec::new()).unwrap();
+        assert!(!other.join("training_job_end.ts").exists());
+        run(&with(EndMarker::Only), &mut Vec::new()).unwrap();
+        assert!(other.join("training_job_end.ts").exists());
     }
 }
