@@ -233,6 +233,13 @@ fn finish(out: Vec<Option<Result<Arc<Value>>>>) -> Vec<Result<Arc<Value>>> {
         .collect()
 }
 
+/// `available_parallelism`, asked once: it reads cgroup files on every call, which showed
+/// up in the profile of one-record queries.
+pub(crate) fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Bytes of records below which one thread does everything (a thread start costs more).
 const PARALLEL_MIN_BYTES: u64 = 1 << 20;
 
@@ -266,10 +273,11 @@ fn read_and_decode_in_parallel(
         Err(_) => idx.iter().map(|&i| (i, None)).collect(),
     };
     let bytes: u64 = locs.iter().map(|l| l.length).sum();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(jobs.len());
-    if threads <= 1 || bytes < PARALLEL_MIN_BYTES {
+    if bytes < PARALLEL_MIN_BYTES || jobs.len() < 2 {
+        return jobs.iter().flat_map(one_file).collect();
+    }
+    let threads = cores().min(jobs.len());
+    if threads <= 1 {
         return jobs.iter().flat_map(one_file).collect();
     }
     let next = AtomicUsize::new(0);

@@ -304,10 +304,7 @@ impl Trial {
         let storage = Arc::clone(self.store.storage());
         if let Some(sync) = storage.as_sync() {
             let parse = |k: &String| sync.get_sync(k).map(|b| IndexFile::parse(k, &b));
-            let threads = std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(keys.len() / 16)
-                .max(1);
+            let threads = crate::fetch::cores().min(keys.len() / 16).max(1);
             if threads == 1 {
                 return keys.iter().map(parse).collect();
             }
