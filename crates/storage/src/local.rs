@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use crate::error::{Operation, Result, StorageError};
 use crate::key::{invalid, prefix_dir, validate_key, validate_prefix};
-use crate::ranges::{plan, ReadOptions};
+use crate::ranges::{check_ranges, first_out_of_bounds, plan, ReadOptions};
 use crate::retry::LocalRetry;
 use crate::{ObjectMeta, Storage, SyncStorage};
 
@@ -253,46 +253,23 @@ impl SyncStorage for LocalStorage {
     /// after the other (from the page cache, parallel reads of one file gain nothing).
     fn get_ranges_sync(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         validate_key(key)?;
-        if let Some(bad) = ranges.iter().find(|r| r.start > r.end) {
-            return Err(StorageError::InvalidRange {
-                op: Operation::GetRange,
-                location: self.location(),
-                key: key.to_owned(),
-                range: bad.clone(),
-            });
-        }
+        check_ranges(&self.location(), key, ranges)?;
         let plan = plan(ranges, &self.read);
         let path = self.path(key);
         let read = self
             .retry
             .run(|| read_ranges(&path, &plan.fetches))
             .map_err(|e| self.io_error(Operation::GetRange, key, e))?;
-        let fetched = match read {
-            Ok(f) => f,
-            Err(size) => {
-                // Name the first requested range that is out of bounds, not a merged one.
-                let range = ranges
-                    .iter()
-                    .find(|r| r.end > size)
-                    .cloned()
-                    .unwrap_or_default();
-                return Err(StorageError::RangeOutOfBounds {
-                    op: Operation::GetRange,
-                    location: self.location(),
-                    key: key.to_owned(),
-                    range,
-                    size,
-                });
-            }
-        };
-        Ok(ranges
-            .iter()
-            .zip(&plan.parts)
-            .map(|(r, &(idx, offset))| {
-                let start = offset as usize;
-                fetched[idx].slice(start..start + (r.end - r.start) as usize)
-            })
-            .collect())
+        match read {
+            Ok(fetched) => Ok(plan.slice(ranges, &fetched)),
+            Err(size) => Err(StorageError::RangeOutOfBounds {
+                op: Operation::GetRange,
+                location: self.location(),
+                key: key.to_owned(),
+                range: first_out_of_bounds(ranges, size).unwrap_or_default(),
+                size,
+            }),
+        }
     }
 }
 

@@ -83,14 +83,7 @@ pub async fn get_ranges_with<S: Storage + ?Sized>(
     options: &ReadOptions,
 ) -> Result<Vec<Bytes>> {
     crate::validate_key(key)?;
-    if let Some(bad) = ranges.iter().find(|r| r.start > r.end) {
-        return Err(StorageError::InvalidRange {
-            op: Operation::GetRange,
-            location: store.location(),
-            key: key.to_owned(),
-            range: bad.clone(),
-        });
-    }
+    check_ranges(&store.location(), key, ranges)?;
     let plan = plan(ranges, options);
     let fetched: Vec<Bytes> = stream::iter(plan.fetches.iter().cloned())
         .map(|r| store.get_range(key, r))
@@ -98,37 +91,54 @@ pub async fn get_ranges_with<S: Storage + ?Sized>(
         .try_collect()
         .await
         .map_err(|e| match e {
-            // Name the first requested range that is out of bounds, not the merged one.
             StorageError::RangeOutOfBounds {
                 op,
                 location,
                 key,
                 range,
                 size,
-            } => {
-                let range = ranges
-                    .iter()
-                    .find(|r| r.end > size)
-                    .cloned()
-                    .unwrap_or(range);
-                StorageError::RangeOutOfBounds {
-                    op,
-                    location,
-                    key,
-                    range,
-                    size,
-                }
-            }
+            } => StorageError::RangeOutOfBounds {
+                op,
+                location,
+                key,
+                range: first_out_of_bounds(ranges, size).unwrap_or(range),
+                size,
+            },
             other => other,
         })?;
-    Ok(ranges
-        .iter()
-        .zip(&plan.parts)
-        .map(|(r, &(idx, offset))| {
-            let start = offset as usize;
-            fetched[idx].slice(start..start + (r.end - r.start) as usize)
-        })
-        .collect())
+    Ok(plan.slice(ranges, &fetched))
+}
+
+/// Fails with [`StorageError::InvalidRange`] for the first range with `start > end`.
+pub(crate) fn check_ranges(location: &str, key: &str, ranges: &[Range<u64>]) -> Result<()> {
+    match ranges.iter().find(|r| r.start > r.end) {
+        Some(bad) => Err(StorageError::InvalidRange {
+            op: Operation::GetRange,
+            location: location.to_owned(),
+            key: key.to_owned(),
+            range: bad.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The first requested range that ends beyond `size`: errors name it, not a merged fetch.
+pub(crate) fn first_out_of_bounds(ranges: &[Range<u64>], size: u64) -> Option<Range<u64>> {
+    ranges.iter().find(|r| r.end > size).cloned()
+}
+
+impl Plan {
+    /// The requested ranges, in the order requested, sliced out of the merged `fetched`.
+    pub(crate) fn slice(&self, ranges: &[Range<u64>], fetched: &[Bytes]) -> Vec<Bytes> {
+        ranges
+            .iter()
+            .zip(&self.parts)
+            .map(|(r, &(idx, offset))| {
+                let start = offset as usize;
+                fetched[idx].slice(start..start + (r.end - r.start) as usize)
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
