@@ -2,14 +2,14 @@
 //! (close ranges coalesced and files read concurrently by the storage layer), CRC-checked,
 //! decoded, and kept in a memory-bounded cache.
 
+use crate::parallel;
 use crate::state::RecordLocation;
 use crate::{Result, TrialError, Value};
 use futures::stream::{self, StreamExt};
 use smdebug_record::{decode_exact_record, decode_tensor_event_bytes, HEADER_LEN};
-use smdebug_storage::{BlockingStore, Bytes, SyncStorage};
+use smdebug_storage::{BlockingStore, Bytes};
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// How many event files are read at the same time.
@@ -153,114 +153,66 @@ pub(crate) fn fetch_values(
             (file, idx, ranges)
         })
         .collect();
-    if let Some(sync) = storage.as_sync() {
-        let decoded = read_and_decode_in_parallel(sync, locs, jobs);
-        let mut cache = lock(cache);
-        for (i, r) in decoded {
-            let r = match r {
-                Some(r) => r,
-                // The grouped read failed: record by record, as below.
-                None => single_read(store, locs[i]).map(Arc::new),
+    // One result per file: its ranges as read (or the read's error), in job order.
+    let reads: Vec<smdebug_storage::Result<Vec<Bytes>>> = match storage.as_sync() {
+        // Local disk: read and decode on this thread and helpers, one file at a time each.
+        Some(sync) => {
+            let bytes: u64 = locs.iter().map(|l| l.length).sum();
+            let threads = if bytes < PARALLEL_MIN_BYTES {
+                1
+            } else {
+                usize::MAX
             };
-            if let Ok(v) = &r {
-                cache.insert(locs[i], Arc::clone(v));
-            }
-            out[i] = Some(r);
+            let decoded = parallel::map(
+                &jobs,
+                threads,
+                "smdebug-trial-read",
+                |(file, idx, ranges)| file_results(locs, idx, sync.get_ranges_sync(file, ranges)),
+            );
+            return store_results(store, cache, locs, out, decoded.into_iter().flatten());
         }
-        return finish(out);
-    }
-    let results: Vec<(Vec<usize>, smdebug_storage::Result<Vec<Bytes>>)> =
-        store.block_on(async move {
-            stream::iter(jobs)
-                .map(|(file, idx, ranges)| {
-                    let storage = Arc::clone(&storage);
-                    async move {
-                        let r = storage.get_ranges(&file, &ranges).await;
-                        (idx, r)
-                    }
-                })
-                .buffer_unordered(FILE_CONCURRENCY)
-                .collect()
-                .await
-        });
-    let mut cache = lock(cache);
-    for (idx, result) in results {
-        match result {
-            Ok(parts) => {
-                for (&i, bytes) in idx.iter().zip(parts) {
-                    let r = decode_value(locs[i], &bytes).map(Arc::new);
-                    if let Ok(v) = &r {
-                        cache.insert(locs[i], Arc::clone(v));
-                    }
-                    out[i] = Some(r);
-                }
-            }
-            Err(e) => {
-                // A failed grouped read (one range past a truncated file's end fails the
-                // whole group) is retried record by record, so only the damaged records fail.
-                let not_found = e.is_not_found();
-                for &i in &idx {
-                    let r = if not_found {
-                        Err(TrialError::tensor_unavailable_for_step(
-                            &locs[i].tag,
-                            locs[i].mode_step,
-                            locs[i].mode,
-                            false,
-                        ))
-                    } else {
-                        single_read(store, locs[i]).map(Arc::new)
-                    };
-                    if let Ok(v) = &r {
-                        cache.insert(locs[i], Arc::clone(v));
-                    }
-                    out[i] = Some(r);
-                }
-            }
-        }
-    }
-    finish(out)
-}
-
-fn finish(out: Vec<Option<Result<Arc<Value>>>>) -> Vec<Result<Arc<Value>>> {
-    out.into_iter()
-        .map(|o| {
-            o.unwrap_or_else(|| {
-                Err(TrialError::InvalidArgument {
-                    message: "internal: a record was not fetched".into(),
-                })
+        None => {
+            let requests: Vec<(Arc<str>, Vec<Range<u64>>)> = jobs
+                .iter()
+                .map(|(file, _, ranges)| (Arc::clone(file), ranges.clone()))
+                .collect();
+            store.block_on(async move {
+                stream::iter(requests)
+                    .map(|(file, ranges)| {
+                        let storage = Arc::clone(&storage);
+                        async move { storage.get_ranges(&file, &ranges).await }
+                    })
+                    .buffered(FILE_CONCURRENCY)
+                    .collect()
+                    .await
             })
-        })
-        .collect()
-}
-
-/// `available_parallelism`, asked once: it reads cgroup files on every call, which showed
-/// up in the profile of one-record queries.
-pub(crate) fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        }
+    };
+    let decoded = jobs
+        .iter()
+        .zip(reads)
+        .flat_map(|((_, idx, _), read)| file_results(locs, idx, read));
+    store_results(store, cache, locs, out, decoded)
 }
 
 /// Bytes of records below which one thread does everything (a thread start costs more).
 const PARALLEL_MIN_BYTES: u64 = 1 << 20;
 
-/// For stores with synchronous reads (local disk): reads each file's ranges and decodes
-/// them on up to `available_parallelism` threads, each taking the next file when done. A
-/// location whose file could not be read as a group comes back as `None` (the caller
-/// retries it alone, so only damaged records fail).
-#[allow(clippy::type_complexity)]
-fn read_and_decode_in_parallel(
-    sync: &dyn SyncStorage,
+/// The values of one file's records (`idx` into `locs`) from the grouped read of their
+/// ranges. A missing file makes each value unavailable; any other failed grouped read (one
+/// range past a truncated file's end fails the whole group) gives `None`, for a retry record
+/// by record, so that only the damaged records fail.
+fn file_results(
     locs: &[&RecordLocation],
-    jobs: Vec<(Arc<str>, Vec<usize>, Vec<Range<u64>>)>,
+    idx: &[usize],
+    read: smdebug_storage::Result<Vec<Bytes>>,
 ) -> Vec<(usize, Option<Result<Arc<Value>>>)> {
-    let one_file = |(file, idx, ranges): &(Arc<str>, Vec<usize>, Vec<Range<u64>>)| match sync
-        .get_ranges_sync(file, ranges)
-    {
+    match read {
         Ok(parts) => idx
             .iter()
             .zip(parts)
             .map(|(&i, bytes)| (i, Some(decode_value(locs[i], &bytes).map(Arc::new))))
-            .collect::<Vec<_>>(),
+            .collect(),
         Err(e) if e.is_not_found() => idx
             .iter()
             .map(|&i| {
@@ -271,44 +223,34 @@ fn read_and_decode_in_parallel(
             })
             .collect(),
         Err(_) => idx.iter().map(|&i| (i, None)).collect(),
-    };
-    let bytes: u64 = locs.iter().map(|l| l.length).sum();
-    if bytes < PARALLEL_MIN_BYTES || jobs.len() < 2 {
-        return jobs.iter().flat_map(one_file).collect();
     }
-    let threads = cores().min(jobs.len());
-    if threads <= 1 {
-        return jobs.iter().flat_map(one_file).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let k = next.fetch_add(1, Ordering::Relaxed);
-            let Some(job) = jobs.get(k) else {
-                return done;
-            };
-            done.extend(one_file(job));
+}
+
+/// Retries what `file_results` left open, caches the values and fills `out` in order.
+fn store_results(
+    store: &BlockingStore,
+    cache: &Mutex<ValueCache>,
+    locs: &[&RecordLocation],
+    mut out: Vec<Option<Result<Arc<Value>>>>,
+    decoded: impl Iterator<Item = (usize, Option<Result<Arc<Value>>>)>,
+) -> Vec<Result<Arc<Value>>> {
+    let mut cache = lock(cache);
+    for (i, r) in decoded {
+        let r = r.unwrap_or_else(|| single_read(store, locs[i]).map(Arc::new));
+        if let Ok(v) = &r {
+            cache.insert(locs[i], Arc::clone(v));
         }
-    };
-    std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads)
-            .filter_map(|_| {
-                std::thread::Builder::new()
-                    .name("smdebug-trial-read".into())
-                    .spawn_scoped(scope, work)
-                    .ok()
+        out[i] = Some(r);
+    }
+    out.into_iter()
+        .map(|o| {
+            o.unwrap_or_else(|| {
+                Err(TrialError::InvalidArgument {
+                    message: "internal: a record was not fetched".into(),
+                })
             })
-            .collect();
-        let mut all = work();
-        for h in helpers {
-            match h.join() {
-                Ok(part) => all.extend(part),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        all
-    })
+        })
+        .collect()
 }
 
 /// Reads one record on its own.

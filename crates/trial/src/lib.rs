@@ -55,6 +55,7 @@
 pub mod dump;
 mod error;
 mod fetch;
+mod parallel;
 mod reductions;
 mod state;
 pub mod synth;

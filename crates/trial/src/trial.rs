@@ -1,6 +1,7 @@
 //! The `Trial`: opening a trial, refreshing its index, and the trial-level queries.
 
 use crate::fetch::{fetch_values, lock, ValueCache};
+use crate::parallel;
 use crate::state::{RecordLocation, State};
 use crate::tensor::Tensor;
 use crate::{Result, TrialError, Value};
@@ -303,32 +304,10 @@ impl Trial {
     fn read_index_files(&self, keys: Vec<String>) -> Vec<ParsedIndex> {
         let storage = Arc::clone(self.store.storage());
         if let Some(sync) = storage.as_sync() {
-            let parse = |k: &String| sync.get_sync(k).map(|b| IndexFile::parse(k, &b));
-            let threads = crate::fetch::cores().min(keys.len() / 16).max(1);
-            if threads == 1 {
-                return keys.iter().map(parse).collect();
-            }
-            let chunk = keys.len().div_ceil(threads);
-            return std::thread::scope(|scope| {
-                let parts: Vec<_> = keys
-                    .chunks(chunk)
-                    .map(|c| {
-                        // A thread that cannot start leaves its chunk to this thread.
-                        let spawned = std::thread::Builder::new()
-                            .name("smdebug-trial-index".into())
-                            .spawn_scoped(scope, move || c.iter().map(parse).collect::<Vec<_>>());
-                        (c, spawned.ok())
-                    })
-                    .collect();
-                let mut out = Vec::with_capacity(keys.len());
-                for (c, handle) in parts {
-                    match handle.map(|h| h.join()) {
-                        Some(Ok(done)) => out.extend(done),
-                        Some(Err(panic)) => std::panic::resume_unwind(panic),
-                        None => out.extend(c.iter().map(parse)),
-                    }
-                }
-                out
+            // One thread per 16 files at most: a thread start costs about what parsing a
+            // few small index files does.
+            return parallel::map(&keys, keys.len() / 16, "smdebug-trial-index", |k| {
+                sync.get_sync(k).map(|b| IndexFile::parse(k, &b))
             });
         }
         let concurrency = self.options.index_concurrency.max(1);
