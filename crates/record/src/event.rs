@@ -70,19 +70,7 @@ pub fn tensor_event(
     mode_step: i64,
     wall_time: f64,
 ) -> Result<Event> {
-    check_mode(i64::from(mode))?;
-    let metadata = SummaryMetadata {
-        plugin_data: vec![
-            summary_metadata::PluginData {
-                plugin_name: MODE_STEP_PLUGIN_NAME.to_owned(),
-                content: mode_step.to_string().into_bytes(),
-            },
-            summary_metadata::PluginData {
-                plugin_name: MODE_PLUGIN_NAME.to_owned(),
-                content: mode.to_string().into_bytes(),
-            },
-        ],
-    };
+    let metadata = mode_metadata(mode, mode_step)?;
     Ok(Event {
         wall_time,
         step,
@@ -94,6 +82,24 @@ pub fn tensor_event(
                 ..Default::default()
             }],
         })),
+    })
+}
+
+/// The summary metadata of a tensor event: mode step and mode as plugin data (fails for a
+/// mode outside 1..=4).
+fn mode_metadata(mode: u8, mode_step: i64) -> Result<SummaryMetadata> {
+    check_mode(i64::from(mode))?;
+    Ok(SummaryMetadata {
+        plugin_data: vec![
+            summary_metadata::PluginData {
+                plugin_name: MODE_STEP_PLUGIN_NAME.to_owned(),
+                content: mode_step.to_string().into_bytes(),
+            },
+            summary_metadata::PluginData {
+                plugin_name: MODE_PLUGIN_NAME.to_owned(),
+                content: mode.to_string().into_bytes(),
+            },
+        ],
     })
 }
 
@@ -160,19 +166,11 @@ pub fn append_tensor_event(
     // `metadata` (9); in a numeric TensorProto `tensor_content` (4) after dtype and shape
     // and before the typed lists, which stay empty. The doc test and a proptest compare
     // the bytes with the plain encoder.
-    let mut event = tensor_event(
-        tag,
-        &Tensor::from(ndarray::arr0(0u8).into_dyn()),
-        step,
-        mode,
-        mode_step,
+    let metadata = mode_metadata(mode, mode_step)?;
+    let event = Event {
         wall_time,
-    )?;
-    let Some(event::What::Summary(mut summary)) = event.what.take() else {
-        return Err(Error::unexpected_event("tensor_event built no summary"));
-    };
-    let Some(metadata) = summary.value.pop().and_then(|v| v.metadata) else {
-        return Err(Error::unexpected_event("tensor_event built no metadata"));
+        step,
+        what: None,
     };
     let content_field = if content_len > 0 {
         key_len(4) + encoded_len_varint(content_len as u64) + content_len
