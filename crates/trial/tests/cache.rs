@@ -1,52 +1,14 @@
 //! The value cache: a value read twice is read from storage once; `clear_cache` drops what
 //! is held, and the next read goes to storage again with the same result.
 
-use async_trait::async_trait;
+mod common;
+
+use common::Spy;
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
-use smdebug_storage::{BlockingStore, Bytes, Location, ObjectMeta, Storage};
+use smdebug_storage::{BlockingStore, Location};
 use smdebug_trial::synth::{write_collections, write_step, StepWrite};
 use smdebug_trial::{Trial, TrialOptions, Value};
-use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-
-/// Counts ranged reads (values); everything else passes through.
-#[derive(Debug)]
-struct Counting {
-    inner: Arc<dyn Storage>,
-    ranged: AtomicUsize,
-}
-
-#[async_trait]
-impl Storage for Counting {
-    fn location(&self) -> String {
-        self.inner.location()
-    }
-    async fn list(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-    ) -> smdebug_storage::Result<Vec<ObjectMeta>> {
-        self.inner.list(prefix, start_after).await
-    }
-    async fn get(&self, key: &str) -> smdebug_storage::Result<Bytes> {
-        self.inner.get(key).await
-    }
-    async fn get_range(&self, key: &str, range: Range<u64>) -> smdebug_storage::Result<Bytes> {
-        self.ranged.fetch_add(1, Ordering::SeqCst);
-        self.inner.get_range(key, range).await
-    }
-    async fn put(&self, key: &str, data: Bytes) -> smdebug_storage::Result<()> {
-        self.inner.put(key, data).await
-    }
-    async fn exists(&self, key: &str) -> smdebug_storage::Result<bool> {
-        self.inner.exists(key).await
-    }
-    async fn delete(&self, key: &str) -> smdebug_storage::Result<()> {
-        self.inner.delete(key).await
-    }
-}
 
 #[test]
 fn cached_values_are_read_once_and_clear_cache_drops_them() {
@@ -67,10 +29,7 @@ fn cached_values_are_read_once_and_clear_cache_drops_them() {
         },
     )
     .unwrap();
-    let counting = Arc::new(Counting {
-        inner: location.open().unwrap(),
-        ranged: AtomicUsize::new(0),
-    });
+    let counting = Spy::new(location.open().unwrap());
     let trial = Trial::from_storage(
         counting.clone(),
         &url,
@@ -79,7 +38,7 @@ fn cached_values_are_read_once_and_clear_cache_drops_them() {
     )
     .unwrap();
     let t = trial.tensor("w").unwrap();
-    let reads = || counting.ranged.load(Ordering::SeqCst);
+    let reads = || counting.ranged_reads();
 
     let first = t.value(0, Mode::Global, None).unwrap();
     assert_eq!(*first, value);

@@ -2,57 +2,14 @@
 //! last complete step), so a refresh of a long job returns only the new files, never the
 //! whole history.
 
-use async_trait::async_trait;
+mod common;
+
+use common::Spy;
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
-use smdebug_storage::{BlockingStore, Bytes, Location, ObjectMeta, Storage};
+use smdebug_storage::{BlockingStore, Location};
 use smdebug_trial::synth::{write_collections, write_step, StepWrite};
 use smdebug_trial::{Trial, TrialOptions, Value};
-use std::ops::Range;
-use std::sync::{Arc, Mutex};
-
-/// A store that records every listing of `index/`: (start_after, keys returned).
-#[derive(Debug)]
-struct Recording {
-    inner: Arc<dyn Storage>,
-    listings: Mutex<Vec<(Option<String>, usize)>>,
-}
-
-#[async_trait]
-impl Storage for Recording {
-    fn location(&self) -> String {
-        self.inner.location()
-    }
-    async fn list(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-    ) -> smdebug_storage::Result<Vec<ObjectMeta>> {
-        let out = self.inner.list(prefix, start_after).await?;
-        if prefix.starts_with("index") {
-            self.listings
-                .lock()
-                .unwrap()
-                .push((start_after.map(str::to_owned), out.len()));
-        }
-        Ok(out)
-    }
-    async fn get(&self, key: &str) -> smdebug_storage::Result<Bytes> {
-        self.inner.get(key).await
-    }
-    async fn get_range(&self, key: &str, range: Range<u64>) -> smdebug_storage::Result<Bytes> {
-        self.inner.get_range(key, range).await
-    }
-    async fn put(&self, key: &str, data: Bytes) -> smdebug_storage::Result<()> {
-        self.inner.put(key, data).await
-    }
-    async fn exists(&self, key: &str) -> smdebug_storage::Result<bool> {
-        self.inner.exists(key).await
-    }
-    async fn delete(&self, key: &str) -> smdebug_storage::Result<()> {
-        self.inner.delete(key).await
-    }
-}
 
 fn write(store: &BlockingStore, step: i64) {
     let v = Value::Float32(ArrayD::from_elem(IxDyn(&[2]), step as f32));
@@ -80,10 +37,7 @@ fn refreshes_list_only_what_follows_the_token() {
     for step in 0..2500 {
         write(&writer, step);
     }
-    let recording = Arc::new(Recording {
-        inner: location.open().unwrap(),
-        listings: Mutex::new(Vec::new()),
-    });
+    let recording = Spy::new(location.open().unwrap());
     let trial = Trial::from_storage(
         recording.clone(),
         &url,
@@ -97,7 +51,7 @@ fn refreshes_list_only_what_follows_the_token() {
         trial.refresh_data().unwrap();
     }
     assert_eq!(trial.steps(Mode::Global, false).unwrap().len(), 2503);
-    let listings = recording.listings.lock().unwrap().clone();
+    let listings = recording.index_listings();
     // The first listing sees everything; every later one starts after the last complete
     // step and sees at most the one new file.
     assert_eq!(listings[0], (None, 2500));

@@ -1,0 +1,76 @@
+//! A storage wrapper for tests that watch what the reader asks of its store.
+
+use async_trait::async_trait;
+use smdebug_storage::{Bytes, ObjectMeta, Storage};
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Passes everything to `inner`, recording each listing of `index/` (start-after, keys
+/// returned) and counting ranged reads. Offers no synchronous calls, so the reader goes
+/// through the async path.
+#[derive(Debug)]
+pub struct Spy {
+    inner: Arc<dyn Storage>,
+    listings: Mutex<Vec<(Option<String>, usize)>>,
+    ranged: AtomicUsize,
+}
+
+impl Spy {
+    pub fn new(inner: Arc<dyn Storage>) -> Arc<Spy> {
+        Arc::new(Spy {
+            inner,
+            listings: Mutex::new(Vec::new()),
+            ranged: AtomicUsize::new(0),
+        })
+    }
+
+    /// Every listing of `index/` so far.
+    #[allow(dead_code)] // not every test binary uses every probe
+    pub fn index_listings(&self) -> Vec<(Option<String>, usize)> {
+        self.listings.lock().unwrap().clone()
+    }
+
+    /// Ranged reads so far.
+    #[allow(dead_code)]
+    pub fn ranged_reads(&self) -> usize {
+        self.ranged.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Storage for Spy {
+    fn location(&self) -> String {
+        self.inner.location()
+    }
+    async fn list(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+    ) -> smdebug_storage::Result<Vec<ObjectMeta>> {
+        let out = self.inner.list(prefix, start_after).await?;
+        if prefix.starts_with("index") {
+            self.listings
+                .lock()
+                .unwrap()
+                .push((start_after.map(str::to_owned), out.len()));
+        }
+        Ok(out)
+    }
+    async fn get(&self, key: &str) -> smdebug_storage::Result<Bytes> {
+        self.inner.get(key).await
+    }
+    async fn get_range(&self, key: &str, range: Range<u64>) -> smdebug_storage::Result<Bytes> {
+        self.ranged.fetch_add(1, Ordering::SeqCst);
+        self.inner.get_range(key, range).await
+    }
+    async fn put(&self, key: &str, data: Bytes) -> smdebug_storage::Result<()> {
+        self.inner.put(key, data).await
+    }
+    async fn exists(&self, key: &str) -> smdebug_storage::Result<bool> {
+        self.inner.exists(key).await
+    }
+    async fn delete(&self, key: &str) -> smdebug_storage::Result<()> {
+        self.inner.delete(key).await
+    }
+}
