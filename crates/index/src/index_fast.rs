@@ -9,9 +9,8 @@
 //! checks that whatever this parser accepts, the tree parser accepts with the same result.
 
 use serde::{Deserialize, Deserializer};
-use smdebug_config::Mode;
 
-use crate::index_json::{is_python_whitespace, MAX_END_OFFSET};
+use crate::index_json::{index_mode, MAX_END_OFFSET};
 use crate::{IndexFile, IndexMeta, ShapeEntry, TensorEntry};
 
 #[derive(Deserialize)]
@@ -59,13 +58,7 @@ fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error>
 /// The index file, or `None` when the tree parser must decide.
 pub(crate) fn parse(bytes: &[u8]) -> Option<IndexFile> {
     let doc: Doc = serde_json::from_slice(bytes).ok()?;
-    let mode = match doc.meta.mode.trim_matches(is_python_whitespace) {
-        "TRAIN" => Mode::Train,
-        "EVAL" => Mode::Eval,
-        "PREDICT" => Mode::Predict,
-        "GLOBAL" => Mode::Global,
-        _ => return None,
-    };
+    let mode = index_mode(&doc.meta.mode)?;
     if !doc.tensor_payload.is_empty() && doc.meta.event_file_name.is_none() {
         return None;
     }

@@ -219,8 +219,20 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// The mode of an index file's `meta.mode`. smdebug reads it with
+/// `ModeKeys[mode.strip()]`: exact names, surrounding whitespace allowed.
+pub(crate) fn index_mode(text: &str) -> Option<Mode> {
+    match text.trim_matches(is_python_whitespace) {
+        "TRAIN" => Some(Mode::Train),
+        "EVAL" => Some(Mode::Eval),
+        "PREDICT" => Some(Mode::Predict),
+        "GLOBAL" => Some(Mode::Global),
+        _ => None,
+    }
+}
+
 /// Python's `str.strip()` whitespace: Unicode `White_Space` plus U+001C..U+001F.
-pub(crate) fn is_python_whitespace(c: char) -> bool {
+fn is_python_whitespace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
@@ -360,20 +372,10 @@ impl Parser<'_> {
     ) -> Result<IndexMeta, IndexFileError> {
         let (mode_v, field) = self.get(meta, "meta", "mode")?;
         let mode_text = self.string(mode_v, field)?;
-        // smdebug reads the mode with `ModeKeys[mode.strip()]`: exact names, surrounding
-        // whitespace allowed.
-        let mode = match mode_text.trim_matches(is_python_whitespace) {
-            "TRAIN" => Mode::Train,
-            "EVAL" => Mode::Eval,
-            "PREDICT" => Mode::Predict,
-            "GLOBAL" => Mode::Global,
-            _ => {
-                return Err(IndexFileError::UnknownMode {
-                    file: self.file.to_owned(),
-                    mode: mode_text.to_owned(),
-                })
-            }
-        };
+        let mode = index_mode(mode_text).ok_or_else(|| IndexFileError::UnknownMode {
+            file: self.file.to_owned(),
+            mode: mode_text.to_owned(),
+        })?;
         let (step_v, field) = self.get(meta, "meta", "mode_step")?;
         let mode_step = self.i64(step_v, field)?;
         let event_file_name = match meta.get("event_file_name") {
