@@ -1,7 +1,8 @@
 //! CPU work of one reader call spread over scoped threads, joined before the call returns.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{mpsc, OnceLock};
 
 /// `available_parallelism`, asked once: it reads cgroup files on every call, which showed
 /// up in the profile of one-record queries.
@@ -56,6 +57,70 @@ pub(crate) fn map<T: Sync, R: Send>(
     all.into_iter().map(|(_, r)| r).collect()
 }
 
+/// `for r in items.iter().map(f) { consume(r) }` with `f` on up to `min(cores,
+/// max_threads)` threads: `consume` runs on this thread, in the order of `items`, as soon as
+/// each result and those before it are ready, so consuming overlaps with computing. While
+/// the next result is not ready this thread computes an item itself.
+pub(crate) fn for_each_ordered<T: Sync, R: Send>(
+    items: &[T],
+    max_threads: usize,
+    name: &str,
+    f: impl Fn(&T) -> R + Sync,
+    mut consume: impl FnMut(R),
+) {
+    let threads = cores().min(max_threads).min(items.len());
+    if threads <= 1 {
+        items.iter().map(f).for_each(consume);
+        return;
+    }
+    let next = AtomicUsize::new(0);
+    let take = || {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        items.get(k).map(|item| (k, f(item)))
+    };
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        for _ in 1..threads {
+            let tx = tx.clone();
+            let helper = move || {
+                while let Some(done) = take() {
+                    if tx.send(done).is_err() {
+                        return;
+                    }
+                }
+            };
+            // A helper that cannot start leaves its share to the others.
+            let _ = std::thread::Builder::new()
+                .name(name.to_owned())
+                .spawn_scoped(scope, helper);
+        }
+        drop(tx);
+        let mut ready: BTreeMap<usize, R> = BTreeMap::new();
+        let mut want = 0;
+        while want < items.len() {
+            if let Some(r) = ready.remove(&want) {
+                consume(r);
+                want += 1;
+                continue;
+            }
+            let arrived = match rx.try_recv() {
+                Ok(done) => Some(done),
+                Err(_) => take(),
+            };
+            let (k, r) = match arrived {
+                Some(done) => done,
+                None => match rx.recv() {
+                    Ok(done) => done,
+                    // Every helper ended without sending `want`: one panicked, and leaving
+                    // the scope resumes its panic.
+                    Err(_) => break,
+                },
+            };
+            ready.insert(k, r);
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -64,5 +129,14 @@ mod tests {
         let out = super::map(&items, 4, "test", |&x| x * 2);
         assert_eq!(out, items.iter().map(|x| x * 2).collect::<Vec<_>>());
         assert!(super::map(&[] as &[u32], 4, "test", |&x| x).is_empty());
+    }
+
+    #[test]
+    fn consumes_in_order_every_item_once() {
+        let items: Vec<u32> = (0..1000).collect();
+        let mut seen = Vec::new();
+        super::for_each_ordered(&items, 4, "test", |&x| x * 2, |r| seen.push(r));
+        assert_eq!(seen, items.iter().map(|x| x * 2).collect::<Vec<_>>());
+        super::for_each_ordered(&[] as &[u32], 4, "test", |&x| x, |_| panic!("no items"));
     }
 }

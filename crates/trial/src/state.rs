@@ -44,35 +44,94 @@ pub(crate) struct StepData {
     pub reductions: BTreeMap<(String, bool), Option<RecordLocation>>,
 }
 
+/// What each worker saved of a tensor at one step, workers in first-seen order.
+pub(crate) type Workers = Vec<(Arc<str>, StepData)>;
+
 /// Everything known about one tensor.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TensorData {
     pub original_name: Option<String>,
     /// mode → mode step → workers in first-seen order.
-    pub modes: BTreeMap<Mode, BTreeMap<i64, Vec<(String, StepData)>>>,
+    pub modes: BTreeMap<Mode, BTreeMap<i64, Workers>>,
 }
 
 impl TensorData {
-    pub fn step_dict(&self, mode: Mode, mode_step: i64) -> Option<&Vec<(String, StepData)>> {
+    pub fn step_dict(&self, mode: Mode, mode_step: i64) -> Option<&Workers> {
         self.modes.get(&mode).and_then(|m| m.get(&mode_step))
     }
 
-    fn entry(&mut self, mode: Mode, mode_step: i64, worker: &str) -> &mut StepData {
+    fn entry(&mut self, mode: Mode, mode_step: i64, worker: &Arc<str>) -> &mut StepData {
         let workers = self
             .modes
             .entry(mode)
             .or_default()
             .entry(mode_step)
-            .or_default();
+            // Most steps have one worker; the default capacity of 4 would allocate four
+            // `StepData`s for every tensor at every step.
+            .or_insert_with(|| Vec::with_capacity(1));
         let i = match workers.iter().position(|(w, _)| w == worker) {
             Some(i) => i,
             None => {
-                workers.push((worker.to_owned(), StepData::default()));
+                workers.push((Arc::clone(worker), StepData::default()));
                 workers.len() - 1
             }
         };
         &mut workers[i].1
     }
+}
+
+/// The tensors of a trial by name: data in a vector, names sorted in a map, so that
+/// registering can reach a tensor by its number without searching the names again.
+#[derive(Debug, Default)]
+pub(crate) struct Tensors {
+    ids: BTreeMap<String, usize>,
+    data: Vec<TensorData>,
+    names: Vec<Arc<str>>,
+}
+
+impl Tensors {
+    pub fn get(&self, name: &str) -> Option<&TensorData> {
+        self.ids.get(name).map(|&i| &self.data[i])
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.ids.contains_key(name)
+    }
+
+    /// Names in sorted order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.ids.keys()
+    }
+
+    /// Every tensor's data, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &TensorData> {
+        self.data.iter()
+    }
+
+    /// The tensor's number, adding it when new.
+    fn id(&mut self, name: &str) -> usize {
+        if let Some(&i) = self.ids.get(name) {
+            return i;
+        }
+        let i = self.data.len();
+        self.ids.insert(name.to_owned(), i);
+        self.data.push(TensorData::default());
+        self.names.push(Arc::from(name));
+        i
+    }
+
+    fn name(&self, id: usize) -> &Arc<str> {
+        &self.names[id]
+    }
+}
+
+/// What an index entry's name resolved to, remembered from the previous index file: most
+/// index files list the same names in the same order as the one before.
+#[derive(Debug)]
+struct Resolved {
+    entry_name: String,
+    tensor: usize,
+    reduction: Option<(String, bool)>,
 }
 
 /// smdebug's `reverse_reduction_tensor_name`: `(tensor, op, abs)` for a name containing
@@ -91,11 +150,12 @@ pub fn reverse_reduction_name(name: &str) -> Option<(String, String, bool)> {
 /// The index bookkeeping of a trial.
 #[derive(Debug, Default)]
 pub(crate) struct State {
-    pub tensors: BTreeMap<String, TensorData>,
+    pub tensors: Tensors,
     pub global_to_mode: BTreeMap<i64, (Mode, i64)>,
     pub mode_to_global: BTreeMap<Mode, BTreeMap<i64, i64>>,
     pub workers_for_global_step: BTreeMap<i64, BTreeSet<String>>,
-    pub global_step_to_tensors: BTreeMap<i64, BTreeSet<String>>,
+    /// Global step → numbers of the tensors saved there (see [`Tensors`]).
+    pub global_step_to_tensors: BTreeMap<i64, BTreeSet<usize>>,
     pub mode_to_tensors: BTreeMap<Mode, BTreeSet<String>>,
     pub last_complete_step: i64,
     /// The start-after key of the next index listing, relative to the trial root.
@@ -108,6 +168,8 @@ pub(crate) struct State {
     pub num_workers: usize,
     /// Skipped unparsable index files: global step → (key, error).
     pub index_errors: BTreeMap<i64, (String, smdebug_index::IndexFileError)>,
+    /// How the entries of the last registered index file resolved, in their order.
+    resolved: Vec<Resolved>,
 }
 
 /// Soft limit of remembered index file names (smdebug's `ReadIndexFilesCache.cache_limit`).
@@ -137,29 +199,37 @@ impl State {
     }
 
     /// Registers every entry of one index file (`step` and `worker` from its name).
-    pub fn register_index_file(&mut self, key: &str, step: i64, worker: &str, index: &IndexFile) {
+    pub fn register_index_file(&mut self, key: &str, step: i64, worker: &str, index: IndexFile) {
+        if index.tensors.is_empty() && index.shapes.is_empty() {
+            return;
+        }
         let mode = index.meta.mode;
         let mode_step = index.meta.mode_step;
         let index_file: Arc<str> = Arc::from(key);
+        let worker: Arc<str> = Arc::from(worker);
         // The index crate validated the name (a relative key under events/).
         let event_file: Option<Arc<str>> =
             index.meta.event_file_key().ok().flatten().map(Arc::from);
-        for entry in &index.tensors {
+        self.populate_step(mode, mode_step, step, &worker);
+        let tensors_len = index.tensors.len();
+        let mut ids = Vec::with_capacity(tensors_len + index.shapes.len());
+        for (i, entry) in index.tensors.into_iter().enumerate() {
+            let (id, reduction) = self.resolve(i, &entry.name);
             let location = event_file.as_ref().map(|ev| RecordLocation {
                 event_file: Arc::clone(ev),
                 start: entry.start_idx,
                 length: entry.length,
                 payload_crc32c: entry.payload_crc32c,
-                tag: entry.name.clone(),
+                tag: entry.name,
                 index_file: Arc::clone(&index_file),
                 step,
                 mode,
                 mode_step,
             });
-            let (tensor, reduction) = split_name(&entry.name);
-            self.populate(&tensor, mode, mode_step, step, worker);
-            let data = self.tensors.entry(tensor).or_default();
-            let step_data = data.entry(mode, mode_step, worker);
+            let new_in_mode = !self.tensors.data[id].modes.contains_key(&mode);
+            self.populate_tensor(id, mode, new_in_mode);
+            ids.push(id);
+            let step_data = self.tensors.data[id].entry(mode, mode_step, &worker);
             match reduction {
                 Some(key) => {
                     step_data.reductions.insert(key, location);
@@ -168,10 +238,11 @@ impl State {
                 None => step_data.location = location,
             }
         }
-        for entry in &index.shapes {
-            let (tensor, reduction) = split_name(&entry.name);
-            let data = self.tensors.entry(tensor.clone()).or_default();
-            let step_data = data.entry(mode, mode_step, worker);
+        for (i, entry) in index.shapes.into_iter().enumerate() {
+            let (id, reduction) = self.resolve(tensors_len + i, &entry.name);
+            let data = &mut self.tensors.data[id];
+            let new_in_mode = !data.modes.contains_key(&mode);
+            let step_data = data.entry(mode, mode_step, &worker);
             match reduction {
                 Some(key) => {
                     step_data.reductions.entry(key).or_insert(None);
@@ -179,30 +250,86 @@ impl State {
                 None => {
                     // smdebug replaces a raw value's location by the shape here [PY-BUG];
                     // both are kept.
-                    step_data.shape = Some(entry.shape.clone());
-                    data.original_name = Some(entry.original_name.clone());
+                    step_data.shape = Some(entry.shape);
+                    data.original_name = Some(entry.original_name);
                 }
             }
-            self.populate(&tensor, mode, mode_step, step, worker);
+            self.populate_tensor(id, mode, new_in_mode);
+            ids.push(id);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        let at_step = self.global_step_to_tensors.entry(step).or_default();
+        if at_step.is_empty() {
+            // Built from sorted numbers in one go rather than inserted one by one.
+            *at_step = ids.into_iter().collect();
+        } else {
+            at_step.extend(ids);
         }
     }
 
-    fn populate(&mut self, tensor: &str, mode: Mode, mode_step: i64, step: i64, worker: &str) {
+    /// The tensor number and reduction key of the `i`th entry of an index file, reusing the
+    /// previous index file's answer when its `i`th entry had the same name.
+    fn resolve(&mut self, i: usize, name: &str) -> (usize, Option<(String, bool)>) {
+        if let Some(r) = self.resolved.get(i) {
+            if r.entry_name == name {
+                return (r.tensor, r.reduction.clone());
+            }
+        }
+        let (tensor, reduction) = split_name(name);
+        let id = self.tensors.id(&tensor);
+        let r = Resolved {
+            entry_name: name.to_owned(),
+            tensor: id,
+            reduction: reduction.clone(),
+        };
+        if i < self.resolved.len() {
+            self.resolved[i] = r;
+        } else {
+            self.resolved.push(r);
+        }
+        (id, reduction)
+    }
+
+    /// The step-level bookkeeping of an index file with at least one entry.
+    fn populate_step(&mut self, mode: Mode, mode_step: i64, step: i64, worker: &str) {
         if mode != Mode::Global {
             self.mode_to_global
                 .entry(mode)
                 .or_default()
                 .entry(mode_step)
                 .or_insert(step);
-            insert_str(self.mode_to_tensors.entry(mode).or_default(), tensor);
         }
         self.global_to_mode.entry(step).or_insert((mode, mode_step));
-        insert_str(self.global_step_to_tensors.entry(step).or_default(), tensor);
         let workers = self.workers_for_global_step.entry(step).or_default();
         insert_str(workers, worker);
         if workers.len() == self.num_workers && step > self.last_complete_step {
             self.last_complete_step = step;
         }
+    }
+
+    /// The mode-level bookkeeping of one entry; `new_in_mode`: the tensor had no entry in
+    /// `mode` yet (a tensor is in `mode_to_tensors` exactly when it has one).
+    fn populate_tensor(&mut self, id: usize, mode: Mode, new_in_mode: bool) {
+        if mode != Mode::Global && new_in_mode {
+            insert_str(
+                self.mode_to_tensors.entry(mode).or_default(),
+                self.tensors.name(id),
+            );
+        }
+    }
+
+    /// Names of the tensors saved at global step `step`, sorted.
+    pub fn tensors_at_step(&self, step: i64) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .global_step_to_tensors
+            .get(&step)
+            .into_iter()
+            .flatten()
+            .map(|&id| self.tensors.name(id).to_string())
+            .collect();
+        names.sort_unstable();
+        names
     }
 
     /// smdebug's `_update_last_index_token` (SEMANTICS.md §8.4), called after a listing.

@@ -117,7 +117,7 @@ impl<'t> Tensor<'t> {
             return Ok(None);
         };
         let found = match worker {
-            Some(w) => workers.iter().find(|(x, _)| x == w),
+            Some(w) => workers.iter().find(|(x, _)| **x == *w),
             None => workers.iter().min_by(|a, b| a.0.cmp(&b.0)),
         };
         match (found, worker) {
@@ -297,7 +297,7 @@ impl<'t> Tensor<'t> {
             .tensors
             .get(&self.name)
             .and_then(|d| d.step_dict(m, s))
-            .map(|ws| ws.iter().map(|(w, _)| w.clone()).collect())
+            .map(|ws| ws.iter().map(|(w, _)| w.to_string()).collect())
             .unwrap_or_default())
     }
 

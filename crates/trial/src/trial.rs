@@ -273,22 +273,38 @@ impl Trial {
             todo.push((obj.key.clone(), name.step, name.worker().into_owned()));
         }
         let keys: Vec<String> = todo.iter().map(|(k, _, _)| k.clone()).collect();
-        let fetched = self.read_index_files(keys);
-        for ((key, step, worker), parsed) in todo.iter().zip(fetched) {
+        let mut todo = todo.iter();
+        let mut failed = None;
+        self.read_index_files(keys, |parsed| {
+            let Some((key, step, worker)) = todo.next() else {
+                return;
+            };
+            if failed.is_some() {
+                return;
+            }
             let parsed = match parsed {
                 Ok(p) => p,
                 // Listed, then removed before it could be read: it is not part of the trial.
-                Err(e) if e.is_not_found() => continue,
-                Err(e) => return Err(e.into()),
+                Err(e) if e.is_not_found() => return,
+                Err(e) => {
+                    failed = Some(TrialError::from(e));
+                    return;
+                }
             };
             match parsed {
-                Ok(index) => st.register_index_file(key, *step, worker, &index),
+                Ok(index) => st.register_index_file(key, *step, worker, index),
                 Err(e) if self.options.skip_corrupt_index_files => {
                     st.index_errors.insert(*step, (key.to_owned(), e));
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    failed = Some(e.into());
+                    return;
+                }
             }
             st.remember_read(key);
+        });
+        if let Some(e) = failed {
+            return Err(e);
         }
         // smdebug moves the token only through `_update_last_index_token` (to the last
         // complete step, or half a window ahead); a listing merely triggers the update.
@@ -298,20 +314,27 @@ impl Trial {
         Ok(())
     }
 
-    /// Reads and parses index files, in the order given: concurrently on object stores, on
-    /// up to `available_parallelism` threads for local disk (parsing is most of the work of
-    /// opening a large trial).
-    fn read_index_files(&self, keys: Vec<String>) -> Vec<ParsedIndex> {
+    /// Reads and parses index files and hands each to `consume`, in the order given:
+    /// concurrently on object stores, on up to `available_parallelism` threads for local disk
+    /// (parsing is most of the work of opening a large trial), registering each file while
+    /// the next ones are parsed.
+    fn read_index_files(&self, keys: Vec<String>, consume: impl FnMut(ParsedIndex)) {
         let storage = Arc::clone(self.store.storage());
         if let Some(sync) = storage.as_sync() {
             // One thread per 16 files at most: a thread start costs about what parsing a
             // few small index files does.
-            return parallel::map(&keys, keys.len() / 16, "smdebug-trial-index", |k| {
-                sync.get_sync(k).map(|b| IndexFile::parse(k, &b))
-            });
+            let parse = |k: &String| sync.get_sync(k).map(|b| IndexFile::parse(k, &b));
+            parallel::for_each_ordered(
+                &keys,
+                keys.len() / 16,
+                "smdebug-trial-index",
+                parse,
+                consume,
+            );
+            return;
         }
         let concurrency = self.options.index_concurrency.max(1);
-        self.store.block_on(async move {
+        let parsed: Vec<ParsedIndex> = self.store.block_on(async move {
             stream::iter(keys)
                 .map(|k| {
                     let storage = Arc::clone(&storage);
@@ -320,7 +343,8 @@ impl Trial {
                 .buffered(concurrency)
                 .collect()
                 .await
-        })
+        });
+        parsed.into_iter().for_each(consume);
     }
 
     fn in_range(&self, step: i64) -> bool {
@@ -418,10 +442,7 @@ impl Trial {
                             context: "mode step of tensor_names(step=, mode=)",
                         })?
                 };
-                st.global_step_to_tensors
-                    .get(&global)
-                    .map(|s| s.iter().cloned().collect())
-                    .unwrap_or_default()
+                st.tensors_at_step(global)
             }
         };
         let keep: Option<Vec<PyRegex>> = match (&filter.regex, &filter.collection) {
