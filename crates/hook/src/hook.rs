@@ -29,9 +29,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Most jobs the training thread holds before handing them to the writer thread (see
-/// [`Hook::send`]); below the default queue capacity, so one burst never waits for the
-/// writer to make room.
+/// Most jobs the training thread holds before handing them to the writer thread as one
+/// batch (see [`Hook::send`]); a quarter of the default queue capacity, so the queue holds
+/// four batches.
 const MAX_PENDING_JOBS: usize = 64;
 
 /// Most tensor elements the training thread holds before handing them over: a step that
@@ -150,6 +150,8 @@ pub struct Hook {
     tx: Option<SyncSender<Job>>,
     /// Jobs of the current step not yet handed to the writer (see [`Hook::send`]).
     pending: Vec<Job>,
+    /// Most jobs in `pending` (and so in one batch).
+    batch_jobs: usize,
     /// Elements of the tensors in `pending`.
     pending_elements: usize,
     thread: Option<JoinHandle<()>>,
@@ -280,7 +282,16 @@ impl Hook {
         let stop_key = stop_signal_file_key(&stop_name)?;
 
         let shared = Arc::new(Shared::default());
-        let (tx, rx) = sync_channel(b.queue_capacity);
+        // With `Block` the channel carries batches of up to `batch_jobs` jobs: as many slots
+        // as keep the queued jobs within `queue_capacity`.
+        let (batch_jobs, slots) = match b.queue_policy {
+            QueuePolicy::Block => {
+                let batch = b.queue_capacity.clamp(1, MAX_PENDING_JOBS);
+                (batch, (b.queue_capacity / batch).max(1))
+            }
+            QueuePolicy::DropNewest => (1, b.queue_capacity),
+        };
+        let (tx, rx) = sync_channel(slots);
         let cfg = WriterConfig {
             store: store.clone(),
             worker: b.worker.clone(),
@@ -329,6 +340,7 @@ impl Hook {
             policy: b.queue_policy,
             tx: Some(tx),
             pending: Vec::new(),
+            batch_jobs,
             pending_elements: 0,
             thread: Some(thread),
             shared,
@@ -411,12 +423,15 @@ impl Hook {
     }
 
     /// Hands a job to the writer thread, in order. With [`QueuePolicy::Block`] the jobs of
-    /// a step are held on the training thread and sent together when the next step starts
-    /// (or at [`Hook::flush`] / close, or once [`MAX_PENDING_JOBS`] jobs or
-    /// [`MAX_PENDING_ELEMENTS`] elements are held): each send to an idle writer wakes it,
-    /// and on a machine with few cores every wake-up can preempt a thread of the training
-    /// itself mid-operation. One burst per step costs one wake-up instead of one per tensor.
-    /// The writer does the same work in the same order, one step later at most.
+    /// a step are held on the training thread and sent as one batch (one message of the
+    /// channel) when the next step starts (or at [`Hook::flush`] / close, or once
+    /// `batch_jobs` jobs or [`MAX_PENDING_ELEMENTS`] elements are held): each message to an
+    /// idle writer wakes it, and on a machine with few cores every wake-up can preempt a
+    /// thread of the training itself mid-operation. Sent one by one, even back to back, the
+    /// jobs of a burst woke the writer several times per step (it takes each job as soon
+    /// as it arrives and goes back to sleep), and the sender and the waking writer contend
+    /// for the channel's lock. One batch per step costs one wake-up. The writer does the same
+    /// work in the same order, one step later at most.
     fn send(&mut self, job: Job) -> Result<()> {
         if self.tx.is_none() {
             return Err(HookError::WriterFailed {
@@ -430,20 +445,21 @@ impl Hook {
             self.pending_elements += t.value.len();
         }
         self.pending.push(job);
-        if self.pending.len() >= MAX_PENDING_JOBS || self.pending_elements >= MAX_PENDING_ELEMENTS {
+        if self.pending.len() >= self.batch_jobs || self.pending_elements >= MAX_PENDING_ELEMENTS {
             self.send_pending()?;
         }
         Ok(())
     }
 
-    /// Sends the held jobs (see [`Hook::send`]).
+    /// Sends the held jobs as one batch (see [`Hook::send`]).
     fn send_pending(&mut self) -> Result<()> {
         self.pending_elements = 0;
-        let jobs = std::mem::take(&mut self.pending);
-        for job in jobs {
-            self.send_now(job)?;
+        let mut jobs = std::mem::take(&mut self.pending);
+        match jobs.len() {
+            0 => Ok(()),
+            1 => self.send_now(jobs.remove(0)),
+            _ => self.send_now(Job::Batch(jobs)),
         }
-        Ok(())
     }
 
     fn send_now(&mut self, job: Job) -> Result<()> {
@@ -1056,6 +1072,36 @@ mod tests {
     }
 
     #[test]
+    fn held_jobs_are_bounded_by_the_batch_size() {
+        let d = tempfile::tempdir().unwrap();
+        let mut h = hook(d.path(), QueuePolicy::Block, 256);
+        assert_eq!(h.batch_jobs, MAX_PENDING_JOBS);
+        h.step().unwrap();
+        let n = MAX_PENDING_JOBS * 2 + 5;
+        let mut most = 0;
+        for i in 0..n {
+            h.save(&format!("L{i}MSELoss_output_0"), loss()).unwrap();
+            most = most.max(h.pending.len());
+        }
+        assert_eq!(most, MAX_PENDING_JOBS - 1);
+        assert_eq!(h.close().unwrap().records, n as u64);
+    }
+
+    #[test]
+    fn a_queue_smaller_than_a_batch_holds_no_more_jobs_than_its_capacity() {
+        let d = tempfile::tempdir().unwrap();
+        let mut h = hook(d.path(), QueuePolicy::Block, 3);
+        assert_eq!(h.batch_jobs, 3);
+        h.step().unwrap();
+        let n = MAX_PENDING_JOBS * 2 + 5;
+        for i in 0..n {
+            h.save(&format!("L{i}MSELoss_output_0"), loss()).unwrap();
+            assert!(h.pending.len() < 3);
+        }
+        assert_eq!(h.close().unwrap().records, n as u64);
+    }
+
+    #[test]
     fn held_jobs_are_bounded_and_a_tiny_queue_still_gets_everything() {
         let d = tempfile::tempdir().unwrap();
         let mut h = hook(d.path(), QueuePolicy::Block, 1);
@@ -1063,7 +1109,7 @@ mod tests {
         let n = MAX_PENDING_JOBS * 2 + 5;
         for i in 0..n {
             h.save(&format!("L{i}MSELoss_output_0"), loss()).unwrap();
-            assert!(h.pending.len() < MAX_PENDING_JOBS);
+            assert!(h.pending.is_empty(), "a queue of one job holds single jobs");
         }
         let big = Tensor::from(ndarray::Array1::<f32>::zeros(MAX_PENDING_ELEMENTS).into_dyn());
         h.save("BigMSELoss_output_0", big).unwrap();

@@ -38,9 +38,9 @@
 //!
 //! The training thread only decides and copies: [`Hook::save`] takes the tensor by value
 //! and makes it one job for a bounded channel (capacity [`HookBuilder::queue_capacity`],
-//! default 256 jobs). With [`QueuePolicy::Block`] a step's jobs are handed over together
-//! when the next step starts (or at [`Hook::flush`] and close, or earlier once 64 jobs or
-//! 2²⁰ tensor elements are held): one wake-up of the writer per step instead of one per
+//! default 256 jobs). With [`QueuePolicy::Block`] a step's jobs are handed over as one
+//! batch when the next step starts (or at [`Hook::flush`] and close, or earlier once 64 jobs
+//! or 2²⁰ tensor elements are held): one wake-up of the writer per step instead of one per
 //! tensor, which matters on machines with few cores where each wake-up can preempt the
 //! training's own threads. One writer thread per hook computes reductions (with
 //! `smdebug-reduce`), encodes the protobuf events, frames them with CRCs and keeps the step's

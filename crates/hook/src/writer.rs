@@ -18,7 +18,7 @@ use smdebug_record::{
 use smdebug_reduce::{Flavor, ReductionRequest, Scalar, TensorView};
 use smdebug_storage::{BlockingStore, Bytes};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
@@ -63,13 +63,19 @@ pub(crate) enum Job {
     Put { key: String, data: Bytes },
     /// Reply once everything before this job is written.
     Flush(SyncSender<Result<(), String>>),
+    /// Several jobs, in order, sent as one message (one wake-up of the writer).
+    Batch(Vec<Job>),
 }
 
 /// Counters shared with the hook.
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     /// The writer thread's first failure; once set, nothing more is written.
-    pub failure: Mutex<Option<String>>,
+    failure: Mutex<Option<String>>,
+    /// Whether `failure` is set. The writer and I/O threads ask before every job and the
+    /// training thread at every step: an atomic load instead of taking a lock the other
+    /// threads take too (contended, that lock cost a futex sleep and wake-up per step).
+    failed: AtomicBool,
     /// Tensors dropped because the queue was full (drop policy).
     pub dropped: AtomicU64,
     /// Records written to events files.
@@ -80,10 +86,18 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub fn failure(&self) -> Option<String> {
+        if !self.failed() {
+            return None;
+        }
         self.failure
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Whether a failure was recorded.
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     fn fail(&self, message: String) {
@@ -91,6 +105,8 @@ impl Shared {
         if slot.is_none() {
             tracing::error!("smdebug hook writer: {message}");
             *slot = Some(message);
+            // Release: whoever sees the flag then finds the message under the lock.
+            self.failed.store(true, Ordering::Release);
         }
     }
 }
@@ -127,14 +143,19 @@ struct TbFile {
     bytes: Vec<u8>,
 }
 
-/// A put for the I/O thread, which performs them in order.
+/// One object for the I/O thread to store.
+struct Put {
+    store: Arc<BlockingStore>,
+    key: String,
+    data: Bytes,
+    event_bytes: u64,
+}
+
+/// Work for the I/O thread, which performs puts in order.
 enum IoJob {
-    Put {
-        store: Arc<BlockingStore>,
-        key: String,
-        data: Bytes,
-        event_bytes: u64,
-    },
+    /// The puts a job of the writer produced (a step's events file, then its index file and
+    /// TensorBoard files), in order: one message, so one wake-up of the I/O thread per step.
+    Puts(Vec<Put>),
     Flush(SyncSender<()>),
 }
 
@@ -144,6 +165,8 @@ struct Writer {
     current: Option<StepFile>,
     tb_files: BTreeMap<u8, TbFile>,
     io: Option<SyncSender<IoJob>>,
+    /// Puts of the current job, handed to the I/O thread together when the job is done.
+    outgoing: Vec<Put>,
     /// Size of the last published events file (capacity hint for the next one).
     last_events_len: usize,
     /// Events buffers the I/O thread is done with (see [`run_io`]).
@@ -164,25 +187,28 @@ fn run_io(shared: Arc<Shared>, jobs: Receiver<IoJob>, spare: SyncSender<Vec<u8>>
             IoJob::Flush(reply) => {
                 let _ = reply.send(());
             }
-            IoJob::Put {
-                store,
-                key,
-                data,
-                event_bytes,
-            } => {
-                if shared.failure().is_some() {
-                    continue;
-                }
-                let keep = (event_bytes > 0).then(|| data.clone());
-                match store.put(&key, data) {
-                    Ok(()) => {
-                        shared.event_bytes.fetch_add(event_bytes, Ordering::Relaxed);
+            IoJob::Puts(puts) => {
+                for Put {
+                    store,
+                    key,
+                    data,
+                    event_bytes,
+                } in puts
+                {
+                    if shared.failed() {
+                        break;
                     }
-                    Err(e) => shared.fail(format!("writing {key}: {e}")),
-                }
-                if let Some(Ok(buffer)) = keep.map(Bytes::try_into_mut) {
-                    // Full (the writer has spares enough) or gone: the buffer is freed.
-                    let _ = spare.try_send(Vec::from(buffer));
+                    let keep = (event_bytes > 0).then(|| data.clone());
+                    match store.put(&key, data) {
+                        Ok(()) => {
+                            shared.event_bytes.fetch_add(event_bytes, Ordering::Relaxed);
+                        }
+                        Err(e) => shared.fail(format!("writing {key}: {e}")),
+                    }
+                    if let Some(Ok(buffer)) = keep.map(Bytes::try_into_mut) {
+                        // Full (the writer has spares enough) or gone: the buffer is freed.
+                        let _ = spare.try_send(Vec::from(buffer));
+                    }
                 }
             }
         }
@@ -192,7 +218,7 @@ fn run_io(shared: Arc<Shared>, jobs: Receiver<IoJob>, spare: SyncSender<Vec<u8>>
 /// Runs the writer loop until the channel closes (the hook was closed or dropped).
 pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     // Two steps in flight at most: bounded memory, and enough to overlap I/O and encoding.
-    let (io_tx, io_rx) = sync_channel(4);
+    let (io_tx, io_rx) = sync_channel(2);
     let (spare_tx, spare_rx) = sync_channel(2);
     let io_shared = shared.clone();
     let io_thread = std::thread::Builder::new()
@@ -211,31 +237,20 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
         current: None,
         tb_files: BTreeMap::new(),
         io,
+        outgoing: Vec::new(),
         last_events_len: 0,
         spare: spare_rx,
     };
     for job in jobs {
-        if let Job::Flush(reply) = job {
-            w.wait_io();
-            let _ = reply.send(match w.shared.failure() {
-                Some(f) => Err(f),
-                None => Ok(()),
-            });
-            continue;
-        }
-        if w.shared.failure().is_some() {
-            // After a failure nothing more is written: a trial with a hole in the middle
-            // would look complete to a reader.
-            continue;
-        }
-        if let Err(e) = w.handle(job) {
-            w.shared.fail(e);
+        match job {
+            Job::Batch(batch) => batch.into_iter().for_each(|j| w.dispatch(j)),
+            job => w.dispatch(job),
         }
     }
     // The channel closed without EndStep (the hook was dropped mid-step): publish what the
     // step holds, as smdebug's atexit handler would.
-    if w.shared.failure().is_none() {
-        if let Err(e) = w.end_step() {
+    if !w.shared.failed() {
+        if let Err(e) = w.end_step().and_then(|()| w.send_puts()) {
             w.shared.fail(e);
         }
     }
@@ -326,6 +341,26 @@ pub fn reduction_tensor_name(name: &str, request: &ReductionRequest) -> String {
 }
 
 impl Writer {
+    /// Runs one job (a batch's jobs arrive here one by one).
+    fn dispatch(&mut self, job: Job) {
+        if let Job::Flush(reply) = job {
+            self.wait_io();
+            let _ = reply.send(match self.shared.failure() {
+                Some(f) => Err(f),
+                None => Ok(()),
+            });
+            return;
+        }
+        if self.shared.failed() {
+            // After a failure nothing more is written: a trial with a hole in the middle
+            // would look complete to a reader.
+            return;
+        }
+        if let Err(e) = self.handle(job).and_then(|()| self.send_puts()) {
+            self.shared.fail(e);
+        }
+    }
+
     fn handle(&mut self, job: Job) -> Result<(), String> {
         match job {
             Job::Tensor(t) => self.tensor(*t),
@@ -342,9 +377,14 @@ impl Writer {
             Job::EndStep => self.end_step(),
             Job::Put { key, data } => {
                 let store = self.cfg.store.clone();
-                self.put(store, key, data, 0)
+                self.put(store, key, data, 0);
+                Ok(())
             }
             Job::Flush(_) => Ok(()),
+            Job::Batch(batch) => {
+                batch.into_iter().for_each(|j| self.dispatch(j));
+                Ok(())
+            }
         }
     }
 
@@ -503,27 +543,31 @@ impl Writer {
             let key = event_file_key(file.step, &self.cfg.worker).map_err(|e| e.to_string())?;
             let len = file.events.len() as u64;
             self.last_events_len = file.events.len();
-            self.put(store.clone(), key, Bytes::from(file.events), len)?;
+            self.put(store.clone(), key, Bytes::from(file.events), len);
         }
         let key = index_file_key(file.step, &self.cfg.worker).map_err(|e| e.to_string())?;
-        self.put(store, key, Bytes::from(index.to_json()), 0)
+        self.put(store, key, Bytes::from(index.to_json()), 0);
+        Ok(())
     }
 
-    fn put(
-        &mut self,
-        store: Arc<BlockingStore>,
-        key: String,
-        data: Bytes,
-        event_bytes: u64,
-    ) -> Result<(), String> {
-        let io = self.io.as_ref().ok_or("the I/O thread is not running")?;
-        io.send(IoJob::Put {
+    /// Queues a put for the I/O thread (sent with the others of this job, in order).
+    fn put(&mut self, store: Arc<BlockingStore>, key: String, data: Bytes, event_bytes: u64) {
+        self.outgoing.push(Put {
             store,
             key,
             data,
             event_bytes,
-        })
-        .map_err(|_| "the I/O thread stopped".to_owned())
+        });
+    }
+
+    /// Hands the queued puts to the I/O thread as one message.
+    fn send_puts(&mut self) -> Result<(), String> {
+        if self.outgoing.is_empty() {
+            return Ok(());
+        }
+        let io = self.io.as_ref().ok_or("the I/O thread is not running")?;
+        io.send(IoJob::Puts(std::mem::take(&mut self.outgoing)))
+            .map_err(|_| "the I/O thread stopped".to_owned())
     }
 
     /// Waits until every put handed to the I/O thread is done.
@@ -541,7 +585,7 @@ impl Writer {
         let files = std::mem::take(&mut self.tb_files);
         if let Some(store) = self.cfg.tensorboard.as_ref().map(|tb| tb.store.clone()) {
             for (_, f) in files {
-                self.put(store.clone(), f.key, Bytes::from(f.bytes), 0)?;
+                self.put(store.clone(), f.key, Bytes::from(f.bytes), 0);
             }
         }
         Ok(())
