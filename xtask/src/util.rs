@@ -1,11 +1,16 @@
 //! Small helpers for running commands loudly.
 use anyhow::{bail, Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// The workspace root (the parent of `xtask/`).
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    // `cargo run` sets CARGO_MANIFEST_DIR for the run too. The compile-time value can name
+    // another checkout: a target dir shared between worktrees reuses this binary.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest_dir
         .parent()
         .expect("xtask lives in the workspace")
         .to_path_buf()
