@@ -86,8 +86,9 @@ pub fn dump_trial_with(path: &str, options: &DumpOptions, trial_options: TrialOp
             for n in names {
                 tensors.insert(n.clone(), d.tensor(&n));
                 // Each value is dumped once: keeping a finished tensor's values cached would
-                // only raise the peak memory.
-                d.tr.clear_cache();
+                // only raise the peak memory. Files read ahead stay: the next tensors'
+                // records are in them.
+                d.tr.clear_values();
             }
             doc.insert("tensors".into(), Json::Object(tensors));
         }

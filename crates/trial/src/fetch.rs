@@ -8,43 +8,39 @@ use crate::{Result, TrialError, Value};
 use futures::stream::{self, StreamExt};
 use smdebug_record::{decode_exact_record, decode_tensor_event_bytes, HEADER_LEN};
 use smdebug_storage::{BlockingStore, Bytes};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 /// How many event files are read at the same time.
 const FILE_CONCURRENCY: usize = 16;
 
-/// Decoded values, least recently inserted evicted first once `budget` bytes are held.
+/// Events files up to this size are fetched whole on their first miss: one request costs
+/// about what transferring this much does.
+const READAHEAD_SMALL_FILE: u64 = 1 << 20;
+
+/// Events files larger than this are never fetched whole.
+const READAHEAD_FILE_MAX: u64 = 16 << 20;
+
+/// At most this many files are remembered as touched once (then the memory starts over).
+const TOUCHED_LIMIT: usize = 1 << 16;
+
+/// Entries kept until `budget` bytes are held, then evicted oldest insertion first.
 #[derive(Debug)]
-pub(crate) struct ValueCache {
+pub(crate) struct Bounded<K, V> {
     budget: usize,
     held: usize,
-    map: HashMap<CacheKey, Arc<Value>>,
-    order: VecDeque<CacheKey>,
+    size: fn(&V) -> usize,
+    map: HashMap<K, V>,
+    order: VecDeque<K>,
 }
 
-/// A record as the index names it: event file, offset and the step the index file is for
-/// (so a record listed by a duplicated index file is checked again, not served from cache).
-type CacheKey = (Arc<str>, u64, i64);
-
-fn cache_key(loc: &RecordLocation) -> CacheKey {
-    (Arc::clone(&loc.event_file), loc.start, loc.step)
-}
-
-/// Approximate heap size of a value.
-pub(crate) fn value_bytes(v: &Value) -> usize {
-    match v {
-        Value::Str(a) => a.iter().map(|s| s.len() + 24).sum(),
-        other => other.len() * other.dtype().item_size().unwrap_or(8),
-    }
-}
-
-impl ValueCache {
-    pub fn new(budget: usize) -> Self {
-        ValueCache {
+impl<K: std::hash::Hash + Eq + Clone, V: Clone> Bounded<K, V> {
+    pub fn new(budget: usize, size: fn(&V) -> usize) -> Self {
+        Bounded {
             budget,
             held: 0,
+            size,
             map: HashMap::new(),
             order: VecDeque::new(),
         }
@@ -56,16 +52,18 @@ impl ValueCache {
         self.held = 0;
     }
 
-    pub fn get(&self, loc: &RecordLocation) -> Option<Arc<Value>> {
-        self.map.get(&cache_key(loc)).cloned()
+    pub fn get<Q: std::hash::Hash + Eq + ?Sized>(&self, key: &Q) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
+        self.map.get(key).cloned()
     }
 
-    pub fn insert(&mut self, loc: &RecordLocation, value: Arc<Value>) {
-        let size = value_bytes(&value);
+    pub fn insert(&mut self, key: K, value: V) {
+        let size = (self.size)(&value);
         if size > self.budget {
             return;
         }
-        let key = cache_key(loc);
         if self.map.insert(key.clone(), value).is_some() {
             return;
         }
@@ -76,10 +74,89 @@ impl ValueCache {
                 break;
             };
             if let Some(v) = self.map.remove(&old) {
-                self.held -= value_bytes(&v);
+                self.held -= (self.size)(&v);
             }
         }
     }
+}
+
+/// Decoded values by record.
+pub(crate) type ValueCache = Bounded<CacheKey, Arc<Value>>;
+
+/// A record as the index names it: event file, offset and the step the index file is for
+/// (so a record listed by a duplicated index file is checked again, not served from cache).
+pub(crate) type CacheKey = (Arc<str>, u64, i64);
+
+fn cache_key(loc: &RecordLocation) -> CacheKey {
+    (Arc::clone(&loc.event_file), loc.start, loc.step)
+}
+
+/// A value cache of `budget` bytes.
+pub(crate) fn value_cache(budget: usize) -> ValueCache {
+    Bounded::new(budget, |v| value_bytes(v))
+}
+
+/// Approximate heap size of a value.
+pub(crate) fn value_bytes(v: &Value) -> usize {
+    match v {
+        Value::Str(a) => a.iter().map(|s| s.len() + 24).sum(),
+        other => other.len() * other.dtype().item_size().unwrap_or(8),
+    }
+}
+
+/// Whole events files read ahead from an object store, and the files touched once.
+///
+/// Analyses go tensor by tensor over steps, or step by step over tensors; either way most
+/// records of a step's events file are wanted sooner or later. A file is fetched whole on
+/// its second miss (on its first when it is small), so that the rest of its records cost no
+/// request, while a reader that wants one record per file pays one ranged request per file.
+#[derive(Debug)]
+pub(crate) struct FileCache {
+    files: Bounded<Arc<str>, Bytes>,
+    touched: HashSet<Arc<str>>,
+}
+
+impl FileCache {
+    pub fn new(budget: usize) -> Self {
+        FileCache {
+            files: Bounded::new(budget, Bytes::len),
+            touched: HashSet::new(),
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.files.clear();
+        self.touched.clear();
+    }
+
+    /// Whether to fetch `file` (whose listed records end at `end`) whole now; remembers
+    /// the touch.
+    fn fetch_whole(&mut self, file: &Arc<str>, end: u64) -> bool {
+        let budget = u64::try_from(self.files.budget).unwrap_or(u64::MAX);
+        if end > READAHEAD_FILE_MAX.min(budget) {
+            return false;
+        }
+        if end <= READAHEAD_SMALL_FILE || self.touched.contains(file) {
+            return true;
+        }
+        if self.touched.len() >= TOUCHED_LIMIT {
+            self.touched.clear();
+        }
+        self.touched.insert(Arc::clone(file));
+        false
+    }
+}
+
+/// The parts of a file read ahead, if it holds every range.
+fn slice_ranges(whole: &Bytes, ranges: &[Range<u64>]) -> Option<Vec<Bytes>> {
+    let len = whole.len() as u64;
+    ranges
+        .iter()
+        .map(|r| {
+            (r.start <= r.end && r.end <= len)
+                .then(|| whole.slice(r.start as usize..r.end as usize))
+        })
+        .collect()
 }
 
 /// Decodes one record's bytes as the index entry `loc` describes it.
@@ -119,6 +196,7 @@ pub(crate) fn decode_value(loc: &RecordLocation, bytes: &Bytes) -> Result<Value>
 pub(crate) fn fetch_values(
     store: &BlockingStore,
     cache: &Mutex<ValueCache>,
+    readahead: &Mutex<FileCache>,
     locs: &[&RecordLocation],
 ) -> Vec<Result<Arc<Value>>> {
     let mut out: Vec<Option<Result<Arc<Value>>>> = Vec::with_capacity(locs.len());
@@ -126,7 +204,7 @@ pub(crate) fn fetch_values(
     {
         let cache = lock(cache);
         for (i, loc) in locs.iter().enumerate() {
-            match cache.get(loc) {
+            match cache.get(&cache_key(loc)) {
                 Some(v) => out.push(Some(Ok(v))),
                 None => {
                     out.push(None);
@@ -142,7 +220,6 @@ pub(crate) fn fetch_values(
         return out.into_iter().flatten().collect();
     }
     let storage = Arc::clone(store.storage());
-    type Job = (Arc<str>, Vec<usize>, Vec<Range<u64>>);
     let jobs: Vec<Job> = by_file
         .into_iter()
         .map(|(file, idx)| {
@@ -171,28 +248,75 @@ pub(crate) fn fetch_values(
             );
             return store_results(store, cache, locs, out, decoded.into_iter().flatten());
         }
-        None => {
-            let requests: Vec<(Arc<str>, Vec<Range<u64>>)> = jobs
-                .iter()
-                .map(|(file, _, ranges)| (Arc::clone(file), ranges.clone()))
-                .collect();
-            store.block_on(async move {
-                stream::iter(requests)
-                    .map(|(file, ranges)| {
-                        let storage = Arc::clone(&storage);
-                        async move { storage.get_ranges(&file, &ranges).await }
-                    })
-                    .buffered(FILE_CONCURRENCY)
-                    .collect()
-                    .await
-            })
-        }
+        None => object_reads(store, readahead, locs, &jobs),
     };
     let decoded = jobs
         .iter()
         .zip(reads)
         .flat_map(|((_, idx, _), read)| file_results(locs, idx, read));
     store_results(store, cache, locs, out, decoded)
+}
+
+/// The records of one events file: the file, indices into the locations, their ranges.
+type Job = (Arc<str>, Vec<usize>, Vec<Range<u64>>);
+
+/// The object-store reads of `jobs` (one result per job, in order): from files read ahead
+/// where possible, else concurrently, each file whole or by its ranges as [`FileCache`]
+/// decides. A whole-file read that fails or comes back short falls back to the ranges.
+fn object_reads(
+    store: &BlockingStore,
+    readahead: &Mutex<FileCache>,
+    locs: &[&RecordLocation],
+    jobs: &[Job],
+) -> Vec<smdebug_storage::Result<Vec<Bytes>>> {
+    let mut reads: Vec<Option<smdebug_storage::Result<Vec<Bytes>>>> =
+        jobs.iter().map(|_| None).collect();
+    let mut requests = Vec::new();
+    {
+        let mut files = lock(readahead);
+        for (j, (file, idx, ranges)) in jobs.iter().enumerate() {
+            if let Some(parts) = files.files.get(file).and_then(|w| slice_ranges(&w, ranges)) {
+                reads[j] = Some(Ok(parts));
+                continue;
+            }
+            let end = idx
+                .iter()
+                .map(|&i| locs[i].event_file_end)
+                .max()
+                .unwrap_or(0);
+            let whole = files.fetch_whole(file, end).then_some(end);
+            requests.push((j, Arc::clone(file), ranges.clone(), whole));
+        }
+    }
+    let storage = Arc::clone(store.storage());
+    let fetched: Vec<_> = store.block_on(async move {
+        stream::iter(requests)
+            .map(|(j, file, ranges, whole)| {
+                let storage = Arc::clone(&storage);
+                async move {
+                    if let Some(end) = whole {
+                        if let Ok(w) = storage.get_range(&file, 0..end).await {
+                            if let Some(parts) = slice_ranges(&w, &ranges) {
+                                return (j, Some(w), Ok(parts));
+                            }
+                        }
+                    }
+                    (j, None, storage.get_ranges(&file, &ranges).await)
+                }
+            })
+            .buffered(FILE_CONCURRENCY)
+            .collect()
+            .await
+    });
+    let mut files = lock(readahead);
+    for (j, whole, read) in fetched {
+        if let Some(w) = whole {
+            files.files.insert(Arc::clone(&jobs[j].0), w);
+        }
+        reads[j] = Some(read);
+    }
+    // Every job was served from a file read ahead or by exactly one request.
+    reads.into_iter().flatten().collect()
 }
 
 /// Bytes of records below which one thread does everything (a thread start costs more).
@@ -238,7 +362,7 @@ fn store_results(
     for (i, r) in decoded {
         let r = r.unwrap_or_else(|| single_read(store, locs[i]).map(Arc::new));
         if let Ok(v) = &r {
-            cache.insert(locs[i], Arc::clone(v));
+            cache.insert(cache_key(locs[i]), Arc::clone(v));
         }
         out[i] = Some(r);
     }

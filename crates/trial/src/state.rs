@@ -20,6 +20,9 @@ pub struct RecordLocation {
     pub start: u64,
     /// Whole record length including the 16 framing bytes.
     pub length: u64,
+    /// Where the last record the same index file lists in this events file ends: how much
+    /// of the file a reader fetches when it reads the whole file ahead.
+    pub event_file_end: u64,
     /// The record's payload CRC from the index file, when the writer stored one.
     pub payload_crc32c: Option<u32>,
     /// The record's tag as the index file names it.
@@ -211,6 +214,12 @@ impl State {
         let event_file: Option<Arc<str>> =
             index.meta.event_file_key().ok().flatten().map(Arc::from);
         self.populate_step(mode, mode_step, step, &worker);
+        let event_file_end = index
+            .tensors
+            .iter()
+            .map(|e| e.start_idx.saturating_add(e.length))
+            .max()
+            .unwrap_or(0);
         let tensors_len = index.tensors.len();
         let mut ids = Vec::with_capacity(tensors_len + index.shapes.len());
         for (i, entry) in index.tensors.into_iter().enumerate() {
@@ -219,6 +228,7 @@ impl State {
                 event_file: Arc::clone(ev),
                 start: entry.start_idx,
                 length: entry.length,
+                event_file_end,
                 payload_crc32c: entry.payload_crc32c,
                 tag: entry.name,
                 index_file: Arc::clone(&index_file),

@@ -1,6 +1,6 @@
 //! The `Trial`: opening a trial, refreshing its index, and the trial-level queries.
 
-use crate::fetch::{fetch_values, lock, ValueCache};
+use crate::fetch::{fetch_values, lock, value_cache, FileCache, ValueCache};
 use crate::parallel;
 use crate::state::{RecordLocation, State};
 use crate::tensor::Tensor;
@@ -54,6 +54,11 @@ pub struct TrialOptions {
     pub range_steps: Option<(Option<i64>, Option<i64>)>,
     /// Bytes of decoded values kept in memory (0 disables the cache).
     pub cache_bytes: usize,
+    /// Object stores only: bytes of whole events files kept in memory after reading them
+    /// ahead (0 reads only the records asked for). An events file of at most 16 MiB is
+    /// fetched whole on its second miss, or its first when it is at most 1 MiB, so that
+    /// its other records cost no request; the oldest files are dropped past this budget.
+    pub readahead_bytes: usize,
     /// `SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW` (default from the environment, else 1000).
     pub incomplete_step_window: i64,
     /// Pauses between polls while waiting for collections files or steps.
@@ -78,6 +83,7 @@ impl Default for TrialOptions {
             name: None,
             range_steps: None,
             cache_bytes: 256 << 20,
+            readahead_bytes: 64 << 20,
             incomplete_step_window: std::env::var("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW")
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
@@ -115,6 +121,7 @@ pub struct Trial {
     collections: Mutex<CollectionManager>,
     pub(crate) state: Mutex<State>,
     pub(crate) cache: Mutex<ValueCache>,
+    readahead: Mutex<FileCache>,
 }
 
 impl Trial {
@@ -158,7 +165,8 @@ impl Trial {
             name,
             path: path.to_owned(),
             store,
-            cache: Mutex::new(ValueCache::new(options.cache_bytes)),
+            cache: Mutex::new(value_cache(options.cache_bytes)),
+            readahead: Mutex::new(FileCache::new(options.readahead_bytes)),
             options,
             collections: Mutex::new(CollectionManager::new()),
             state: Mutex::new(State::new()),
@@ -662,12 +670,19 @@ impl Trial {
     /// Reads many records at once (grouped per event file, files read concurrently) and
     /// caches them; used by the bulk queries.
     pub(crate) fn fetch(&self, locs: &[&RecordLocation]) -> Vec<Result<Arc<Value>>> {
-        fetch_values(&self.store, &self.cache, locs)
+        fetch_values(&self.store, &self.cache, &self.readahead, locs)
     }
 
-    /// Drops every cached value (values already handed out stay valid). For readers that
-    /// go through a trial once, tensor by tensor, and want memory back between tensors.
+    /// Drops every cached value and every events file read ahead (values already handed
+    /// out stay valid). For readers that go through a trial once, tensor by tensor, and want
+    /// memory back between tensors.
     pub fn clear_cache(&self) {
+        self.clear_values();
+        lock(&self.readahead).clear();
+    }
+
+    /// Drops every cached value but keeps the events files read ahead.
+    pub fn clear_values(&self) {
         lock(&self.cache).clear();
     }
 
