@@ -192,6 +192,14 @@ const FIGURES: &[Figure] = &[
         goal: Some(0.5),
     },
     Figure {
+        // Not a figure of ours: how much faster than Python any reader that reads the
+        // files could be at every value on this machine.
+        name: "trial: ceiling for every value (Python every value / raw read of the files)",
+        bench: "trial/raw_read_baseline",
+        baseline: Baseline::PythonTrialRead(TrialSource::Local, "trial/every_value"),
+        goal: None,
+    },
+    Figure {
         name: "trial S3: open vs Python smdebug",
         bench: "trial_s3/open",
         baseline: Baseline::PythonTrialRead(TrialSource::S3, "trial/open"),
