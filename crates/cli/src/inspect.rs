@@ -177,14 +177,7 @@ mod tests {
             let v = Value::Float32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[4, 4])));
             write_step(
                 &store,
-                &StepWrite {
-                    step,
-                    worker: "worker_0",
-                    mode: Mode::Train,
-                    mode_step: step,
-                    tensors: &[("fc.weight", v)],
-                    shapes: &[],
-                },
+                &StepWrite::new(step, "worker_0", Mode::Train, &[("fc.weight", v)]),
             )
             .unwrap();
         }

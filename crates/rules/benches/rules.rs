@@ -53,14 +53,7 @@ fn bench(c: &mut Criterion) {
             .collect();
         write_step(
             &store,
-            &StepWrite {
-                step,
-                worker: "worker_0",
-                mode: Mode::Global,
-                mode_step: step,
-                tensors: &values,
-                shapes: &[],
-            },
+            &StepWrite::new(step, "worker_0", Mode::Global, &values),
         )
         .unwrap();
     }

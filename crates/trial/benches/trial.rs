@@ -75,14 +75,7 @@ fn write_trial(dir: &Path, steps: usize, tensors: usize, side: usize) {
             .collect();
         write_step(
             &store,
-            &StepWrite {
-                step,
-                worker: "worker_0",
-                mode: Mode::Train,
-                mode_step: step,
-                tensors: &values,
-                shapes: &[],
-            },
+            &StepWrite::new(step, "worker_0", Mode::Train, &values),
         )
         .unwrap();
     }

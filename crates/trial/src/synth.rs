@@ -32,6 +32,21 @@ pub struct StepWrite<'a> {
     pub shapes: &'a [(&'a str, Vec<u64>)],
 }
 
+impl<'a> StepWrite<'a> {
+    /// `tensors` of one worker at `step` in `mode`, with the global step as mode step and
+    /// no shape-only entries (change fields for anything else).
+    pub fn new(step: i64, worker: &'a str, mode: Mode, tensors: &'a [(&'a str, Value)]) -> Self {
+        StepWrite {
+            step,
+            worker,
+            mode,
+            mode_step: step,
+            tensors,
+            shapes: &[],
+        }
+    }
+}
+
 /// Writes the event file (if there are tensors) and then the index file of one step and
 /// worker; returns the index file's key.
 pub fn write_step(store: &BlockingStore, w: &StepWrite<'_>) -> Result<String> {

@@ -19,14 +19,7 @@ fn cached_values_are_read_once_and_clear_cache_drops_them() {
     let value = Value::Float32(ArrayD::from_shape_fn(IxDyn(&[3, 2]), |i| i[0] as f32 - 0.5));
     write_step(
         &writer,
-        &StepWrite {
-            step: 0,
-            worker: "worker_0",
-            mode: Mode::Train,
-            mode_step: 0,
-            tensors: &[("w", value.clone())],
-            shapes: &[],
-        },
+        &StepWrite::new(0, "worker_0", Mode::Train, &[("w", value.clone())]),
     )
     .unwrap();
     let counting = Spy::new(location.open().unwrap());

@@ -28,14 +28,7 @@ fn write_trial(dir: &Path) {
             .collect();
         write_step(
             &store,
-            &StepWrite {
-                step,
-                worker: "worker_0",
-                mode: Mode::Train,
-                mode_step: step,
-                tensors: &tensors,
-                shapes: &[],
-            },
+            &StepWrite::new(step, "worker_0", Mode::Train, &tensors),
         )
         .unwrap();
     }

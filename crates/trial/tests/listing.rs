@@ -15,14 +15,7 @@ fn write(store: &BlockingStore, step: i64) {
     let v = Value::Float32(ArrayD::from_elem(IxDyn(&[2]), step as f32));
     write_step(
         store,
-        &StepWrite {
-            step,
-            worker: "worker_0",
-            mode: Mode::Train,
-            mode_step: step,
-            tensors: &[("w", v)],
-            shapes: &[],
-        },
+        &StepWrite::new(step, "worker_0", Mode::Train, &[("w", v)]),
     )
     .unwrap();
 }

@@ -20,14 +20,7 @@ fn write(store: &BlockingStore, step: i64, worker: &str) {
     let v = Value::Float32(ArrayD::from_elem(IxDyn(&[8]), step as f32));
     write_step(
         store,
-        &StepWrite {
-            step,
-            worker,
-            mode: Mode::Train,
-            mode_step: step,
-            tensors: &[("w", v)],
-            shapes: &[],
-        },
+        &StepWrite::new(step, worker, Mode::Train, &[("w", v)]),
     )
     .unwrap();
 }

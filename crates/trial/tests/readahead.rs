@@ -38,14 +38,7 @@ fn write_trial(name: &str, side: usize) -> (String, Location) {
             .collect();
         write_step(
             &store,
-            &StepWrite {
-                step,
-                worker: "worker_0",
-                mode: Mode::Train,
-                mode_step: step,
-                tensors: &refs,
-                shapes: &[],
-            },
+            &StepWrite::new(step, "worker_0", Mode::Train, &refs),
         )
         .unwrap();
     }
