@@ -9,6 +9,10 @@
 //!   64 Mi float32 elements.
 //! * `reduce/read_bandwidth_f32_64Mi`: the baseline, a plain integer sum of the same buffer.
 //! * `reduce/median_f32_1Mi`: numpy median of 1 Mi float32 elements.
+//! * `reduce/pytorch_f32_32Ki`: min, max, mean, std and l2 (PyTorch flavour) of 32 Ki float32
+//!   elements, what the candle demo's hook computes for each activation (4096 × 8) at every
+//!   step when reductions are saved: a cache-resident tensor, where the per-element work and
+//!   not the memory bandwidth sets the time.
 //!
 //! All report throughput in bytes, so the fused pass as a fraction of read bandwidth is the
 //! ratio of the two throughputs.
@@ -86,6 +90,15 @@ fn bench(c: &mut Criterion) {
     let median = requests(&["median"]);
     g.bench_function("median_f32_1Mi", |b| {
         b.iter(|| black_box(reduce(black_box(small.view()), &median, Flavor::Numpy)))
+    });
+    let act = data(4096 * 8)
+        .into_shape_with_order((4096, 8))
+        .expect("4096 × 8");
+    g.throughput(Throughput::Bytes((act.len() * 4) as u64));
+    g.sample_size(50);
+    let torch = requests(&["min", "max", "mean", "std", "l2"]);
+    g.bench_function("pytorch_f32_32Ki", |b| {
+        b.iter(|| black_box(reduce(black_box(act.view()), &torch, Flavor::PyTorch)))
     });
     g.finish();
 }

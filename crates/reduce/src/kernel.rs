@@ -75,20 +75,15 @@ impl<T: Element> Fused<T> {
 struct Lanes<T> {
     min: [T; SIDE],
     max: [T; SIDE],
-    nan: [u32; SIDE],
-    inf: [u32; SIDE],
 }
 
 /// Folds one value into lane `j` (the block loop below is the vectorized twin). A NaN is
-/// skipped by the comparisons; it is counted, and any NaN makes numpy's min/max NaN.
+/// skipped by the comparisons; [`fused`] counts NaNs separately, and any NaN makes numpy's
+/// min/max NaN.
 #[inline(always)]
 fn update<T: Element>(l: &mut Lanes<T>, j: usize, v: T) {
     l.min[j] = if v < l.min[j] { v } else { l.min[j] };
     l.max[j] = if v > l.max[j] { v } else { l.max[j] };
-    if T::IS_FLOAT {
-        l.nan[j] += u32::from(v.is_nan());
-        l.inf[j] += u32::from(v.is_inf());
-    }
 }
 
 /// Running moments (Chan et al.'s parallel merge of per-leaf two-pass moments).
@@ -148,8 +143,6 @@ fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
     // Local copies: through `&mut` the compiler would reload and store them every step.
     let mut mn = lanes.min;
     let mut mx = lanes.max;
-    let mut nan = lanes.nan;
-    let mut inf = lanes.inf;
     for c in x[..body].chunks_exact(LANES) {
         // One simple loop per quantity over a fixed-size block: each becomes a few SIMD
         // instructions (addps/andps/minps/cmpps), with no branch per element.
@@ -170,14 +163,7 @@ fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
             mn[j] = if lo < mn[j] { lo } else { mn[j] };
             mx[j] = if hi > mx[j] { hi } else { mx[j] };
         }
-        if T::IS_FLOAT {
-            for j in 0..SIDE {
-                nan[j] += u32::from(v[j].is_nan()) + u32::from(v[j + SIDE].is_nan());
-            }
-            for j in 0..SIDE {
-                inf[j] += u32::from(v[j].is_inf()) + u32::from(v[j + SIDE].is_inf());
-            }
-        } else {
+        if !T::IS_FLOAT {
             for j in 0..LANES {
                 ints[j] = ints[j].wrapping_add(v[j].wrap_bits());
             }
@@ -185,8 +171,6 @@ fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
     }
     lanes.min = mn;
     lanes.max = mx;
-    lanes.nan = nan;
-    lanes.inf = inf;
     let (mut res, mut resa) = if body == 0 {
         (T::Acc::ZERO, T::Acc::ZERO)
     } else {
@@ -209,22 +193,21 @@ fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
         // Second look at the leaf while it is in L1: corrected two-pass moments around the
         // leaf's own mean, so no catastrophic cancellation whatever the data's offset.
         let m = res / T::Acc::from_f64(n as f64);
-        let mut s1 = [T::Acc::ZERO; LANES];
-        let mut s2 = [T::Acc::ZERO; LANES];
-        for c in x[..body].chunks_exact(LANES) {
-            let d: [T::Acc; LANES] = std::array::from_fn(|j| map::<T, ABS>(c[j]).to_acc() - m);
-            for j in 0..LANES {
-                s1[j] = s1[j] + d[j];
-            }
-            for j in 0..LANES {
-                s2[j] = s2[j] + d[j] * d[j];
-            }
+        // The deviations first, into a buffer, by a plain loop the compiler vectorizes;
+        // then the sums by the same block pattern as the first loop. Computed inside the
+        // block loop, the deviations were loaded, subtracted and squared one scalar at a
+        // time and shuffled into vectors, which made this loop cost more than the first.
+        let mut d = [T::Acc::ZERO; PW_BLOCK];
+        let mut sq = [T::Acc::ZERO; PW_BLOCK];
+        let (d, sq) = (&mut d[..n], &mut sq[..n]);
+        for (d, &e) in d.iter_mut().zip(x) {
+            *d = map::<T, ABS>(e).to_acc() - m;
         }
-        for &e in &x[body..] {
-            let d = map::<T, ABS>(e).to_acc() - m;
-            s1[0] = s1[0] + d;
-            s2[0] = s2[0] + d * d;
+        for (sq, &d) in sq.iter_mut().zip(d.iter()) {
+            *sq = d * d;
         }
+        let s1 = lane_sums(d, body);
+        let s2 = lane_sums(sq, body);
         let d1: f64 = s1.iter().map(|v| v.to_f64()).sum();
         let d2: f64 = s2.iter().map(|v| v.to_f64()).sum();
         let nf = n as f64;
@@ -233,6 +216,23 @@ fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
         mom.merge(nf, leaf_mean, leaf_m2);
     }
     (res, resa)
+}
+
+/// Sums of `x` in [`LANES`] interleaved lanes over the first `body` elements, the rest added
+/// to lane 0 (the order of the moments' sums). One quantity per loop: with two, the
+/// compiler interleaved them into shuffled vectors.
+#[inline(always)]
+fn lane_sums<A: AccFloat>(x: &[A], body: usize) -> [A; LANES] {
+    let mut s = [A::ZERO; LANES];
+    for c in x[..body].chunks_exact(LANES) {
+        for j in 0..LANES {
+            s[j] = s[j] + c[j];
+        }
+    }
+    for &v in &x[body..] {
+        s[0] = s[0] + v;
+    }
+    s
 }
 
 /// numpy's recursive halving over one buffer, visiting leaves left to right.
@@ -260,8 +260,6 @@ pub(crate) fn fused<T: Element, const ABS: bool, const MOMENTS: bool>(x: &[T]) -
     let mut lanes = Lanes {
         min: [T::HIGHEST; SIDE],
         max: [T::LOWEST; SIDE],
-        nan: [0; SIDE],
-        inf: [0; SIDE],
     };
     let mut mom = Moments {
         n: 0.0,
@@ -290,16 +288,13 @@ pub(crate) fn fused<T: Element, const ABS: bool, const MOMENTS: bool>(x: &[T]) -
         out.sum_acc = out.sum_acc + s;
         out.abs_store = T::round_acc(out.abs_store + a);
         out.abs_acc = out.abs_acc + a;
-        if T::IS_FLOAT {
-            // u32 lane counters cannot overflow within one buffer.
-            let total = |c: &mut [u32; SIDE]| {
-                let t = c.iter().map(|&v| u64::from(v)).sum::<u64>();
-                *c = [0; SIDE];
-                t
-            };
-            out.nan += total(&mut lanes.nan);
-            out.inf += total(&mut lanes.inf);
-        }
+    }
+    // Σ|x| of non-negative terms is finite exactly when no element is NaN or infinite
+    // (or, rarely, when finite values overflow the sum): only then are there NaNs and
+    // infinities to count. Counting them in the pass above cost more than all its
+    // other work together; almost every tensor has none.
+    if T::IS_FLOAT && !out.abs_acc.to_f64().is_finite() {
+        (out.nan, out.inf) = count_non_finite(x);
     }
     for j in 0..SIDE {
         if lanes.min[j] < out.min {
@@ -315,6 +310,33 @@ pub(crate) fn fused<T: Element, const ABS: bool, const MOMENTS: bool>(x: &[T]) -
         out.sumsq = mom.sumsq;
     }
     out
+}
+
+/// NaN and ±infinity counts (the same for `x` and `|x|`).
+fn count_non_finite<T: Element>(x: &[T]) -> (u64, u64) {
+    let mut nan = [0u32; LANES];
+    let mut inf = [0u32; LANES];
+    let (mut total_nan, mut total_inf) = (0u64, 0u64);
+    // u32 lane counters, emptied every buffer, cannot overflow.
+    for buf in x.chunks(BUFSIZE) {
+        let chunks = buf.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for j in 0..LANES {
+                nan[j] += u32::from(c[j].is_nan());
+                inf[j] += u32::from(c[j].is_inf());
+            }
+        }
+        for (j, v) in rest.iter().enumerate() {
+            nan[j] += u32::from(v.is_nan());
+            inf[j] += u32::from(v.is_inf());
+        }
+        total_nan += nan.iter().map(|&v| u64::from(v)).sum::<u64>();
+        total_inf += inf.iter().map(|&v| u64::from(v)).sum::<u64>();
+        nan = [0; LANES];
+        inf = [0; LANES];
+    }
+    (total_nan, total_inf)
 }
 
 /// numpy's `add.reduce` of values produced buffer by buffer: `values(start, buf)` fills
@@ -405,6 +427,29 @@ mod tests {
         let z: Vec<f32> = (0..300).map(|i| ((i * 37) % 101) as f32 - 50.0).collect();
         let f = fused::<f32, true, false>(&z);
         assert_eq!((f.min, f.max), (0.0, 50.0));
+    }
+
+    #[test]
+    fn counts_are_exact_when_the_sum_of_magnitudes_overflows_or_a_tail_is_not_finite() {
+        // Finite values whose Σ|x| overflows: counted, and none found.
+        let big = vec![f32::MAX; 1000];
+        let f = fused::<f32, false, true>(&big);
+        assert!(f.abs_acc.is_infinite());
+        assert_eq!((f.nan, f.inf, f.min, f.max), (0, 0, f32::MAX, f32::MAX));
+        // Non-finite values past the last full block of a leaf, and in a later buffer.
+        let mut x: Vec<f32> = (0..20_003).map(|i| (i % 13) as f32 - 6.0).collect();
+        x[20_001] = f32::NAN;
+        x[20_002] = f32::NEG_INFINITY;
+        x[9000] = f32::INFINITY;
+        let f = fused::<f32, false, true>(&x);
+        assert_eq!((f.nan, f.inf), (1, 2));
+        let f = fused::<f32, true, false>(&x);
+        assert_eq!((f.nan, f.inf), (1, 2));
+        let f = fused::<f32, false, true>(&x[..20_000]);
+        assert_eq!((f.nan, f.inf), (0, 1));
+        // All finite: nothing to count.
+        let f = fused::<f32, false, true>(&x[..9000]);
+        assert_eq!((f.nan, f.inf), (0, 0));
     }
 
     #[test]
