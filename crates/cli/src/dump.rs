@@ -2,7 +2,7 @@
 //! `tests/peer/dump.py` prints for the Python smdebug), for comparison with
 //! `tests/peer/compare_dumps.py`.
 use anyhow::{Context, Result};
-use smdebug_trial::dump::{dump_trial_with, DumpOptions};
+use smdebug_trial::dump::{write_dump, DumpOptions};
 use smdebug_trial::TrialOptions;
 use std::io::Write;
 use std::time::Duration;
@@ -41,15 +41,12 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
         collections_timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
         ..TrialOptions::default()
     };
-    let doc = dump_trial_with(&args.path, &options, trial_options);
-    let text = if args.compact {
-        serde_json::to_string(&doc)
-    } else {
-        serde_json::to_string_pretty(&doc)
-    }
-    .context("serialising the dump")?;
-    writeln!(out, "{text}").context("writing the dump")?;
-    Ok(())
+    // Written as it goes: the document of a large trial is several times the size of
+    // its text.
+    let mut out = std::io::BufWriter::new(out);
+    write_dump(&mut out, &args.path, &options, trial_options, args.compact)
+        .and_then(|()| out.flush())
+        .context("writing the dump")
 }
 
 #[cfg(test)]

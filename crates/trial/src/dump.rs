@@ -48,22 +48,142 @@ pub fn dump_trial(path: &str, options: &DumpOptions) -> Json {
     dump_trial_with(path, options, TrialOptions::default())
 }
 
-/// [`dump_trial`] with explicit trial options.
+/// [`dump_trial`] with explicit trial options. The whole document is built in memory; a
+/// large trial is better written out as it goes with [`write_dump`].
 pub fn dump_trial_with(path: &str, options: &DumpOptions, trial_options: TrialOptions) -> Json {
-    let start = std::time::Instant::now();
     let mut doc = Map::new();
-    doc.insert("schema".into(), json!(SCHEMA));
-    doc.insert(
-        "options".into(),
-        json!({
-            "max_inline": options.max_inline,
-            "computed_reductions": options.computed_reductions,
-            "global_lookup": options.global_lookup,
-        }),
-    );
+    dump_parts(path, options, trial_options, &mut |key, value| {
+        match key {
+            Key::Top(k) => {
+                doc.insert(k.into(), value);
+            }
+            Key::Tensor(name) => {
+                let tensors = doc
+                    .entry("tensors")
+                    .or_insert_with(|| Json::Object(Map::new()));
+                if let Json::Object(t) = tensors {
+                    t.insert(name.to_owned(), value);
+                }
+            }
+        }
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .unwrap_or_else(|e| match e {});
+    Json::Object(doc)
+}
+
+/// Writes the dump of the trial at `path` to `out` as it goes, one tensor at a time, so
+/// that memory holds one tensor's part of the document rather than all of it (the
+/// document of a large trial is several times the size of its text). The text is the
+/// JSON of [`dump_trial_with`], indented unless `compact`, keys sorted except `generator`,
+/// which comes last so that its `seconds` cover the whole dump.
+pub fn write_dump(
+    out: &mut dyn std::io::Write,
+    path: &str,
+    options: &DumpOptions,
+    trial_options: TrialOptions,
+    compact: bool,
+) -> std::io::Result<()> {
+    let mut w = DocWriter {
+        out,
+        compact,
+        top_fields: 0,
+        tensor_fields: None,
+    };
+    w.out.write_all(b"{")?;
+    dump_parts(path, options, trial_options, &mut |key, value| match key {
+        Key::Top(k) => {
+            w.end_tensors()?;
+            w.field(0, k, &value)
+        }
+        Key::Tensor(name) => {
+            if w.tensor_fields.is_none() {
+                w.key(0, "tensors")?;
+                w.out.write_all(b"{")?;
+                w.tensor_fields = Some(0);
+            }
+            w.field(1, name, &value)
+        }
+    })?;
+    w.end_tensors()?;
+    w.out.write_all(if compact { b"}\n" } else { b"\n}\n" })
+}
+
+/// Where a part of the document goes.
+enum Key<'a> {
+    /// A top-level entry.
+    Top(&'a str),
+    /// An entry of `tensors`.
+    Tensor(&'a str),
+}
+
+/// The JSON text of [`write_dump`], written part by part.
+struct DocWriter<'a> {
+    out: &'a mut dyn std::io::Write,
+    compact: bool,
+    top_fields: usize,
+    /// Entries written into `tensors`, once it is open.
+    tensor_fields: Option<usize>,
+}
+
+impl DocWriter<'_> {
+    /// `"key": ` at `depth` (0: top level, 1: inside `tensors`), after a comma if needed.
+    fn key(&mut self, depth: usize, key: &str) -> std::io::Result<()> {
+        let count = match depth {
+            0 => &mut self.top_fields,
+            _ => self.tensor_fields.get_or_insert(0),
+        };
+        if *count > 0 {
+            self.out.write_all(b",")?;
+        }
+        *count += 1;
+        if !self.compact {
+            write!(self.out, "\n{}", "  ".repeat(depth + 1))?;
+        }
+        serde_json::to_writer(&mut *self.out, key)?;
+        self.out.write_all(if self.compact { b":" } else { b": " })
+    }
+
+    fn field(&mut self, depth: usize, key: &str, value: &Json) -> std::io::Result<()> {
+        self.key(depth, key)?;
+        if self.compact {
+            return Ok(serde_json::to_writer(&mut *self.out, value)?);
+        }
+        // JSON strings hold no raw newline, so every newline of the pretty text starts a
+        // line that takes the nesting's indentation.
+        let text = serde_json::to_string_pretty(value)?;
+        let indent = format!("\n{}", "  ".repeat(depth + 1));
+        self.out.write_all(text.replace('\n', &indent).as_bytes())
+    }
+
+    fn end_tensors(&mut self) -> std::io::Result<()> {
+        match self.tensor_fields.take() {
+            Some(n) if n > 0 && !self.compact => self.out.write_all(b"\n  }"),
+            Some(_) => self.out.write_all(b"}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Produces the document's parts in the order of [`write_dump`]; `tensors` entries one by
+/// one, each dropped from memory before the next is made.
+fn dump_parts<E>(
+    path: &str,
+    options: &DumpOptions,
+    trial_options: TrialOptions,
+    emit: &mut dyn FnMut(Key<'_>, Json) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    let start = std::time::Instant::now();
+    let options_json = json!({
+        "max_inline": options.max_inline,
+        "computed_reductions": options.computed_reductions,
+        "global_lookup": options.global_lookup,
+    });
     match Trial::open(path, trial_options) {
         Err(e) => {
-            doc.insert("trial".into(), error_obj(&e));
+            emit(Key::Top("options"), options_json)?;
+            emit(Key::Top("schema"), json!(SCHEMA))?;
+            emit(Key::Top("trial"), error_obj(&e))?;
         }
         Ok(trial) => {
             let d = Dumper {
@@ -80,28 +200,30 @@ pub fn dump_trial_with(path: &str, options: &DumpOptions, trial_options: TrialOp
                         .collect()
                 })
                 .unwrap_or_default();
-            doc.insert("trial".into(), body);
-            doc.insert("collections".into(), d.collections());
-            let mut tensors = Map::new();
-            for n in names {
-                tensors.insert(n.clone(), d.tensor(&n));
+            emit(Key::Top("collections"), d.collections())?;
+            emit(Key::Top("options"), options_json)?;
+            emit(Key::Top("schema"), json!(SCHEMA))?;
+            if names.is_empty() {
+                emit(Key::Top("tensors"), Json::Object(Map::new()))?;
+            }
+            for n in &names {
+                emit(Key::Tensor(n), d.tensor(n))?;
                 // Each value is dumped once: keeping a finished tensor's values cached would
                 // only raise the peak memory. Files read ahead stay: the next tensors'
                 // records are in them.
                 d.tr.clear_values();
             }
-            doc.insert("tensors".into(), Json::Object(tensors));
+            emit(Key::Top("trial"), body)?;
         }
     }
-    doc.insert(
-        "generator".into(),
+    emit(
+        Key::Top("generator"),
         json!({
             "implementation": "smdebug-rs",
             "crate": concat!("smdebug-trial ", env!("CARGO_PKG_VERSION")),
             "seconds": (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
         }),
-    );
-    Json::Object(doc)
+    )
 }
 
 /// `{"error": {"type", "message"}}`.
