@@ -86,16 +86,20 @@ fn update<T: Element>(l: &mut Lanes<T>, j: usize, v: T) {
     l.max[j] = if v > l.max[j] { v } else { l.max[j] };
 }
 
-/// Running moments (Chan et al.'s parallel merge of per-leaf two-pass moments).
-#[derive(Clone, Copy)]
-struct Moments {
+/// Running moments (Chan et al.'s parallel merge of per-leaf two-pass moments), and the
+/// leaf buffers their second look uses (zeroed once per pass rather than once per leaf).
+struct Moments<A> {
     n: f64,
     mean: f64,
     m2: f64,
     sumsq: f64,
+    /// Deviations of the leaf's values from its mean.
+    d: [A; PW_BLOCK],
+    /// Their squares.
+    sq: [A; PW_BLOCK],
 }
 
-impl Moments {
+impl<A> Moments<A> {
     #[inline]
     fn merge(&mut self, n: f64, mean: f64, m2: f64) {
         let total = self.n + n;
@@ -130,7 +134,7 @@ fn combine<A: AccFloat>(r: &[A; LANES]) -> A {
 fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
     x: &[T],
     lanes: &mut Lanes<T>,
-    mom: &mut Moments,
+    mom: &mut Moments<T::Acc>,
     isum: &mut u64,
 ) -> (T::Acc, T::Acc) {
     let n = x.len();
@@ -197,9 +201,7 @@ fn leaf<T: Element, const ABS: bool, const MOMENTS: bool>(
         // then the sums by the same block pattern as the first loop. Computed inside the
         // block loop, the deviations were loaded, subtracted and squared one scalar at a
         // time and shuffled into vectors, which made this loop cost more than the first.
-        let mut d = [T::Acc::ZERO; PW_BLOCK];
-        let mut sq = [T::Acc::ZERO; PW_BLOCK];
-        let (d, sq) = (&mut d[..n], &mut sq[..n]);
+        let (d, sq) = (&mut mom.d[..n], &mut mom.sq[..n]);
         for (d, &e) in d.iter_mut().zip(x) {
             *d = map::<T, ABS>(e).to_acc() - m;
         }
@@ -239,7 +241,7 @@ fn lane_sums<A: AccFloat>(x: &[A], body: usize) -> [A; LANES] {
 fn pairwise<T: Element, const ABS: bool, const MOMENTS: bool>(
     x: &[T],
     lanes: &mut Lanes<T>,
-    mom: &mut Moments,
+    mom: &mut Moments<T::Acc>,
     isum: &mut u64,
 ) -> (T::Acc, T::Acc) {
     if x.len() <= PW_BLOCK {
@@ -266,6 +268,8 @@ pub(crate) fn fused<T: Element, const ABS: bool, const MOMENTS: bool>(x: &[T]) -
         mean: 0.0,
         m2: 0.0,
         sumsq: 0.0,
+        d: [T::Acc::ZERO; PW_BLOCK],
+        sq: [T::Acc::ZERO; PW_BLOCK],
     };
     let mut out = Fused {
         n: x.len(),
