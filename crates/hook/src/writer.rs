@@ -17,10 +17,13 @@ use smdebug_record::{
 };
 use smdebug_reduce::{Flavor, ReductionRequest, Scalar, TensorView};
 use smdebug_storage::{BlockingStore, Bytes};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
+
+/// Most tensor names whose reduction tensor names the writer remembers.
+const MAX_CACHED_NAMES: usize = 4096;
 
 /// What the training thread decided for one tensor in one step.
 #[derive(Debug)]
@@ -167,6 +170,8 @@ struct Writer {
     io: Option<SyncSender<IoJob>>,
     /// Puts of the current job, handed to the I/O thread together when the job is done.
     outgoing: Vec<Put>,
+    /// Reduction tensor names by tensor name and request (see [`Writer::reduction_name`]).
+    reduction_names: HashMap<String, HashMap<ReductionRequest, String>>,
     /// Size of the last published events file (capacity hint for the next one).
     last_events_len: usize,
     /// Events buffers the I/O thread is done with (see [`run_io`]).
@@ -238,6 +243,7 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
         tb_files: BTreeMap::new(),
         io,
         outgoing: Vec::new(),
+        reduction_names: HashMap::new(),
         last_events_len: 0,
         spare: spare_rx,
     };
@@ -412,18 +418,27 @@ impl Writer {
 
     fn write_record(
         &mut self,
-        name: &str,
+        name: String,
         value: &Tensor,
         step: i64,
         mode: Mode,
         mode_step: i64,
         wall_time: f64,
     ) -> Result<(), String> {
-        let event_key = event_file_key(step, &self.cfg.worker).map_err(|e| e.to_string())?;
+        // The key goes into the index once per step, not into every record.
+        let named = self
+            .current
+            .as_ref()
+            .is_some_and(|c| c.step == step && c.has_event_file_name);
+        let event_key = if named {
+            None
+        } else {
+            Some(event_file_key(step, &self.cfg.worker).map_err(|e| e.to_string())?)
+        };
         let file = self.step_file(step)?;
         let info = append_tensor_event(
             &mut file.events,
-            name,
+            &name,
             value,
             step,
             mode.as_int(),
@@ -438,7 +453,7 @@ impl Writer {
             let meta = IndexMeta {
                 mode,
                 mode_step,
-                event_file_name: Some(event_key),
+                event_file_name: event_key,
             };
             match &mut file.index {
                 Some(index) => index.meta = meta,
@@ -448,7 +463,7 @@ impl Writer {
         }
         if let Some(index) = file.index.as_mut() {
             index.tensors.push(TensorEntry {
-                name: name.to_owned(),
+                name,
                 start_idx: info.offset,
                 length: info.len,
                 payload_crc32c: Some(info.payload_crc32c),
@@ -456,6 +471,23 @@ impl Writer {
         }
         self.shared.records.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// [`reduction_tensor_name`], remembered: the same tensors are reduced at every step.
+    fn reduction_name(&mut self, name: &str, request: &ReductionRequest) -> String {
+        if let Some(tag) = self.reduction_names.get(name).and_then(|m| m.get(request)) {
+            return tag.clone();
+        }
+        let tag = reduction_tensor_name(name, request);
+        // Bounded, for programs that invent a new tensor name at every step.
+        if self.reduction_names.len() < MAX_CACHED_NAMES || self.reduction_names.contains_key(name)
+        {
+            self.reduction_names
+                .entry(name.to_owned())
+                .or_default()
+                .insert(*request, tag.clone());
+        }
+        tag
     }
 
     fn tensor(&mut self, t: TensorJob) -> Result<(), String> {
@@ -483,9 +515,9 @@ impl Writer {
                     tracing::debug!("reduction {} of {} skipped", request.name(), t.name);
                     continue;
                 };
-                let tag = reduction_tensor_name(&t.name, request);
+                let tag = self.reduction_name(&t.name, request);
                 let value = scalar_tensor(scalar, self.cfg.reduction_shape);
-                self.write_record(&tag, &value, t.step, t.mode, t.mode_step, t.wall_time)?;
+                self.write_record(tag, &value, t.step, t.mode, t.mode_step, t.wall_time)?;
             }
         }
         if let Some(tag) = &t.histogram {
@@ -498,7 +530,8 @@ impl Writer {
             }
         }
         if t.raw {
-            self.write_record(&t.name, &t.value, t.step, t.mode, t.mode_step, t.wall_time)?;
+            let name = t.name.clone();
+            self.write_record(name, &t.value, t.step, t.mode, t.mode_step, t.wall_time)?;
         }
         if t.tb_scalar && t.value.len() == 1 {
             if let Some(v) = tensorboard::values_f64(&t.value) {
