@@ -2,6 +2,7 @@
 //! which step for which worker and where its record is, the step maps, completeness,
 //! `last_complete_step` and the listing token (SEMANTICS.md §8.3–8.4, §8.7).
 
+use smallvec::SmallVec;
 use smdebug_config::Mode;
 use smdebug_exceptions::StepState;
 use smdebug_index::{index_file_key, serialize_tf_device, IndexFile};
@@ -48,30 +49,68 @@ pub(crate) struct StepData {
 }
 
 /// What each worker saved of a tensor at one step, workers in first-seen order.
-pub(crate) type Workers = Vec<(Arc<str>, StepData)>;
+pub(crate) type Workers = SmallVec<[(Arc<str>, StepData); 1]>;
+
+/// The mode steps of a tensor in one mode, ascending, each with its [`Workers`]. Steps are
+/// registered in ascending order almost always, so this is a sorted vector that appends
+/// rather than a tree that allocates a node every few steps.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StepMap(Vec<(i64, Workers)>);
+
+impl StepMap {
+    pub fn get(&self, mode_step: i64) -> Option<&Workers> {
+        self.0
+            .binary_search_by_key(&mode_step, |(s, _)| *s)
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    /// `(mode step, workers)` in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = (i64, &Workers)> {
+        self.0.iter().map(|(s, w)| (*s, w))
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Workers> {
+        self.0.iter().map(|(_, w)| w)
+    }
+
+    /// The workers of `mode_step`, added when new.
+    fn entry(&mut self, mode_step: i64) -> &mut Workers {
+        let i = match self.0.last() {
+            Some((last, _)) if *last == mode_step => self.0.len() - 1,
+            Some((last, _)) if *last > mode_step => {
+                match self.0.binary_search_by_key(&mode_step, |(s, _)| *s) {
+                    Ok(i) => i,
+                    Err(i) => {
+                        self.0.insert(i, (mode_step, Workers::new()));
+                        i
+                    }
+                }
+            }
+            _ => {
+                self.0.push((mode_step, Workers::new()));
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[i].1
+    }
+}
 
 /// Everything known about one tensor.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TensorData {
     pub original_name: Option<String>,
     /// mode → mode step → workers in first-seen order.
-    pub modes: BTreeMap<Mode, BTreeMap<i64, Workers>>,
+    pub modes: BTreeMap<Mode, StepMap>,
 }
 
 impl TensorData {
     pub fn step_dict(&self, mode: Mode, mode_step: i64) -> Option<&Workers> {
-        self.modes.get(&mode).and_then(|m| m.get(&mode_step))
+        self.modes.get(&mode).and_then(|m| m.get(mode_step))
     }
 
     fn entry(&mut self, mode: Mode, mode_step: i64, worker: &Arc<str>) -> &mut StepData {
-        let workers = self
-            .modes
-            .entry(mode)
-            .or_default()
-            .entry(mode_step)
-            // Most steps have one worker; the default capacity of 4 would allocate four
-            // `StepData`s for every tensor at every step.
-            .or_insert_with(|| Vec::with_capacity(1));
+        let workers = self.modes.entry(mode).or_default().entry(mode_step);
         let i = match workers.iter().position(|(w, _)| w == worker) {
             Some(i) => i,
             None => {
@@ -471,6 +510,24 @@ fn split_name(name: &str) -> (String, Option<(String, bool)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn step_maps_stay_sorted_whatever_the_order_steps_arrive_in() {
+        let mut m = StepMap::default();
+        let w: Arc<str> = Arc::from("worker_0");
+        for step in [5, 7, 7, 2, 9, 0, 5, 8] {
+            let workers = m.entry(step);
+            if workers.is_empty() {
+                workers.push((Arc::clone(&w), StepData::default()));
+            }
+        }
+        let steps: Vec<i64> = m.iter().map(|(s, _)| s).collect();
+        assert_eq!(steps, [0, 2, 5, 7, 8, 9]);
+        assert!(m.values().all(|ws| ws.len() == 1));
+        assert!(m.get(7).is_some());
+        assert!(m.get(6).is_none());
+        assert!(m.get(-1).is_none() && m.get(10).is_none());
+    }
 
     #[test]
     fn reduction_names_parse_like_smdebug() {

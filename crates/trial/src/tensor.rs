@@ -59,7 +59,7 @@ impl<'t> Tensor<'t> {
             if mode != Mode::Global && m != mode {
                 continue;
             }
-            for (&ms, workers) in steps {
+            for (ms, workers) in steps.iter() {
                 let g = st.global_step_currently(m, ms).unwrap_or(ms);
                 let reported = if mode == Mode::Global { g } else { ms };
                 all.push((reported, g, workers.len()));
