@@ -22,7 +22,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingM
 use ndarray::{ArrayD, Dimension, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::{BlockingStore, Location};
-use smdebug_trial::synth::{write_collections, write_end_marker, write_step, StepWrite};
+use smdebug_trial::synth::write_train_trial;
 use smdebug_trial::{Trial, TrialOptions, Value};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -48,7 +48,6 @@ struct Setup {
 
 fn write_trial(dir: &Path, steps: usize, tensors: usize, side: usize) {
     let store = BlockingStore::open(&Location::Local(dir.to_path_buf())).unwrap();
-    write_collections(&store, "worker_0", 1).unwrap();
     let names: Vec<String> = (0..tensors)
         .map(|i| {
             if i + 1 == tensors {
@@ -60,8 +59,8 @@ fn write_trial(dir: &Path, steps: usize, tensors: usize, side: usize) {
             }
         })
         .collect();
-    for step in 0..steps as i64 {
-        let values: Vec<(&str, Value)> = names
+    write_train_trial(&store, steps as i64, |step| {
+        names
             .iter()
             .enumerate()
             .map(|(i, n)| {
@@ -72,14 +71,9 @@ fn write_trial(dir: &Path, steps: usize, tensors: usize, side: usize) {
                 });
                 (n.as_str(), Value::Float32(v))
             })
-            .collect();
-        write_step(
-            &store,
-            &StepWrite::new(step, "worker_0", Mode::Train, &values),
-        )
-        .unwrap();
-    }
-    write_end_marker(&store).unwrap();
+            .collect()
+    })
+    .unwrap();
 }
 
 fn event_files(dir: &Path) -> Vec<PathBuf> {

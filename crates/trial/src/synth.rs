@@ -114,3 +114,20 @@ pub fn write_end_marker(store: &BlockingStore) -> Result<()> {
     store.put(END_OF_JOB_FILE, Bytes::new())?;
     Ok(())
 }
+
+/// A whole finished one-worker (`worker_0`) trial: its collections file, steps `0..steps`
+/// in TRAIN mode (mode step = step) with the tensors `tensors(step)` gives, and the end
+/// marker.
+pub fn write_train_trial<N: AsRef<str>>(
+    store: &BlockingStore,
+    steps: i64,
+    mut tensors: impl FnMut(i64) -> Vec<(N, Value)>,
+) -> Result<()> {
+    write_collections(store, "worker_0", 1)?;
+    for step in 0..steps {
+        let named = tensors(step);
+        let refs: Vec<(&str, Value)> = named.iter().map(|(n, v)| (n.as_ref(), v.clone())).collect();
+        write_step(store, &StepWrite::new(step, "worker_0", Mode::Train, &refs))?;
+    }
+    write_end_marker(store)
+}

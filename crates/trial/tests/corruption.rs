@@ -5,7 +5,7 @@
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::{BlockingStore, Location};
-use smdebug_trial::synth::{write_collections, write_end_marker, write_step, StepWrite};
+use smdebug_trial::synth::write_train_trial;
 use smdebug_trial::{Trial, TrialError, TrialOptions, Value};
 use std::path::Path;
 
@@ -14,9 +14,8 @@ const NAMES: [&str; 3] = ["a", "b", "c"];
 
 fn write_trial(dir: &Path) {
     let store = BlockingStore::open(&Location::Local(dir.to_path_buf())).unwrap();
-    write_collections(&store, "worker_0", 1).unwrap();
-    for step in 0..STEPS {
-        let tensors: Vec<(&str, Value)> = NAMES
+    write_train_trial(&store, STEPS, |step| {
+        NAMES
             .iter()
             .enumerate()
             .map(|(i, n)| {
@@ -25,14 +24,9 @@ fn write_trial(dir: &Path) {
                 });
                 (*n, Value::Float32(v))
             })
-            .collect();
-        write_step(
-            &store,
-            &StepWrite::new(step, "worker_0", Mode::Train, &tensors),
-        )
-        .unwrap();
-    }
-    write_end_marker(&store).unwrap();
+            .collect()
+    })
+    .unwrap();
 }
 
 fn event(dir: &Path, step: i64) -> std::path::PathBuf {

@@ -4,10 +4,9 @@
 
 use ndarray::{ArrayD, IxDyn};
 use serde_json::Value as Json;
-use smdebug_config::Mode;
 use smdebug_storage::{BlockingStore, Location};
 use smdebug_trial::dump::{dump_trial_with, write_dump, DumpOptions};
-use smdebug_trial::synth::{write_collections, write_end_marker, write_step, StepWrite};
+use smdebug_trial::synth::write_train_trial;
 use smdebug_trial::{TrialOptions, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -54,25 +53,15 @@ fn both(path: &Path, compact: bool) -> (Json, Json, String) {
 
 fn write_trial(dir: &Path, tensors: usize) {
     let store = BlockingStore::open(&Location::Local(dir.to_path_buf())).unwrap();
-    write_collections(&store, "worker_0", 1).unwrap();
-    for step in 0..3 {
-        let values: Vec<(String, Value)> = (0..tensors)
+    write_train_trial(&store, 3, |_| {
+        (0..tensors)
             .map(|i| {
                 let v = ArrayD::from_shape_fn(IxDyn(&[2, 3]), |ix| (ix[0] + ix[1] + i) as f32);
                 (format!("t{i}"), Value::Float32(v))
             })
-            .collect();
-        let refs: Vec<(&str, Value)> = values
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.clone()))
-            .collect();
-        write_step(
-            &store,
-            &StepWrite::new(step, "worker_0", Mode::Train, &refs),
-        )
-        .unwrap();
-    }
-    write_end_marker(&store).unwrap();
+            .collect()
+    })
+    .unwrap();
 }
 
 #[test]

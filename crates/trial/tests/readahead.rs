@@ -10,7 +10,7 @@ use common::Spy;
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::{BlockingStore, Location};
-use smdebug_trial::synth::{write_collections, write_end_marker, write_step, StepWrite};
+use smdebug_trial::synth::write_train_trial;
 use smdebug_trial::{Trial, TrialOptions, Value};
 use std::sync::Arc;
 
@@ -22,27 +22,17 @@ fn write_trial(name: &str, side: usize) -> (String, Location) {
     let url = format!("memory://readahead-{name}-{}/run", std::process::id());
     let location = Location::parse(&url).unwrap();
     let store = BlockingStore::open(&location).unwrap();
-    write_collections(&store, "worker_0", 1).unwrap();
-    for step in 0..STEPS {
-        let tensors: Vec<(String, Value)> = (0..TENSORS)
+    write_train_trial(&store, STEPS, |step| {
+        (0..TENSORS)
             .map(|i| {
                 let v = ArrayD::from_shape_fn(IxDyn(&[side, side]), |ix| {
                     (ix[0] * side + ix[1] + i) as f32 + step as f32 * 0.5
                 });
                 (format!("t{i:02}"), Value::Float32(v))
             })
-            .collect();
-        let refs: Vec<(&str, Value)> = tensors
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.clone()))
-            .collect();
-        write_step(
-            &store,
-            &StepWrite::new(step, "worker_0", Mode::Train, &refs),
-        )
-        .unwrap();
-    }
-    write_end_marker(&store).unwrap();
+            .collect()
+    })
+    .unwrap();
     (url, location)
 }
 
