@@ -8,8 +8,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use smdebug_candle::demo::{Demo, Scenario};
-use smdebug_config::{Norm, Reduction};
-use smdebug_hook::{HookBuilder, ReductionConfig, SaveConfig, SaveConfigMode};
+use smdebug_hook::{HookBuilder, SaveConfig, SaveConfigMode};
 
 // The allocator `smdebug demo` runs with (the CLI's global allocator), for all three cases
 // alike: with glibc's malloc the writer thread's frees hand pages back to the kernel, whose
@@ -48,19 +47,8 @@ fn overhead(c: &mut Criterion) {
     hook.close().expect("close");
 
     let (mut demo, mut hook) = hooked(dir.path(), "reductions", |b| {
-        let rc = ReductionConfig {
-            reductions: vec![
-                Reduction::Min,
-                Reduction::Max,
-                Reduction::Mean,
-                Reduction::Std,
-            ],
-            norms: vec![Norm::L2],
-            save_raw_tensor: false,
-            ..Default::default()
-        };
         b.save_config(SaveConfig::new(SaveConfigMode::every(1)))
-            .reduction_config(rc)
+            .reduction_config(Demo::reductions_only())
     });
     g.bench_function("hook_reductions_every_step", |b| {
         b.iter(|| demo.train_step(Some(&mut hook)).expect("step"))

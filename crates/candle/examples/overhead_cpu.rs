@@ -11,8 +11,7 @@
 use std::time::{Duration, Instant};
 
 use smdebug_candle::demo::{Demo, Scenario};
-use smdebug_config::{Norm, Reduction};
-use smdebug_hook::{ReductionConfig, SaveConfig, SaveConfigMode};
+use smdebug_hook::{SaveConfig, SaveConfigMode};
 
 // As in the bench and the CLI.
 #[global_allocator]
@@ -90,17 +89,7 @@ fn run(case: &str, steps: u32, dir: &std::path::Path) {
                 b.save_config(SaveConfig::new(SaveConfigMode::every(500)))
             } else {
                 b.save_config(SaveConfig::new(SaveConfigMode::every(1)))
-                    .reduction_config(ReductionConfig {
-                        reductions: vec![
-                            Reduction::Min,
-                            Reduction::Max,
-                            Reduction::Mean,
-                            Reduction::Std,
-                        ],
-                        norms: vec![Norm::L2],
-                        save_raw_tensor: false,
-                        ..Default::default()
-                    })
+                    .reduction_config(Demo::reductions_only())
             };
             Some(demo.register(b.build().expect("hook")).expect("register"))
         }

@@ -17,7 +17,8 @@
 
 use candle_core::{DType, Device, Module, Tensor as CTensor, Var};
 use candle_nn::{Linear, Optimizer, VarMap, SGD};
-use smdebug_hook::{Collection, HookBuilder, Mode, SaveConfig, SaveConfigMode};
+use smdebug_config::{Norm, Reduction};
+use smdebug_hook::{Collection, HookBuilder, Mode, ReductionConfig, SaveConfig, SaveConfigMode};
 
 use crate::error::{CandleError, Result};
 use crate::hook::CandleHook;
@@ -410,6 +411,22 @@ impl Demo {
     /// The tap the activation wrappers record `layer<k>.<act>_input_0` / `_output_0` into.
     pub fn tap(&self) -> &Tap {
         &self.tap
+    }
+
+    /// The reductions of the overhead benchmark's "reductions every step" case: min, max,
+    /// mean, std and the L2 norm of every tensor saved, without raw values.
+    pub fn reductions_only() -> ReductionConfig {
+        ReductionConfig {
+            reductions: vec![
+                Reduction::Min,
+                Reduction::Max,
+                Reduction::Mean,
+                Reduction::Std,
+            ],
+            norms: vec![Norm::L2],
+            save_raw_tensor: false,
+            ..Default::default()
+        }
     }
 
     /// The demo's hook configuration: weights, biases, gradients and losses every
