@@ -416,7 +416,14 @@ fn walk(
             continue;
         }
         // Follows symbolic links; a link to a folder (or a dangling one) is not an object.
-        let meta = match fs::metadata(entry.path()) {
+        // A plain file is asked relative to the open folder (no walk of the whole path
+        // again: a third of listing a folder of index files).
+        let meta = if file_type.is_file() {
+            entry.metadata()
+        } else {
+            fs::metadata(entry.path())
+        };
+        let meta = match meta {
             Ok(m) => m,
             Err(e) if is_absent(&e) => continue,
             Err(e) => return Err(e),
