@@ -12,49 +12,16 @@ fn cores() -> usize {
 }
 
 /// `items.iter().map(f)` on up to `min(cores, max_threads)` threads (this one included),
-/// each taking the next item when done; results in the order of `items`. A helper thread
-/// that cannot start leaves its share to the others.
+/// each taking the next item when done; results in the order of `items`.
 pub(crate) fn map<T: Sync, R: Send>(
     items: &[T],
     max_threads: usize,
     name: &str,
     f: impl Fn(&T) -> R + Sync,
 ) -> Vec<R> {
-    let threads = cores().min(max_threads).min(items.len());
-    if threads <= 1 {
-        return items.iter().map(f).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let k = next.fetch_add(1, Ordering::Relaxed);
-            let Some(item) = items.get(k) else {
-                return done;
-            };
-            done.push((k, f(item)));
-        }
-    };
-    let mut all = std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads)
-            .filter_map(|_| {
-                std::thread::Builder::new()
-                    .name(name.to_owned())
-                    .spawn_scoped(scope, work)
-                    .ok()
-            })
-            .collect();
-        let mut all = work();
-        for h in helpers {
-            match h.join() {
-                Ok(part) => all.extend(part),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        all
-    });
-    all.sort_unstable_by_key(|&(k, _)| k);
-    all.into_iter().map(|(_, r)| r).collect()
+    let mut out = Vec::with_capacity(items.len());
+    for_each_ordered(items, max_threads, name, f, |r| out.push(r));
+    out
 }
 
 /// `for r in items.iter().map(f) { consume(r) }` with `f` on up to `min(cores,
