@@ -126,8 +126,9 @@ impl TensorData {
 /// registering can reach a tensor by its number without searching the names again.
 #[derive(Debug, Default)]
 pub(crate) struct Tensors {
-    ids: BTreeMap<String, usize>,
+    ids: BTreeMap<Arc<str>, usize>,
     data: Vec<TensorData>,
+    /// Each number's name (the same allocation as its key in `ids`).
     names: Vec<Arc<str>>,
 }
 
@@ -141,8 +142,8 @@ impl Tensors {
     }
 
     /// Names in sorted order.
-    pub fn keys(&self) -> impl Iterator<Item = &String> {
-        self.ids.keys()
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.ids.keys().map(|k| &**k)
     }
 
     /// Every tensor's data, in no particular order.
@@ -156,9 +157,10 @@ impl Tensors {
             return i;
         }
         let i = self.data.len();
-        self.ids.insert(name.to_owned(), i);
+        let name: Arc<str> = Arc::from(name);
+        self.ids.insert(Arc::clone(&name), i);
         self.data.push(TensorData::default());
-        self.names.push(Arc::from(name));
+        self.names.push(name);
         i
     }
 

@@ -433,7 +433,7 @@ impl Trial {
         self.maybe_refresh_locked(&mut st)?;
         let mode = filter.mode;
         let base: Vec<String> = match filter.step {
-            None if mode == Mode::Global => st.tensors.keys().cloned().collect(),
+            None if mode == Mode::Global => st.tensors.keys().map(str::to_owned).collect(),
             // Python raises KeyError for a mode never seen [PY-BUG]: no names.
             None => st
                 .mode_to_tensors
