@@ -3,18 +3,15 @@
 
 mod common;
 
-use common::Spy;
+use common::{memory_store, spied_trial};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
-use smdebug_storage::{BlockingStore, Location};
 use smdebug_trial::synth::{write_collections, write_step, StepWrite};
-use smdebug_trial::{Trial, TrialOptions, Value};
+use smdebug_trial::{TrialOptions, Value};
 
 #[test]
 fn cached_values_are_read_once_and_clear_cache_drops_them() {
-    let url = format!("memory://cache-{}/run", std::process::id());
-    let location = Location::parse(&url).unwrap();
-    let writer = BlockingStore::open(&location).unwrap();
+    let (url, location, writer) = memory_store("cache");
     write_collections(&writer, "worker_0", 1).unwrap();
     let value = Value::Float32(ArrayD::from_shape_fn(IxDyn(&[3, 2]), |i| i[0] as f32 - 0.5));
     write_step(
@@ -22,14 +19,7 @@ fn cached_values_are_read_once_and_clear_cache_drops_them() {
         &StepWrite::new(0, "worker_0", Mode::Train, &[("w", value.clone())]),
     )
     .unwrap();
-    let counting = Spy::new(location.open().unwrap());
-    let trial = Trial::from_storage(
-        counting.clone(),
-        &url,
-        "run".into(),
-        TrialOptions::default(),
-    )
-    .unwrap();
+    let (counting, trial) = spied_trial(&url, &location, TrialOptions::default());
     let t = trial.tensor("w").unwrap();
     let reads = || counting.ranged_reads();
 

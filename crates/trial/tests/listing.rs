@@ -4,12 +4,12 @@
 
 mod common;
 
-use common::Spy;
+use common::{memory_store, spied_trial};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
-use smdebug_storage::{BlockingStore, Location};
+use smdebug_storage::BlockingStore;
 use smdebug_trial::synth::{write_collections, write_step, StepWrite};
-use smdebug_trial::{Trial, TrialOptions, Value};
+use smdebug_trial::{TrialOptions, Value};
 
 fn write(store: &BlockingStore, step: i64) {
     let v = Value::Float32(ArrayD::from_elem(IxDyn(&[2]), step as f32));
@@ -22,22 +22,13 @@ fn write(store: &BlockingStore, step: i64) {
 
 #[test]
 fn refreshes_list_only_what_follows_the_token() {
-    let url = format!("memory://listing-{}/run", std::process::id());
-    let location = Location::parse(&url).unwrap();
-    let writer = BlockingStore::open(&location).unwrap();
+    let (url, location, writer) = memory_store("listing");
     write_collections(&writer, "worker_0", 1).unwrap();
     // 2,500 steps span three index buckets (index/000000000/, …001/, …002/).
     for step in 0..2500 {
         write(&writer, step);
     }
-    let recording = Spy::new(location.open().unwrap());
-    let trial = Trial::from_storage(
-        recording.clone(),
-        &url,
-        "run".into(),
-        TrialOptions::default(),
-    )
-    .unwrap();
+    let (recording, trial) = spied_trial(&url, &location, TrialOptions::default());
     assert_eq!(trial.steps(Mode::Global, false).unwrap().len(), 2500);
     for step in 2500..2503 {
         write(&writer, step);

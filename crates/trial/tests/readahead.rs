@@ -6,12 +6,12 @@
 
 mod common;
 
-use common::Spy;
+use common::{memory_store, spied_trial};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
-use smdebug_storage::{BlockingStore, Location};
+use smdebug_storage::Location;
 use smdebug_trial::synth::write_train_trial;
-use smdebug_trial::{Trial, TrialOptions, Value};
+use smdebug_trial::{TrialOptions, Value};
 use std::sync::Arc;
 
 const STEPS: i64 = 4;
@@ -19,9 +19,7 @@ const TENSORS: usize = 12;
 
 /// A trial in memory whose events files hold TENSORS records of `side`² float32 each.
 fn write_trial(name: &str, side: usize) -> (String, Location) {
-    let url = format!("memory://readahead-{name}-{}/run", std::process::id());
-    let location = Location::parse(&url).unwrap();
-    let store = BlockingStore::open(&location).unwrap();
+    let (url, location, store) = memory_store(&format!("readahead-{name}"));
     write_train_trial(&store, STEPS, |step| {
         (0..TENSORS)
             .map(|i| {
@@ -38,13 +36,12 @@ fn write_trial(name: &str, side: usize) -> (String, Location) {
 
 /// Every value, tensor by tensor, and how many ranged reads it took.
 fn read_all(url: &str, location: &Location, readahead_bytes: usize) -> (Vec<Arc<Value>>, usize) {
-    let spy = Spy::new(location.open().unwrap());
     let options = TrialOptions {
         cache_bytes: 0,
         readahead_bytes,
         ..TrialOptions::default()
     };
-    let trial = Trial::from_storage(spy.clone(), url, "run".into(), options).unwrap();
+    let (spy, trial) = spied_trial(url, location, options);
     let mut values = Vec::new();
     for name in trial.tensor_names().unwrap() {
         let t = trial.tensor(&name).unwrap();

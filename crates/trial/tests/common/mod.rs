@@ -1,7 +1,8 @@
 //! A storage wrapper for tests that watch what the reader asks of its store.
 
 use async_trait::async_trait;
-use smdebug_storage::{Bytes, ObjectMeta, Storage};
+use smdebug_storage::{BlockingStore, Bytes, Location, ObjectMeta, Storage};
+use smdebug_trial::{Trial, TrialOptions};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,6 +37,23 @@ impl Spy {
     pub fn ranged_reads(&self) -> usize {
         self.ranged.load(Ordering::SeqCst)
     }
+}
+
+/// A fresh in-memory store for one test, `memory://{name}-{pid}/run`: its URL, its
+/// location and a store to write the trial with.
+#[allow(dead_code)]
+pub fn memory_store(name: &str) -> (String, Location, BlockingStore) {
+    let url = format!("memory://{name}-{}/run", std::process::id());
+    let location = Location::parse(&url).unwrap();
+    let writer = BlockingStore::open(&location).unwrap();
+    (url, location, writer)
+}
+
+/// The trial at `location` (named `url` in messages), read through a new spy.
+pub fn spied_trial(url: &str, location: &Location, options: TrialOptions) -> (Arc<Spy>, Trial) {
+    let spy = Spy::new(location.open().unwrap());
+    let trial = Trial::from_storage(spy.clone(), url, "run".into(), options).unwrap();
+    (spy, trial)
 }
 
 #[async_trait]
