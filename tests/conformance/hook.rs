@@ -334,23 +334,7 @@ fn eight_worker_processes_write_one_trial_while_a_reader_polls() {
     // Workers never end the trial themselves (a worker starting after another ended it
     // would refuse the finished trial); the job ends it once all of them are done.
     let mut children: Vec<_> = (0..8)
-        .map(|w| {
-            Command::new(smdebug_bin())
-                .arg("synth")
-                .arg(&recipe)
-                .arg(&rs)
-                .args([
-                    "-q",
-                    "--end-marker",
-                    "never",
-                    "--only-worker",
-                    &w.to_string(),
-                ])
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
+        .map(|w| spawn_worker(&recipe, rs.to_str().unwrap(), w))
         .collect();
     let mut polls = 0;
     let mut max_seen = 0;
@@ -391,6 +375,21 @@ fn eight_worker_processes_write_one_trial_while_a_reader_polls() {
     );
 }
 
+/// Starts the process of one worker of the recipe writing into `out`. Workers never end the
+/// trial themselves (see [`end_trial`]).
+fn spawn_worker(recipe: &std::path::Path, out: &str, worker: usize) -> std::process::Child {
+    Command::new(smdebug_bin())
+        .arg("synth")
+        .arg(recipe)
+        .arg(out)
+        .args(["-q", "--end-marker", "never", "--only-worker"])
+        .arg(worker.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Writes the end-of-training marker once every worker process has finished.
 fn end_trial(recipe: &std::path::Path, out: &str) {
     let o = Command::new(smdebug_bin())
@@ -419,24 +418,7 @@ fn worker_processes_write_one_trial_on_s3() {
     let dir = tempdir();
     let recipe = workers_recipe(dir.path(), 3, 4);
     let url = format!("s3://{bucket}/{}/trial", unique("s3-workers"));
-    let children: Vec<_> = (0..3)
-        .map(|w| {
-            Command::new(smdebug_bin())
-                .arg("synth")
-                .arg(&recipe)
-                .arg(&url)
-                .args([
-                    "-q",
-                    "--end-marker",
-                    "never",
-                    "--only-worker",
-                    &w.to_string(),
-                ])
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let children: Vec<_> = (0..3).map(|w| spawn_worker(&recipe, &url, w)).collect();
     for c in children {
         check(c.wait_with_output().unwrap(), "synth worker on S3");
     }
