@@ -248,10 +248,7 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
         spare: spare_rx,
     };
     for job in jobs {
-        match job {
-            Job::Batch(batch) => batch.into_iter().for_each(|j| w.dispatch(j)),
-            job => w.dispatch(job),
-        }
+        w.dispatch(job);
     }
     // The channel closed without EndStep (the hook was dropped mid-step): publish what the
     // step holds, as smdebug's atexit handler would.
@@ -349,14 +346,22 @@ pub fn reduction_tensor_name(name: &str, request: &ReductionRequest) -> String {
 impl Writer {
     /// Runs one job (a batch's jobs arrive here one by one).
     fn dispatch(&mut self, job: Job) {
-        if let Job::Flush(reply) = job {
-            self.wait_io();
-            let _ = reply.send(match self.shared.failure() {
-                Some(f) => Err(f),
-                None => Ok(()),
-            });
-            return;
-        }
+        let job = match job {
+            // Each job of a batch on its own: a flush in it is answered even after a failure.
+            Job::Batch(batch) => {
+                batch.into_iter().for_each(|j| self.dispatch(j));
+                return;
+            }
+            Job::Flush(reply) => {
+                self.wait_io();
+                let _ = reply.send(match self.shared.failure() {
+                    Some(f) => Err(f),
+                    None => Ok(()),
+                });
+                return;
+            }
+            job => job,
+        };
         if self.shared.failed() {
             // After a failure nothing more is written: a trial with a hole in the middle
             // would look complete to a reader.
@@ -386,11 +391,8 @@ impl Writer {
                 self.put(store, key, data, 0);
                 Ok(())
             }
-            Job::Flush(_) => Ok(()),
-            Job::Batch(batch) => {
-                batch.into_iter().for_each(|j| self.dispatch(j));
-                Ok(())
-            }
+            // Taken apart by `dispatch` before they get here.
+            Job::Flush(_) | Job::Batch(_) => Ok(()),
         }
     }
 
