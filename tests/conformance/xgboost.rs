@@ -554,7 +554,7 @@ fn expected(t: &Trials, trial: &str, rule: &str) -> Option<(Verdict, String)> {
                 (
                     Silent,
                     format!(
-                        "the validation loss is at most {:+.1} % off the training loss at every round (ratio_threshold 10 %)",
+                        "(validation loss − training loss) / training loss is at most {:+.1} % at every round (ratio_threshold 10 %)",
                         worst * 100.0
                     ),
                 )
@@ -584,6 +584,9 @@ fn run_rule(trial_path: &Path, r: &RuleRun) -> Result<(Vec<i64>, Option<String>)
     ))
 }
 
+/// An expected verdict, why, and the trials it holds for.
+type Reason = (Verdict, String, Vec<&'static str>);
+
 #[test]
 fn rules_on_xgboost_trials_give_the_expected_verdicts() {
     let t = trials();
@@ -595,8 +598,8 @@ fn rules_on_xgboost_trials_give_the_expected_verdicts() {
     body += "\n|---|";
     body += &"---|".repeat(TRIALS.len());
     body += "\n";
-    // rule → (verdict, reason) → trials, so that each reason is said once.
-    let mut reasons: Vec<(&str, Vec<(Verdict, String, Vec<&str>)>)> = Vec::new();
+    // Per rule, the trials that share a verdict and reason, so that each reason is said once.
+    let mut reasons: Vec<(&str, Vec<Reason>)> = Vec::new();
     for r in APPLIED {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         if params.is_empty() {
