@@ -126,7 +126,9 @@ fn f64s(v: &serde_json::Value) -> Vec<f64> {
 // The generated sections of docs/src/real-trials.md
 
 fn doc_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/real-trials.md")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("docs/src/real-trials.md")
 }
 
 /// Replaces the text between `<!-- BEGIN GENERATED {section} -->` and the matching END
