@@ -8,8 +8,8 @@ use smdebug_conformance::{
     conformance_presets, peer_dir, peer_python, require_s3_server, run_peer, tempdir,
     write_fixture, write_fixture_from_recipe,
 };
+use smdebug_dump::{dump_trial, DumpOptions};
 use smdebug_storage::{BlockingStore, Bytes, Location};
-use smdebug_trial::dump::{dump_trial, DumpOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
