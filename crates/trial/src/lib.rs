@@ -52,6 +52,7 @@
 //! crate `smdebug-dump`.
 #![deny(missing_docs, unsafe_code)]
 
+mod collections;
 mod error;
 mod fetch;
 mod parallel;
