@@ -91,7 +91,17 @@ fn hook_for(recipe: &Recipe, out: &str, w: usize, end_marker: EndMarker) -> Resu
         })));
     }
     for c in &recipe.collections {
-        b = b.collection(c.clone());
+        // Explicit members go in before the hook is built: a collection that a recipe
+        // creates only by naming it in a tensor has no regex and would be refused empty.
+        let mut c = c.clone();
+        for t in &recipe.tensors {
+            if t.workers.as_ref().is_none_or(|ws| ws.contains(&w))
+                && t.collections.contains(&c.name)
+            {
+                c.add_tensor_name(t.name.clone());
+            }
+        }
+        b = b.collection(c);
     }
     Ok(b.build()?)
 }
@@ -104,12 +114,6 @@ fn write_worker(recipe: &Recipe, out: &str, w: usize, end_marker: EndMarker) -> 
             ws.as_ref().is_none_or(|ws| ws.contains(&w))
         })
         .collect();
-    for &t in &mine {
-        let spec = &recipe.tensors[t];
-        for c in &spec.collections {
-            hook.get_collection(c).add_tensor_name(spec.name.clone());
-        }
-    }
     for &t in &mine {
         hook.declare_tensor(&recipe.tensors[t].name)?;
     }
