@@ -252,6 +252,15 @@ pub(crate) fn generate(spec: &TensorSpec, seed: u64, t: u64, g: i64, w: u64) -> 
     let floats = || cells.iter().map(|c| c.f64());
     // numpy's casts on assignment / `astype`: floats round to nearest even (once, from the
     // double), float to int truncates, int to a narrower int wraps.
+    // `as` from i128 wraps, as numpy's cast to a narrower integer type does.
+    macro_rules! int_tensor {
+        ($t:ty) => {
+            Tensor::from(array(
+                shape,
+                ints(&cells)?.into_iter().map(|i| i as $t).collect(),
+            ))
+        };
+    }
     Ok(match dtype {
         DType::Float16 => Tensor::from(array(shape, floats().map(f64_to_f16).collect())),
         DType::Float32 => Tensor::from(array(shape, floats().map(|f| f as f32).collect())),
@@ -265,38 +274,14 @@ pub(crate) fn generate(spec: &TensorSpec, seed: u64, t: u64, g: i64, w: u64) -> 
             floats().map(|f| Complex64::new(f, 0.0)).collect(),
         )),
         DType::Bool => Tensor::from(array(shape, cells.iter().map(|c| c.truthy()).collect())),
-        DType::Int8 => Tensor::from(array(
-            shape,
-            ints(&cells)?.iter().map(|&i| i as i8).collect(),
-        )),
-        DType::UInt8 => Tensor::from(array(
-            shape,
-            ints(&cells)?.iter().map(|&i| i as u8).collect(),
-        )),
-        DType::Int16 => Tensor::from(array(
-            shape,
-            ints(&cells)?.iter().map(|&i| i as i16).collect(),
-        )),
-        DType::UInt16 => Tensor::from(array(
-            shape,
-            ints(&cells)?.iter().map(|&i| i as u16).collect(),
-        )),
-        DType::Int32 => Tensor::from(array(
-            shape,
-            ints(&cells)?.iter().map(|&i| i as i32).collect(),
-        )),
-        DType::UInt32 => Tensor::from(array(
-            shape,
-            ints(&cells)?.iter().map(|&i| i as u32).collect(),
-        )),
-        DType::Int64 => Tensor::from(array(
-            shape,
-            ints(&cells)?.iter().map(|&i| i as i64).collect(),
-        )),
-        DType::UInt64 => Tensor::from(array(
-            shape,
-            ints(&cells)?.iter().map(|&i| i as u64).collect(),
-        )),
+        DType::Int8 => int_tensor!(i8),
+        DType::UInt8 => int_tensor!(u8),
+        DType::Int16 => int_tensor!(i16),
+        DType::UInt16 => int_tensor!(u16),
+        DType::Int32 => int_tensor!(i32),
+        DType::UInt32 => int_tensor!(u32),
+        DType::Int64 => int_tensor!(i64),
+        DType::UInt64 => int_tensor!(u64),
         DType::Str => unreachable!("strings returned above"),
     })
 }
