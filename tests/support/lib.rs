@@ -172,8 +172,17 @@ pub fn smdebug_bin() -> &'static Path {
         }
         let status = cmd.status().expect("run cargo build");
         assert!(status.success(), "cargo build -p smdebug-cli failed");
-        let bin = profile_dir.join("smdebug");
-        assert!(bin.exists(), "{} missing after the build", bin.display());
+        // With a separate build directory (`CARGO_BUILD_BUILD_DIR`) the test executable
+        // lives there, but cargo puts final binaries in the target directory.
+        let profile = profile_dir.file_name().expect("profile name").to_owned();
+        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        let bin = [target_dir.join(profile), profile_dir]
+            .into_iter()
+            .map(|d| d.join("smdebug"))
+            .find(|b| b.exists())
+            .unwrap_or_else(|| panic!("smdebug missing after the build"));
         bin
     })
 }
