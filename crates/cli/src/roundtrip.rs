@@ -70,12 +70,13 @@ pub fn run(args: &Args, out: &mut impl Write) -> Result<()> {
     read_trial(&store, out)
 }
 
-/// Writes the trial through the hook with PyTorch's default collections, saving every step:
-/// the same writer a training job uses.
+/// Writes the trial through the hook, the writer a training job uses: PyTorch's default
+/// collections with weights, biases, gradients and losses included, every step saved.
 fn write_trial(target: &str, args: &Args) -> Result<()> {
     let mut hook = HookBuilder::new(target)
         .framework(Framework::PyTorch)
         .worker(args.worker.clone(), 1)
+        .include_collections(["weights", "biases", "gradients", "losses"])
         .save_config(SaveConfig::new(SaveConfigMode::every(1)))
         .wall_time(WallTime::PerStep(Arc::new(|step| 1.7e9 + step as f64)))
         .build()?;
