@@ -149,7 +149,7 @@ pub fn write_fixture_from_recipe(recipe: &Path, out: &Path) -> PathBuf {
     );
     out.to_path_buf()
 }
-pub mod recipe;
+pub mod manifest;
 
 /// The `smdebug` binary of this workspace, built once per test run (a test crate cannot
 /// depend on a binary crate, so it asks cargo for it).

@@ -58,7 +58,6 @@ mod fetch;
 mod parallel;
 mod reductions;
 mod state;
-pub mod synth;
 mod tensor;
 mod trial;
 
