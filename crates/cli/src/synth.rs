@@ -14,7 +14,7 @@ use half::f16;
 use ndarray::{ArrayD, IxDyn};
 use serde_json::{Map, Number, Value};
 use smdebug_config::{
-    Collection, Mode, Norm, PyValue, Reduction, ReductionConfig, SaveConfig, SaveConfigMode,
+    Collection, Mode, PyValue, Reduction, ReductionConfig, SaveConfig, SaveConfigMode,
 };
 use smdebug_hook::{Flavor, HookBuilder, ReductionShape, Tensor, WallTime};
 use smdebug_index::END_OF_JOB_FILE;
@@ -249,7 +249,7 @@ fn reduction_config(v: &Value, what: &str) -> Result<Option<ReductionConfig>> {
             })
             .collect()
     };
-    let norms = |key: &str| -> Result<Vec<Norm>> {
+    let norms = |key: &str| -> Result<Vec<Reduction>> {
         str_list(o.get(key), what)?
             .iter()
             .map(|s| s.parse().map_err(|_| anyhow!("{what}: unknown norm {s:?}")))
@@ -281,6 +281,9 @@ fn reduction_config(v: &Value, what: &str) -> Result<Option<ReductionConfig>> {
         .get("save_shape")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    // A name in the wrong list (`median`, a norm among reductions) is refused here, as the
+    // collections file that would carry it is refused by smdebug.
+    c.validate(what)?;
     Ok(Some(c))
 }
 

@@ -606,7 +606,9 @@ fn parse_collection(
         (m, Some(merged.resolve(&SaveConfigMode::default())))
     }));
     let reduction_config = match cp.get("reductions") {
-        Some(_) => Some(ReductionConfig::from_json_value(cp, &cp_path)?),
+        Some(_) => Some(
+            ReductionConfig::from_json_value(cp, &cp_path).map_err(|e| e.in_collection(&name))?,
+        ),
         None => None,
     };
     let include_regex = cp
@@ -725,6 +727,37 @@ mod tests {
             let e = HookConfig::from_json(text).unwrap_err().to_string();
             assert!(e.contains(needle), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn an_unknown_reduction_names_its_collection_and_the_name() {
+        let e = HookConfig::from_json(
+            r#"{"CollectionConfigurations": [
+                 {"CollectionName": "weights", "CollectionParameters": {"reductions": "min"}},
+                 {"CollectionName": "biases", "CollectionParameters": {"reductions": "min, abs_l3_norm"}}]}"#,
+        )
+        .unwrap_err();
+        let ConfigError::InvalidReduction {
+            collection,
+            name,
+            kind,
+            path,
+            ..
+        } = &e
+        else {
+            panic!("{e:?}");
+        };
+        assert_eq!(collection.as_deref(), Some("biases"));
+        assert_eq!((name.as_str(), *kind), ("l3", crate::ReductionKind::Norm));
+        assert!(path.starts_with("CollectionConfigurations[1]"), "{path}");
+        assert!(e.to_string().contains("collection \"biases\""), "{e}");
+        assert!(e.to_string().contains("\"l3\""), "{e}");
+        // The hook's own reductions belong to no collection.
+        let e = HookConfig::from_json(r#"{"HookParameters": {"reductions": "l2"}}"#).unwrap_err();
+        assert!(
+            matches!(&e, ConfigError::InvalidReduction { collection: None, name, .. } if name == "l2"),
+            "{e:?}"
+        );
     }
 
     #[test]

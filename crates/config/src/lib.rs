@@ -49,5 +49,8 @@ pub use hook_config::{
 pub use mode::{Mode, ParseModeError};
 pub use pyjson::{JsonSyntaxError, PyValue};
 pub use pyregex::PyRegex;
-pub use reduction_config::{Norm, Reduction, ReductionConfig, UnknownOpError};
+pub use reduction_config::{ReductionConfig, ReductionKind};
 pub use save_config::{SaveConfig, SaveConfigMode, DEFAULT_SAVE_INTERVAL};
+/// The one reduction type of the workspace, defined by `smdebug-reduce` (which computes
+/// them) and used here in [`ReductionConfig`].
+pub use smdebug_reduce::{Reduction, ReductionRequest};
