@@ -63,13 +63,17 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod builder;
+mod decisions;
 mod error;
 mod hook;
+mod queue;
+mod steps;
+mod stop;
 pub mod tensorboard;
 mod writer;
 
 pub use builder::{HookBuilder, QueuePolicy, ReductionShape, WallTime, DEFAULT_STOP_SIGNAL_FILE};
-pub use error::{HookError, Result};
+pub use error::{HookError, Result, WriterError};
 pub use hook::{Hook, HookStats, Saved};
 pub use writer::reduction_tensor_name;
 
