@@ -41,9 +41,9 @@ pub use collection::{
 pub use error::{ConfigError, ShouldSaveError};
 pub use hook_config::{
     hook_config_path, is_sagemaker_job, tensorboard_config_path, CollectionConfig, HookConfig,
-    HookParameters, IncludeWorkers, ModeSaveParams, SaveParams, CHECKPOINT_CONFIG_FILE_PATH_ENV,
-    CONFIG_FILE_PATH_ENV, DEFAULT_CHECKPOINT_CONFIG_FILE_PATH, DEFAULT_CONFIG_FILE_PATH,
-    DEFAULT_SAGEMAKER_OUTDIR, DEFAULT_TENSORBOARD_CONFIG_FILE_PATH,
+    HookParameters, IncludeWorkers, ModeSaveParams, SaveParams, TensorBoardConfig,
+    CHECKPOINT_CONFIG_FILE_PATH_ENV, CONFIG_FILE_PATH_ENV, DEFAULT_CHECKPOINT_CONFIG_FILE_PATH,
+    DEFAULT_CONFIG_FILE_PATH, DEFAULT_SAGEMAKER_OUTDIR, DEFAULT_TENSORBOARD_CONFIG_FILE_PATH,
     TENSORBOARD_CONFIG_FILE_PATH_ENV, TRAINING_JOB_NAME_ENV,
 };
 pub use mode::{Mode, ParseModeError};

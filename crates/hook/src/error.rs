@@ -80,6 +80,15 @@ pub enum HookError {
         /// The cause.
         source: ConfigError,
     },
+    /// SageMaker's TensorBoard configuration file exists but is not one (not JSON, not an
+    /// object, or a `LocalPath` that is not a string).
+    #[error("TensorBoard configuration {path}: {source}")]
+    TensorBoardConfig {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: ConfigError,
+    },
     /// No hook configuration file exists where SageMaker puts it (or where
     /// `SMDEBUG_CONFIG_FILE_PATH` points).
     #[error("no hook configuration file at {path}")]
