@@ -29,11 +29,17 @@ const MAX_CACHED_NAMES: usize = 4096;
 /// What the training thread decided for one tensor in one step.
 #[derive(Debug)]
 pub(crate) struct TensorJob {
+    /// The tensor's name.
     pub name: String,
+    /// Its value.
     pub value: Tensor,
+    /// The global step.
     pub step: i64,
+    /// The mode.
     pub mode: Mode,
+    /// The mode's step.
     pub mode_step: i64,
+    /// The event's wall time.
     pub wall_time: f64,
     /// Write the shape into the index (`save_shape`).
     pub shape: bool,
@@ -54,17 +60,27 @@ pub(crate) enum Job {
     Tensor(Box<TensorJob>),
     /// A TensorBoard scalar (from `save_scalar`).
     TbScalar {
+        /// The cleaned tag.
         tag: String,
+        /// The value.
         value: f32,
+        /// The global step.
         step: i64,
+        /// The mode (chooses the TensorBoard file).
         mode: Mode,
+        /// The event's wall time.
         wall_time: f64,
     },
     /// The step ended: publish its events file, then its index file, and close the
     /// TensorBoard files.
     EndStep,
     /// Write a whole object (collections file).
-    Put { key: String, data: Bytes },
+    Put {
+        /// Its key in the trial.
+        key: String,
+        /// Its bytes.
+        data: Bytes,
+    },
     /// Reply once everything before this job is written (with the first failure, if any).
     Flush(SyncSender<Result<(), Arc<WriterError>>>),
     /// Several jobs, in order, sent as one message (one wake-up of the writer).
@@ -128,31 +144,47 @@ pub(crate) struct TbTarget {
 
 /// Settings of the writer thread.
 pub(crate) struct WriterConfig {
+    /// The trial's store.
     pub store: Arc<BlockingStore>,
+    /// This worker's name, in events and index file names.
     pub worker: String,
+    /// Whose semantics reductions follow.
     pub flavor: Flavor,
+    /// The shape reductions are saved with.
     pub reduction_shape: ReductionShape,
+    /// Where TensorBoard files go; `None`: no TensorBoard output.
     pub tensorboard: Option<TbTarget>,
 }
 
 /// The events and index file of one (step, worker) being assembled.
 struct StepFile {
+    /// The global step.
     step: i64,
+    /// The framed records of the events file.
     events: Vec<u8>,
+    /// The index file (`None` until the step has a record or a shape).
     index: Option<IndexFile>,
+    /// The index's meta names the events file (set by the first record).
     has_event_file_name: bool,
 }
 
+/// A TensorBoard events file of one mode, assembled until the step ends.
 struct TbFile {
+    /// Its key in the TensorBoard store.
     key: String,
+    /// Its framed records.
     bytes: Vec<u8>,
 }
 
 /// One object for the I/O thread to store.
 struct Put {
+    /// The store to put it in.
     store: Arc<BlockingStore>,
+    /// Its key there.
     key: String,
+    /// Its bytes.
     data: Bytes,
+    /// Its size when it is an events file (counted in [`Shared::event_bytes`]), else 0.
     event_bytes: u64,
 }
 
@@ -161,14 +193,21 @@ enum IoJob {
     /// The puts a job of the writer produced (a step's events file, then its index file and
     /// TensorBoard files), in order: one message, so one wake-up of the I/O thread per step.
     Puts(Vec<Put>),
+    /// Reply once every put before this one is done.
     Flush(SyncSender<()>),
 }
 
+/// The writer thread's state.
 struct Writer {
+    /// Its settings.
     cfg: WriterConfig,
+    /// The first failure and the counters, shared with the hook and the I/O thread.
     shared: Arc<Shared>,
+    /// The step being assembled.
     current: Option<StepFile>,
+    /// The step's TensorBoard files, by mode number.
     tb_files: BTreeMap<u8, TbFile>,
+    /// The channel to the I/O thread (`None` if it could not start, and at the end).
     io: Option<SyncSender<IoJob>>,
     /// Puts of the current job, handed to the I/O thread together when the job is done.
     outgoing: Vec<Put>,
