@@ -4,7 +4,7 @@
 //! stop-signal watch ([`StopSignalWatch`]) — and ties them together. Everything it decides
 //! is handed to the writer thread as a job.
 
-use crate::builder::{HookBuilder, ReductionShape, WallTime, DEFAULT_STOP_SIGNAL_FILE};
+use crate::builder::{HookBuilder, ReductionShape, WallTime};
 use crate::decisions::SaveDecisions;
 use crate::error::{HookError, Result};
 use crate::queue::WriterQueue;
@@ -17,7 +17,7 @@ use smdebug_config::{
     ReductionConfig,
 };
 use smdebug_index::{
-    collections_file_key, stop_signal_file_key, tensorboard_worker, validate_worker,
+    collections_file_key, stop_signal_key, tensorboard_worker, validate_worker,
     DEFAULT_TENSORBOARD_DIR, END_OF_JOB_FILE, RULE_STOP_SIGNAL_ENV,
 };
 use smdebug_record::Tensor;
@@ -261,12 +261,10 @@ impl Hook {
         };
         let tensorboard = tb_target.is_some();
 
-        let stop_name = b
-            .stop_signal_file
-            .clone()
-            .or_else(|| std::env::var(RULE_STOP_SIGNAL_ENV).ok())
-            .unwrap_or_else(|| DEFAULT_STOP_SIGNAL_FILE.into());
-        let stop_key = stop_signal_file_key(&stop_name)?;
+        let stop_key = stop_signal_key(
+            b.stop_signal_file.as_deref(),
+            std::env::var(RULE_STOP_SIGNAL_ENV).ok().as_deref(),
+        )?;
 
         let cfg = WriterConfig {
             store: store.clone(),
