@@ -7,9 +7,7 @@ use std::fmt;
 use std::path::Path;
 
 use smdebug_config::pyjson::{self, PyValue};
-use smdebug_config::{
-    Collection, Mode, Norm, Reduction, ReductionConfig, SaveConfig, SaveConfigMode,
-};
+use smdebug_config::{Collection, Mode, Reduction, ReductionConfig, SaveConfig, SaveConfigMode};
 use smdebug_hook::ReductionShape;
 use smdebug_record::{DType, Tensor};
 
@@ -734,24 +732,24 @@ fn reduction_config(v: &PyValue, field: &str) -> P<Option<ReductionConfig>> {
             "save_shape",
         ],
     )?;
-    let reductions = |x: &PyValue, f: &str| -> P<Vec<Reduction>> {
-        list_of(x, f, |n, f| {
-            string(n, f)?.parse().or_else(|_| {
-                expected(
-                    f,
-                    "a reduction (min, max, mean, std, variance, sum, prod)",
-                    n,
-                )
-            })
+    // One reduction type serves both lists; each list takes only the names smdebug allows
+    // in it (a norm among the reductions is refused, as smdebug refuses it).
+    let listed = |x: &PyValue, f: &str, allowed: &[Reduction], what: &str| -> P<Vec<Reduction>> {
+        list_of(x, f, |n, f| match string(n, f)?.parse::<Reduction>() {
+            Ok(r) if allowed.contains(&r) => Ok(r),
+            _ => expected(f, what, n),
         })
     };
-    let norms = |x: &PyValue, f: &str| -> P<Vec<Norm>> {
-        list_of(x, f, |n, f| {
-            string(n, f)?
-                .parse()
-                .or_else(|_| expected(f, "a norm (l1, l2)", n))
-        })
+    let reductions = |x: &PyValue, f: &str| {
+        listed(
+            x,
+            f,
+            &ReductionConfig::ALLOWED_REDUCTIONS,
+            "a reduction (min, max, mean, std, variance, sum, prod)",
+        )
     };
+    let norms =
+        |x: &PyValue, f: &str| listed(x, f, &ReductionConfig::ALLOWED_NORMS, "a norm (l1, l2)");
     let mut c = ReductionConfig::default();
     for (k, x) in items {
         let f = format!("{field}.{k}");
