@@ -2,7 +2,7 @@
 //! panics (a recipe the hook refuses gives an error).
 
 use proptest::prelude::*;
-use smdebug_config::{Collection, Mode, Reduction, ReductionConfig, SaveConfig, SaveConfigMode};
+use smdebug_config::{Collection, Mode, ReductionConfig, SaveConfig, SaveConfigMode};
 use smdebug_hook::ReductionShape;
 use smdebug_record::DType;
 use smdebug_synth::{
@@ -49,9 +49,12 @@ fn save_config() -> impl Strategy<Value = SaveConfig> {
 }
 
 fn reduction_config() -> impl Strategy<Value = ReductionConfig> {
-    let reds = prop::collection::vec(prop::sample::select(Reduction::ALL.to_vec()), 0..3);
+    let reds = prop::collection::vec(
+        prop::sample::select(ReductionConfig::ALLOWED_REDUCTIONS.to_vec()),
+        0..3,
+    );
     let norms = prop::collection::vec(
-        prop::sample::select(vec![Reduction::L1, Reduction::L2]),
+        prop::sample::select(ReductionConfig::ALLOWED_NORMS.to_vec()),
         0..2,
     );
     (
