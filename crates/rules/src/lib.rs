@@ -62,6 +62,6 @@ pub use registry::{
 };
 pub use rule::{
     invoke, invoke_rule, invoke_rule_with, Clock, Drive, EndReason, Evaluation, Firing, Poll,
-    RequiredTensors, Rule, RuleBase, SystemClock,
+    Remark, RequiredTensors, Rule, RuleBase, SystemClock,
 };
 pub use smdebug_exceptions::AnalysisError;
