@@ -1,21 +1,6 @@
-//! Rules on labels and predictions: Confusion, ClassImbalance.
-//!
-//! Both read a step's labels and predictions as class ids, the same way:
-//!
-//! * labels must be integers (class ids; a float tensor holding whole numbers is fine);
-//! * predictions with several columns (a last axis longer than 1: `multi:softprob`, softmax
-//!   outputs) are probabilities or scores per class, and the class is the argmax over the last
-//!   axis (the first maximum, as `numpy.argmax`); with ClassImbalance's `argmax=True` the
-//!   argmax is taken over the last axis whatever its length, as in the original;
-//! * predictions with one column whose values all lie in `[0, 1]` (`binary:logistic`, a
-//!   sigmoid output) are probabilities of class 1: class 1 where `p > threshold_probability`
-//!   (default 0.5), else class 0 (0/1 class ids come through unchanged);
-//! * other one-column predictions must be integers (`multi:softmax`, `binary:hinge`).
-//!
-//! Anything else (raw margins of `binary:logitraw`, regression outputs, NaN) cannot be
-//! classes: the rule ends with [`RuleError::NotClasses`] naming the tensor and a value,
-//! instead of firing on numbers that mean something else. The original cast every value to
-//! an integer, which turns probabilities into class 0.
+//! Rules on labels and predictions: Confusion, ClassImbalance. How both read values as
+//! classes is documented on the `builtin` module (section "Labels and predictions as
+//! classes").
 
 use super::Finding;
 use crate::error::{Result, RuleError};
@@ -140,7 +125,7 @@ builtin_rule! {
     /// `M[j][i] / column > max_off_diag`. Choice: **column**-normalised (the DG's diagonal
     /// formula, divided by the trace, would fire on a perfect classifier). Labels come from
     /// collection `labels_collection` if it has members, else tensor `labels`; likewise
-    /// predictions. Values are read as classes as the [module docs](self) say (probabilities
+    /// predictions. Values are read as classes as [the `builtin` docs](crate::builtin#labels-and-predictions-as-classes) say (probabilities
     /// are thresholded or argmax-ed; what cannot be classes is an error). Missing data or
     /// different lengths → no decision; class ids outside `0..category_no` are ignored.
     Confusion(ConfusionConfig)
@@ -237,7 +222,7 @@ rule_params! {
 builtin_rule! {
     /// ClassImbalance (RULES.md §9): accumulates, over every step seen, per class the number
     /// of labels and of correct predictions (labels and predictions of a step: the tensors
-    /// matching the regexes, in name order, read as classes as the [module docs](self) say;
+    /// matching the regexes, in name order, read as classes as [the `builtin` docs](crate::builtin#labels-and-predictions-as-classes) say;
     /// lengths must agree). Once at least `samples` labels were seen, fires if
     /// `max count / min count > threshold_imbalance` over the classes that occur, or a class's
     /// misprediction fraction exceeds `threshold_misprediction`.

@@ -6,14 +6,34 @@
 //! parameters (name, type, default, meaning: the config struct, the `PARAMS` table of
 //! `smdebug rules --list`, parsing and defaults all come from it), `builtin_rule!` declares
 //! the rule and the state it keeps between steps, and `condition` says when it fires at a
-//! step, returning a [`Finding`]. The step skeleton (reading the base trial, recording the
-//! finding for the firing) is written once, here.
+//! step, returning a finding (the tensor and the message of the firing). The step skeleton
+//! (reading the base trial, recording the finding for the firing) is written once, here.
+//!
+//! # Labels and predictions as classes
+//!
+//! [`ClassImbalance`] and [`Confusion`] read a step's labels and predictions as class ids,
+//! the same way:
+//!
+//! * labels must be integers (class ids; a float tensor holding whole numbers is fine);
+//! * predictions with several columns (a last axis longer than 1: `multi:softprob`, softmax
+//!   outputs) are probabilities or scores per class, and the class is the argmax over the last
+//!   axis (the first maximum, as `numpy.argmax`); with ClassImbalance's `argmax=True` the
+//!   argmax is taken over the last axis whatever its length, as in the original;
+//! * predictions with one column whose values all lie in `[0, 1]` (`binary:logistic`, a
+//!   sigmoid output) are probabilities of class 1: class 1 where `p > threshold_probability`
+//!   (default 0.5), else class 0 (0/1 class ids come through unchanged);
+//! * other one-column predictions must be integers (`multi:softmax`, `binary:hinge`).
+//!
+//! Anything else (raw margins of `binary:logitraw`, regression outputs, NaN) cannot be
+//! classes: the rule ends with [`RuleError::NotClasses`](crate::RuleError::NotClasses) naming the tensor and a value,
+//! instead of firing on numbers that mean something else. The original cast every value to
+//! an integer, which turns probabilities into class 0.
 
 /// Declares a rule's parameters once: the config struct (one documented field per
 /// parameter), its `PARAMS` table, `from_params` and, unless `no_default` follows the rule
 /// name, `Default` (the documented defaults). A field is
 /// `name: Type [= "default"] [, required] => "meaning"`; the type gives the parameter's kind
-/// ([`crate::params::ParamValue`]). An optional `check |p, c| { … }` validates or completes
+/// (`params::ParamValue`). An optional `check |p, c| { … }` validates or completes
 /// the whole config after every parameter has been read.
 macro_rules! rule_params {
     (
