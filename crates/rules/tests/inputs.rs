@@ -274,3 +274,33 @@ fn infinite_activation_inputs_are_not_saturation() {
         .message
         .contains("16 of 16 values are NaN or infinite"));
 }
+
+#[test]
+fn zero_outputs_of_nan_inputs_are_not_dead_units() {
+    // The demo's exploding run: candle's ReLU turns the NaN input into 0, so the output
+    // alone looks dead. The input saved beside it says why.
+    let trial = |input: f64| {
+        let w = TrialWriter::new();
+        w.step(
+            0,
+            &[
+                ("layer1.relu_input_0", filled(&[8, 4], input)),
+                ("layer1.relu_output_0", filled(&[8, 4], 0.0)),
+            ],
+        );
+        w.finish()
+    };
+    let eval = run("DeadRelu", &[], trial(f64::NAN));
+    assert!(eval.firings.is_empty(), "{:?}", eval.firings);
+    assert_eq!(eval.remarks.len(), 1);
+    assert!(
+        eval.remarks[0].message.contains(
+            "32 of 32 values are NaN or infinite (here or in the input layer1.relu_input_0)"
+        ),
+        "{}",
+        eval.remarks[0].message
+    );
+    // A finite negative input: the units really are dead.
+    let eval = run("DeadRelu", &[], trial(-3.0));
+    assert_eq!((eval.firings.len(), eval.remarks.len()), (1, 0));
+}

@@ -14,6 +14,9 @@ use std::collections::BTreeMap;
 struct Layer<'a> {
     name: &'a str,
     step: i64,
+    /// The layer's input, when its non-finite values were carried into `a` (a framework's
+    /// ReLU turns NaN into 0, which looks like a dead unit).
+    input: Option<&'a str>,
     /// Below this percentage of active samples a unit counts (as dead or saturated).
     threshold_inactivity: f64,
     /// Above this percentage of counted units the layer fires.
@@ -35,8 +38,12 @@ impl Layer<'_> {
         let mut skipped = String::new();
         if activity.non_finite > 0 {
             let unjudged = activity.units - activity.percent.len();
+            let input = match self.input {
+                Some(input) => format!(" (here or in the input {input})"),
+                None => String::new(),
+            };
             skipped = format!(
-                "; {} non-finite values of {} left out, {unjudged} of {} units have no finite value",
+                "; {} non-finite values{input} of {} left out, {unjudged} of {} units have no finite value",
                 activity.non_finite,
                 a.len(),
                 activity.units
@@ -45,7 +52,7 @@ impl Layer<'_> {
                 self.step,
                 Some(self.name),
                 format!(
-                    "{} of {} values are NaN or infinite and were left out; {unjudged} of {} units have no finite value and were not judged",
+                    "{} of {} values are NaN or infinite{input} and were left out; {unjudged} of {} units have no finite value and were not judged",
                     activity.non_finite,
                     a.len(),
                     activity.units
@@ -87,19 +94,57 @@ builtin_rule! {
     ///
     /// NaN and infinite outputs are left out of the activity (a unit without a finite output
     /// is not judged) and recorded as a [`Remark`](crate::Remark): diverged activations are
-    /// ExplodingTensor's finding, not dead units.
+    /// ExplodingTensor's finding, not dead units. So are outputs whose input is NaN or
+    /// infinite, when the layer's input is saved beside it (`…relu_input…` for
+    /// `…relu_output…`, same shape): frameworks' ReLU turns a NaN input into 0, which would
+    /// otherwise look like a dead unit.
     DeadRelu(DeadReluConfig)
 }
 
 impl DeadRelu {
+    /// The ReLU's input saved beside its output (`…relu_input…` for `…relu_output…`, as the
+    /// hooks name a module's input and output), when it has the output's shape at `step`.
+    fn input_of(
+        trial: &Trial,
+        output: &str,
+        step: i64,
+        shape: &[usize],
+    ) -> Result<Option<(String, ArrayD<f64>)>> {
+        let input = output.replacen("relu_output", "relu_input", 1);
+        if input == output || !trial.has_tensor(&input)? {
+            return Ok(None);
+        }
+        Ok(f64_at(trial, &input, step)?
+            .filter(|a| a.shape() == shape)
+            .map(|a| (input, a)))
+    }
+
     fn condition(&mut self, trial: &Trial, step: i64) -> Result<Option<Finding>> {
         let (c, base) = (&self.config, &mut self.base);
         let names = regex_tensors(trial, &c.tensor_regex)?;
         let layers = names.iter().filter(|n| !n.contains("gradient"));
         first_tensor(trial, layers, step, |name, a| {
+            // A NaN input comes out of most frameworks' ReLU as 0: judge those samples as
+            // non-finite, not as inactive.
+            let input = Self::input_of(trial, name, step, a.shape())?;
+            let masked;
+            let a = match &input {
+                Some((_, x)) if x.iter().any(|v| !v.is_finite()) => {
+                    let mut m = a.clone();
+                    m.zip_mut_with(x, |o, &i| {
+                        if !i.is_finite() {
+                            *o = f64::NAN;
+                        }
+                    });
+                    masked = m;
+                    &masked
+                }
+                _ => a,
+            };
             let layer = Layer {
                 name,
                 step,
+                input: input.as_ref().map(|(n, _)| n.as_str()),
                 threshold_inactivity: c.threshold_inactivity,
                 threshold_layer: c.threshold_layer,
             };
@@ -202,6 +247,7 @@ impl SaturatedActivation {
             let layer = Layer {
                 name,
                 step,
+                input: None,
                 threshold_inactivity: c.threshold_inactivity,
                 threshold_layer: c.threshold_layer,
             };
