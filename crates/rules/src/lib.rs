@@ -39,7 +39,7 @@
 //! Main pieces: [`Rule`] / [`RuleBase`] (state, required tensors, actions), [`invoke`] and
 //! [`invoke_rule`] (waiting for live steps, skipping unavailable ones, ending at `end_step`
 //! or the end of training), [`builtin`] (the rules, each documenting the reading of
-//! RULES.md it implements), [`registry`] ([`build_rule`], [`RuleConfiguration`],
+//! docs/src/rules.md it implements), [`registry`] ([`build_rule`], [`RuleConfiguration`],
 //! [`builtin_rules`] for `--list`), [`actions`] ([`StopTraining`], [`Message`],
 //! [`parse_actions`]) and [`RuleError`].
 #![deny(missing_docs, unsafe_code)]

@@ -149,7 +149,7 @@ static RULES: &[RuleSpec] = &[
     ),
 ];
 
-/// Every built-in rule, in RULES.md order.
+/// Every built-in rule, in docs/src/rules.md order.
 pub fn builtin_rules() -> &'static [RuleSpec] {
     RULES
 }
@@ -171,7 +171,7 @@ fn open_default(path: &str) -> Result<Arc<Trial>> {
 
 /// Builds rule `name` over `base` from string parameters; other trials named by
 /// parameters are opened with `smdebug_trial::create_trial`. `action_json` (an action
-/// string, SEMANTICS.md §11.4) and `rule_to_invoke` may be in the map.
+/// string, docs/src/semantics.md §11.4) and `rule_to_invoke` may be in the map.
 pub fn build_rule(
     name: &str,
     params: &BTreeMap<String, String>,

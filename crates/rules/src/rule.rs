@@ -1,5 +1,5 @@
 //! The `Rule` trait, the state every rule shares ([`RuleBase`]), required tensors, and the
-//! invoker (`invoke`, `invoke_rule`), with smdebug's semantics (SEMANTICS.md §11).
+//! invoker (`invoke`, `invoke_rule`), with smdebug's semantics (docs/src/semantics.md §11).
 
 use crate::actions::Action;
 use crate::error::{Result, RuleError};

@@ -55,7 +55,7 @@ pub fn regex_tensors(trial: &Trial, regexes: &[String]) -> Result<Vec<String>> {
     })?)
 }
 
-/// The selection of RULES.md §0.1: the sorted union of the collections' tensors and the
+/// The selection of docs/src/rules.md §0.1: the sorted union of the collections' tensors and the
 /// regexes' matches; when both are empty, every tensor if `all_if_empty`, else nothing.
 pub fn select(
     trial: &Trial,
@@ -79,7 +79,7 @@ pub fn select(
 }
 
 /// The raw value of `name` at `step` (of `mode`), or `None` when the tensor has no raw
-/// value there (the rule then skips that tensor: RULES.md §0.1).
+/// value there (the rule then skips that tensor: docs/src/rules.md §0.1).
 pub fn value_at(trial: &Trial, name: &str, step: i64, mode: Mode) -> Result<Option<Arc<Value>>> {
     let t = match trial.tensor(name) {
         Ok(t) => t,

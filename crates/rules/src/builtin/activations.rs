@@ -86,7 +86,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// DeadRelu (RULES.md §14): per ReLU output tensor at the step (axis 0 = batch, every
+    /// DeadRelu (docs/src/rules.md §14): per ReLU output tensor at the step (axis 0 = batch, every
     /// position of the other axes a unit; a rank-1 tensor is one unit), a unit's activity is
     /// the percentage of samples with output > 0; a unit is dead below `threshold_inactivity`;
     /// fires when more than `threshold_layer` percent of a layer's units are dead (strictly).
@@ -216,7 +216,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// SaturatedActivation (RULES.md §15): for each selected tensor whose name contains `tanh`
+    /// SaturatedActivation (docs/src/rules.md §15): for each selected tensor whose name contains `tanh`
     /// (tanh limits) or `sigmoid` (sigmoid limits) — others are skipped — a unit (as in
     /// [`DeadRelu`]) is active on a sample if `min < x < max`; it is saturated if active on
     /// fewer than `threshold_inactivity` percent of samples; fires when more than
@@ -275,7 +275,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// CheckInputImages (RULES.md §17): accumulates, over every step seen, per channel (axis
+    /// CheckInputImages (docs/src/rules.md §17): accumulates, over every step seen, per channel (axis
     /// `channel`) the sum and count of the input values and the number of images (axis 0).
     /// Once at least `threshold_samples` images were seen, fires at a step with input data if
     /// some channel's accumulated |mean| exceeds `threshold_mean`. Choice: per channel, not the
@@ -337,7 +337,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// NLPSequenceRatio (RULES.md §18): for each `(token, threshold)` pair (zipped; extra
+    /// NLPSequenceRatio (docs/src/rules.md §18): for each `(token, threshold)` pair (zipped; extra
     /// entries of the longer list ignored) and each matching tensor at the step, the
     /// percentage of elements equal to the token over the whole tensor; fires above the
     /// threshold.

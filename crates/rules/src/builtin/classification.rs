@@ -119,7 +119,7 @@ fn check_probability(p: &crate::params::ParamReader<'_>, t: f64) -> Result<()> {
 }
 
 builtin_rule! {
-    /// Confusion (RULES.md §8): builds the confusion matrix `M[label][prediction]` of the
+    /// Confusion (docs/src/rules.md §8): builds the confusion matrix `M[label][prediction]` of the
     /// step's labels and predictions (no accumulation across steps) and fires if, for some
     /// predicted class `i` with a non-empty column, `M[i][i] / column < min_diag` or some
     /// `M[j][i] / column > max_off_diag`. Choice: **column**-normalised (the DG's diagonal
@@ -220,7 +220,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// ClassImbalance (RULES.md §9): accumulates, over every step seen, per class the number
+    /// ClassImbalance (docs/src/rules.md §9): accumulates, over every step seen, per class the number
     /// of labels and of correct predictions (labels and predictions of a step: the tensors
     /// matching the regexes, in name order, read as classes as [the `builtin` docs](crate::builtin#labels-and-predictions-as-classes) say;
     /// lengths must agree). Once at least `samples` labels were seen, fires if

@@ -35,7 +35,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// VanishingGradient (RULES.md §1): fires at a step where **any** tensor of collection
+    /// VanishingGradient (docs/src/rules.md §1): fires at a step where **any** tensor of collection
     /// `gradients` has `mean(|g|) < threshold` (strict). The mean is a saved `(mean, abs)`
     /// reduction when there is one, else computed from the raw value. No `gradients`
     /// collection → never fires; NaN never fires.
@@ -66,7 +66,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// ExplodingTensor (RULES.md §2): fires when a selected tensor (all tensors when no
+    /// ExplodingTensor (docs/src/rules.md §2): fires when a selected tensor (all tensors when no
     /// selection is given) has a NaN element, or (unless `only_nan`) an infinite one. Values
     /// that cannot be non-finite (integers, bools, strings) are skipped; a tensor with only
     /// saved reductions at the step is judged by those.
@@ -128,7 +128,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// WeightUpdateRatio (RULES.md §4): for each tensor of collection `weights`, the ratio
+    /// WeightUpdateRatio (docs/src/rules.md §4): for each tensor of collection `weights`, the ratio
     /// `‖w_s − w_p‖₂ / (‖w_p‖₂ + epsilon)` fires above `large_threshold` or below
     /// `small_threshold` (a frozen weight gives 0 and fires).
     ///
@@ -207,7 +207,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// PoorWeightInitialization (RULES.md §16), evaluated only at global steps `< steps`.
+    /// PoorWeightInitialization (docs/src/rules.md §16), evaluated only at global steps `< steps`.
     /// Fires if (a) with ≥ 2 activation-input layers, `max V / min V > threshold` for their
     /// population variances (or `min V = 0 < max V`); (b) some tensor of `gradients` has
     /// `P95 − P5 < distribution_range` (NumPy linear percentiles); or (c) the lowest value of a

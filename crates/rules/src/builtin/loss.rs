@@ -82,14 +82,14 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// LossNotDecreasing (RULES.md §7).
+    /// LossNotDecreasing (docs/src/rules.md §7).
     ///
     /// Loss tensors: the selection plus collection `losses` (with `use_losses_collection`),
     /// scalars only; if that yields nothing, every scalar tensor. Per tensor, at series step
     /// `t` (the invoked global step's step in `mode`): `p` = newest saved step `≤ t −
     /// num_steps`; at most one evaluation per `num_steps` steps.
     ///
-    /// Condition — reading (b) of RULES.md, the documented contract since 2020-11: if the loss
+    /// Condition — reading (b) of docs/src/rules.md, the documented contract since 2020-11: if the loss
     /// went up, fire iff the increase is more than `increase_threshold_percent`; otherwise fire
     /// iff it decreased by less than `diff_percent` (equal always fires). With
     /// `legacy_diff_semantics=True` (an smdebug-rs extension): the 2019 reading, fire iff
@@ -255,7 +255,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// Overfit (RULES.md §10, logic inferred there).
+    /// Overfit (docs/src/rules.md §10, logic inferred there).
     ///
     /// With EVAL steps in the trial: at each EVAL global step `s ≥ start_step`, `mean_val` =
     /// mean of the tensor's EVAL values over the current evaluation phase (the run of EVAL
@@ -370,7 +370,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// Overtraining (RULES.md §11, early-stopping style, inferred there): per loss tensor
+    /// Overtraining (docs/src/rules.md §11, early-stopping style, inferred there): per loss tensor
     /// (collection `losses`, else all scalars) and series (TRAIN and EVAL steps; in a trial
     /// without modes, `train-*` tensors are training and `validation-*`/`eval-*` validation
     /// series, others training), the first value sets `best`; a later value `v < best − delta`

@@ -24,7 +24,7 @@ rule_params! {
     }
 }
 
-/// StalledTrainingRule (RULES.md §12): driven by the clock, not by steps. It polls the
+/// StalledTrainingRule (docs/src/rules.md §12): driven by the clock, not by steps. It polls the
 /// trial every `min(60 s, threshold / 10)`; whenever the set of saved steps grows, progress
 /// is noted. If the end-of-training marker appears it ends without firing; if no new step
 /// was seen for more than `threshold` seconds it fires once (reporting the last step seen,

@@ -30,7 +30,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// AllZero (RULES.md §5): fires when a selected tensor has at least `threshold` percent
+    /// AllZero (docs/src/rules.md §5): fires when a selected tensor has at least `threshold` percent
     /// zero elements (`≥`; empty tensors are skipped). A selection is required.
     AllZero(AllZeroConfig)
 }
@@ -71,7 +71,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// UnchangedTensor (RULES.md §6): fires when a selected tensor that has a value at the
+    /// UnchangedTensor (docs/src/rules.md §6): fires when a selected tensor that has a value at the
     /// step has its last `num_steps` saved values (this step included, not necessarily
     /// consecutive steps, history before the invocation range counts) all `allclose` to the
     /// value at this step. Choice: each earlier value is compared with the current one.
@@ -118,7 +118,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// TensorVariance (RULES.md §13): the population variance (`numpy.var`, a saved
+    /// TensorVariance (docs/src/rules.md §13): the population variance (`numpy.var`, a saved
     /// `variance` reduction if there is one) of a selected tensor fires above `max_threshold`
     /// or below `min_threshold`; with neither set the rule never fires.
     TensorVariance(TensorVarianceConfig)
@@ -171,7 +171,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// SimilarAcrossRuns (RULES.md §3): fires when a selected tensor (selection on the base
+    /// SimilarAcrossRuns (docs/src/rules.md §3): fires when a selected tensor (selection on the base
     /// trial; all tensors when none) differs at the same global step between the base trial
     /// and another trial. "Differs" = different shape, or not `numpy.allclose` with its
     /// defaults (rtol 1e-5, atol 1e-8) and NaN equal to NaN. Names or steps missing in the

@@ -17,7 +17,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// FeatureImportanceOverweight (RULES.md §19): at a step, the scalar values of the tensors
+    /// FeatureImportanceOverweight (docs/src/rules.md §19): at a step, the scalar values of the tensors
     /// matching `tensor_regex` (the XGBoost hook's `feature_importance/<type>/<feature>`,
     /// normalised to sum 1) are sorted and the `nfeatures` largest summed; fires if the sum
     /// exceeds `threshold`. Kept quirk: with at most `nfeatures` features the sum is 1 and the
@@ -59,7 +59,7 @@ rule_params! {
 }
 
 builtin_rule! {
-    /// TreeDepth (RULES.md §20): the depth of the tree in `trees/Node` at the step is estimated
+    /// TreeDepth (docs/src/rules.md §20): the depth of the tree in `trees/Node` at the step is estimated
     /// as `floor(log2(max node id))` (a full tree of depth k has largest id 2^(k+1) − 2; for
     /// unbalanced trees this is a lower bound); fires if it is greater than `depth`. A single
     /// leaf (max id 0) never fires.
