@@ -353,25 +353,43 @@ mod tests {
         }
     }
 
-    #[test]
-    fn runs_rules_over_a_hook_trial() {
+    /// A trial the hook writes into `dir/trial`, saving every step: at each of `steps` steps,
+    /// the tensor `tensor(step)` gives.
+    fn hook_trial(
+        dir: &std::path::Path,
+        include: impl FnOnce(smdebug_hook::HookBuilder) -> smdebug_hook::HookBuilder,
+        steps: i64,
+        tensor: impl Fn(i64) -> (&'static str, smdebug_record::Tensor),
+    ) -> String {
         use smdebug_hook::{HookBuilder, SaveConfig, SaveConfigMode};
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("trial");
-        let out_s = out.to_str().unwrap();
-        let mut hook = HookBuilder::new(out_s)
-            .include_collections(["gradients"])
+        let out = dir.join("trial").to_str().unwrap().to_owned();
+        let mut hook = include(HookBuilder::new(&out))
             .save_config(SaveConfig::new(SaveConfigMode::every(1)))
             .build()
             .unwrap();
-        for step in 0..3 {
+        for step in 0..steps {
             hook.step().unwrap();
-            let m = if step == 2 { 1e-9f32 } else { 1e-2 };
-            let g = ndarray::arr1(&[m, -m]).into_dyn();
-            hook.save("gradient/w", smdebug_record::Tensor::from(g))
-                .unwrap();
+            let (name, value) = tensor(step);
+            hook.save(name, value).unwrap();
         }
         hook.close().unwrap();
+        out
+    }
+
+    #[test]
+    fn runs_rules_over_a_hook_trial() {
+        let dir = tempfile::tempdir().unwrap();
+        let out_s = &hook_trial(
+            dir.path(),
+            |b| b.include_collections(["gradients"]),
+            3,
+            |step| {
+                let m = if step == 2 { 1e-9f32 } else { 1e-2 };
+                let g = ndarray::arr1(&[m, -m]).into_dyn();
+                ("gradient/w", smdebug_record::Tensor::from(g))
+            },
+        );
+        let out = std::path::Path::new(out_s);
 
         let mut buf: Vec<u8> = Vec::new();
         let fired = run(
@@ -409,20 +427,16 @@ mod tests {
 
     #[test]
     fn prints_what_a_rule_set_aside() {
-        use smdebug_hook::{HookBuilder, SaveConfig, SaveConfigMode};
         let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("trial");
-        let out_s = out.to_str().unwrap();
-        let mut hook = HookBuilder::new(out_s)
-            .include_regex(["relu_output"])
-            .save_config(SaveConfig::new(SaveConfigMode::every(1)))
-            .build()
-            .unwrap();
-        hook.step().unwrap();
-        let nan = ndarray::Array2::from_elem((4, 2), f32::NAN).into_dyn();
-        hook.save("dense0_relu_output_0", smdebug_record::Tensor::from(nan))
-            .unwrap();
-        hook.close().unwrap();
+        let out_s = &hook_trial(
+            dir.path(),
+            |b| b.include_regex(["relu_output"]),
+            1,
+            |_| {
+                let nan = ndarray::Array2::from_elem((4, 2), f32::NAN).into_dyn();
+                ("dense0_relu_output_0", smdebug_record::Tensor::from(nan))
+            },
+        );
 
         let mut buf: Vec<u8> = Vec::new();
         assert!(!run(&args(out_s, &["DeadRelu"], false), &mut buf).unwrap());
