@@ -9,3 +9,4 @@ mod reduce;
 mod rules;
 mod storage;
 mod trial;
+mod xgboost;

@@ -17,7 +17,7 @@ use std::process::Command;
 /// `dot`, whose summation order depends on the BLAS kernel, so the result can differ in the
 /// last bit (`smdebug-reduce` documents a few ulp). The value itself is still compared,
 /// numerically, through `data` (rtol 1e-6); only its byte hash is skipped.
-const NUMERIC_IGNORES: &[&str] = &[
+pub(crate) const NUMERIC_IGNORES: &[&str] = &[
     "*/reduction_value/l2/sha256",
     "*/reduction_value/abs_l2/sha256",
 ];
@@ -50,7 +50,7 @@ fn py_bug_ignores(preset: &str) -> Vec<&'static str> {
 /// `tensor_names(mode=M)` for a mode the trial never saw raises KeyError in Python
 /// (SEMANTICS.md §8.6 [PY-BUG]); we return no names. The exact paths come from the
 /// Python dump, so nothing else under `tensor_names_by_mode` is skipped.
-fn mode_keyerror_ignores(py: &serde_json::Value) -> Vec<String> {
+pub(crate) fn mode_keyerror_ignores(py: &serde_json::Value) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(m) = py["trial"]["tensor_names_by_mode"].as_object() {
         for (mode, v) in m {
@@ -62,20 +62,20 @@ fn mode_keyerror_ignores(py: &serde_json::Value) -> Vec<String> {
     out
 }
 
-fn python_dump(path: &str, out: &Path) -> serde_json::Value {
+pub(crate) fn python_dump(path: &str, out: &Path) -> serde_json::Value {
     let out_s = out.to_str().unwrap();
     run_peer("dump.py", &[path, "--out", out_s, "--timeout", "300"]);
     serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap()
 }
 
-fn rust_dump(path: &str, out: &Path) -> serde_json::Value {
+pub(crate) fn rust_dump(path: &str, out: &Path) -> serde_json::Value {
     let doc = dump_trial(path, &DumpOptions::default());
     std::fs::write(out, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     doc
 }
 
 /// Runs compare_dumps.py; returns (equal, report).
-fn compare(a: &Path, b: &Path, ignores: &[String]) -> (bool, String) {
+pub(crate) fn compare(a: &Path, b: &Path, ignores: &[String]) -> (bool, String) {
     let mut cmd = Command::new(peer_python());
     cmd.arg(peer_dir().join("compare_dumps.py"))
         .arg(a)
