@@ -254,6 +254,69 @@ fn synth_trials_read_like_fixtures_for_every_preset() {
     assert_eq!(report, expected);
 }
 
+/// float16 values are numpy's `astype(float16)`: rounded once from the generated double.
+/// Converting through f32 (or with `half::f16::from_f64`, which does on x86) rounds twice
+/// and lands one ulp off for doubles just above an f16 midpoint; this recipe holds such
+/// values (checked below), and the trial `smdebug synth` writes must be byte for byte the
+/// fixture's, apart from the index CRC key.
+#[test]
+fn synth_float16_values_are_numpys_rounding() {
+    // Just above the midpoints between neighbouring halves, by less than f32 can hold.
+    let above_midpoint = [
+        1.0 + 2f64.powi(-11) + 2f64.powi(-30),
+        -(1.0 + 2f64.powi(-11) + 2f64.powi(-40)),
+        1000.25 + 2f64.powi(-25),
+        2f64.powi(-25) * (1.0 + 2f64.powi(-35)),
+    ];
+    let inject: Vec<serde_json::Value> = above_midpoint
+        .iter()
+        .enumerate()
+        .map(|(i, v)| serde_json::json!({"index": i, "value": v}))
+        .collect();
+    let recipe_json = |dtype: &str| {
+        serde_json::json!({
+            "seed": 16,
+            "schedule": [{"mode": "TRAIN", "steps": 2}],
+            "collections": [{"name": "all", "include_regex": [".*"]}],
+            "tensors": [
+                {"name": "h", "shape": [256, 256], "dtype": dtype, "range": [-70000, 70000]},
+                {"name": "near_midpoints", "shape": [4], "dtype": dtype, "inject": inject},
+            ]
+        })
+    };
+    let dir = tempdir();
+    let recipe = dir.path().join("f16.json");
+    std::fs::write(&recipe, recipe_json("float16").to_string()).unwrap();
+
+    // The recipe does exercise double rounding: the same recipe in float64 gives the
+    // doubles before the cast.
+    let doubles =
+        smdebug_synth::Recipe::from_json(&recipe_json("float64").to_string(), "f64").unwrap();
+    let twice = |x: f64| half::f16::from_f32(x as f32).to_bits();
+    let once = |x: f64| smdebug_synth::f64_to_f16(x).to_bits();
+    let mut differ = 0;
+    for t in 0..2 {
+        for g in 0..2 {
+            let v = doubles.values(t, g, 0).unwrap();
+            let v = v.as_array::<f64>().unwrap();
+            differ += v.iter().filter(|&&x| twice(x) != once(x)).count();
+        }
+    }
+    assert!(
+        differ > 2 * above_midpoint.len(),
+        "only {differ} values where double rounding differs"
+    );
+
+    let py = write_fixture_from_recipe(&recipe, &dir.path().join("py"));
+    let rs = dir.path().join("rs");
+    synth(&recipe, rs.to_str().unwrap(), &[]);
+    assert_eq!(
+        byte_diff(&py, &rs),
+        [KnownDifference::IndexPayloadCrc].into(),
+        "float16 trial"
+    );
+}
+
 /// A recipe of `n` workers, each writing every step (used by the multi-process tests).
 fn workers_recipe(dir: &Path, n: usize, steps: usize) -> PathBuf {
     let recipe = serde_json::json!({

@@ -3,7 +3,7 @@
 //! * every event file of every conformance preset, written by Python's `FileWriter`, decodes
 //!   with our streaming reader and at every index entry's `(start_idx, length)` to the tag,
 //!   dtype, shape and element bytes Python says it wrote (`fixture.py --manifest`) and that
-//!   the recipe model (`support/recipe.rs`) recomputes independently;
+//!   the recipe model (`smdebug_synth::Recipe`) recomputes independently;
 //! * event files we write are read by Python's `EventFileReader` with identical values, and
 //!   are byte-identical to what Python's `FileWriter` writes for the same tensors;
 //! * a file with real CRC footers (TensorBoard style) is rejected by Python's trial reader,
@@ -18,12 +18,13 @@ use std::process::Command;
 use ndarray::{arr0, arr1, arr2, Array, ArrayD, IxDyn};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use smdebug_conformance::recipe::{write_fixture_with_manifest, ManifestRecord, Recipe};
+use smdebug_conformance::manifest::{write_fixture_with_manifest, ManifestRecord};
 use smdebug_conformance::{conformance_presets, peer_python, run_peer_json, tempdir};
 use smdebug_record::{
     append_record, decode_record_at, decode_tensor_event, encode_tensor_event, f16, mode_number,
     Complex64, Footer, RecordReader, Tensor, TensorEvent,
 };
+use smdebug_synth::Recipe;
 
 fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -61,7 +62,7 @@ fn assert_matches_manifest(ev: &TensorEvent, want: &ManifestRecord, context: &st
         "{context} {:?}: element bytes",
         want.tag
     );
-    assert_eq!(ev.step, want.step as i64, "{context} {:?}: step", want.tag);
+    assert_eq!(ev.step, want.step, "{context} {:?}: step", want.tag);
     assert_eq!(
         mode_name(ev.mode),
         want.mode,
@@ -69,7 +70,7 @@ fn assert_matches_manifest(ev: &TensorEvent, want: &ManifestRecord, context: &st
         want.tag
     );
     assert_eq!(
-        ev.mode_step, want.mode_step as i64,
+        ev.mode_step, want.mode_step,
         "{context} {:?}: mode step",
         want.tag
     );
@@ -117,7 +118,9 @@ fn python_fixtures_decode_to_the_values_python_wrote_and_the_recipe_recomputes()
         let tmp = tempdir();
         let trial = tmp.path().join(&preset);
         let manifest = write_fixture_with_manifest(&preset, &trial);
-        let recipe = Recipe::preset(&preset).expect("preset parses");
+        let recipe =
+            Recipe::load(&smdebug_conformance::presets_dir().join(format!("{preset}.json")))
+                .expect("preset parses");
         let index = index_entries(&trial);
 
         let mut by_file: BTreeMap<&str, Vec<&ManifestRecord>> = BTreeMap::new();
@@ -167,30 +170,25 @@ fn python_fixtures_decode_to_the_values_python_wrote_and_the_recipe_recomputes()
             for (ev, w) in streamed.iter().zip(want) {
                 let (t, g, wi) = (w.tensor_index, w.step, w.worker_index);
                 let expected = match w.kind.as_str() {
-                    "raw" => recipe.expected_values(t, g, wi),
-                    "duplicate" => recipe.expected_duplicate_values(t, g, wi),
+                    "raw" => recipe.values(t, g, wi),
+                    "duplicate" => recipe.duplicate_values(t, g, wi),
                     _ => continue, // reductions are numpy's values (smdebug-reduce tests them)
                 }
                 .unwrap_or_else(|e| panic!("{context}: recipe model: {e}"));
                 assert_eq!(
-                    ev.tensor.dtype().name(),
-                    expected.dtype.numpy_name(),
+                    ev.tensor.dtype(),
+                    expected.dtype(),
                     "{context} {:?} step {g}: dtype vs recipe",
                     w.tag
                 );
-                assert_eq!(
-                    ev.tensor.shape(),
-                    &expected.shape[..],
-                    "{context} {:?}",
-                    w.tag
-                );
+                assert_eq!(ev.tensor.shape(), expected.shape(), "{context} {:?}", w.tag);
                 assert!(
-                    ev.tensor.to_le_bytes() == expected.bytes,
+                    ev.tensor.to_le_bytes() == expected.to_le_bytes(),
                     "{context} {:?} step {g} worker {wi}: values differ from the recipe model",
                     w.tag
                 );
                 assert_eq!(
-                    expected.sha256_hex(),
+                    sha256_hex(&expected.to_le_bytes()),
                     w.sha256,
                     "{context}: recipe vs manifest"
                 );
@@ -517,18 +515,33 @@ fn our_event_files_are_byte_identical_to_python_filewriter() {
     );
 }
 
+/// The shared peer's folder (`SMDEBUG_SHARED_PEER`). These checks are ignored by default and
+/// run only when asked for (`cargo xtask test` asks when `../shared/peer` exists); asked for
+/// without the folder, they fail rather than pass without having compared anything.
+fn shared_peer() -> PathBuf {
+    let dir = std::env::var_os("SMDEBUG_SHARED_PEER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            panic!(
+                "SMDEBUG_SHARED_PEER is not set: this check compares with ../shared/peer; \
+                 `cargo xtask test` runs it when that folder exists"
+            )
+        });
+    assert!(
+        dir.is_dir(),
+        "SMDEBUG_SHARED_PEER={} is not a folder",
+        dir.display()
+    );
+    dir
+}
+
 /// `make_fixture.py` of the shared peer and our `fixture.py` write the same bytes for every
-/// conformance preset: an independent check that runs only where `../shared/peer` exists
-/// (the xtask sets `SMDEBUG_SHARED_PEER` then).
+/// conformance preset: an independent check against `../shared/peer`, ignored by default
+/// (see [`shared_peer`]).
 #[test]
+#[ignore = "needs ../shared/peer: run by `cargo xtask test` when it exists"]
 fn shared_peer_make_fixture_and_our_fixture_write_identical_trees() {
-    let Some(shared) = std::env::var_os("SMDEBUG_SHARED_PEER").map(PathBuf::from) else {
-        eprintln!(
-            "record::shared_peer_make_fixture_and_our_fixture_write_identical_trees: NOT RUN \
-             (SMDEBUG_SHARED_PEER is not set; the shared peer is not beside this clone)"
-        );
-        return;
-    };
+    let shared = shared_peer();
     let make_fixture = shared.join("make_fixture.py");
     assert!(
         make_fixture.is_file(),
@@ -648,15 +661,15 @@ fn recipe_model_agrees_with_every_manifest_value_of_a_template_recipe() {
     let mut checked = BTreeSet::new();
     for w in manifest.iter().filter(|r| r.kind != "reduction") {
         let expected = if w.kind == "duplicate" {
-            recipe.expected_duplicate_values(w.tensor_index, w.step, w.worker_index)
+            recipe.duplicate_values(w.tensor_index, w.step, w.worker_index)
         } else {
-            recipe.expected_values(w.tensor_index, w.step, w.worker_index)
+            recipe.values(w.tensor_index, w.step, w.worker_index)
         }
         .unwrap();
-        assert_eq!(expected.dtype.numpy_name(), w.dtype, "{}", w.tag);
-        assert_eq!(expected.shape, w.shape, "{}", w.tag);
+        assert_eq!(expected.dtype().name(), w.dtype, "{}", w.tag);
+        assert_eq!(expected.shape(), w.shape, "{}", w.tag);
         assert_eq!(
-            expected.sha256_hex(),
+            sha256_hex(&expected.to_le_bytes()),
             w.sha256,
             "{} step {} worker {} ({}): recipe model {:?} vs Python {:?}",
             w.tag,
@@ -721,23 +734,20 @@ fn dump_and_compare_dumps_find_real_differences_only() {
     );
 }
 
-/// Our `dump.py` agrees with the shared peer's `dump_trial.py` on every conformance preset
-/// (runs only where `../shared/peer` exists, like the fixture check above).
+/// Our `dump.py` agrees with the shared peer's `dump_trial.py` on every conformance preset:
+/// like the fixture check above, ignored by default (see [`shared_peer`]).
 #[test]
+#[ignore = "needs ../shared/peer: run by `cargo xtask test` when it exists"]
 fn shared_peer_dump_trial_and_our_dump_agree() {
-    let Some(shared) = std::env::var_os("SMDEBUG_SHARED_PEER").map(PathBuf::from) else {
-        eprintln!(
-            "record::shared_peer_dump_trial_and_our_dump_agree: NOT RUN \
-             (SMDEBUG_SHARED_PEER is not set; the shared peer is not beside this clone)"
-        );
-        return;
-    };
+    let shared = shared_peer();
+    let dump_trial = shared.join("dump_trial.py");
+    assert!(dump_trial.is_file(), "{} not found", dump_trial.display());
     for preset in conformance_presets() {
         let tmp = tempdir();
         let trial = smdebug_conformance::write_fixture(&preset, &tmp.path().join(&preset));
         let theirs = tmp.path().join("theirs.json");
         let out = Command::new(peer_python())
-            .arg(shared.join("dump_trial.py"))
+            .arg(&dump_trial)
             .arg(&trial)
             .arg("--out")
             .arg(&theirs)

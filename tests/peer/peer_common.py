@@ -6,7 +6,7 @@ protobuf 3.20.3); the Rust test support (`tests/support/lib.rs`) starts them tha
 * ``import_smdebug`` imports the real smdebug without letting it log to stdout (it does by
   default, which would corrupt the JSON the scripts print).
 * ``gen_values`` is the deterministic value generator of the recipe format; the Rust side
-  (``tests/support/recipe.rs``) implements the same arithmetic, so every value a fixture
+  (``crates/synth``, ``smdebug_synth::Recipe``) implements the same arithmetic, so every value a fixture
   holds can be recomputed without trusting this file.
 * ``encode_array`` / ``array_sha256`` are the canonical JSON encoding of an array used by the
   dump schema ``smdebug-trial-dump/v1``, the fixture manifest and ``read_events.py``.

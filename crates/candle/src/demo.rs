@@ -17,7 +17,7 @@
 
 use candle_core::{DType, Device, Module, Tensor as CTensor, Var};
 use candle_nn::{Linear, Optimizer, VarMap, SGD};
-use smdebug_config::{Norm, Reduction};
+use smdebug_config::Reduction;
 use smdebug_hook::{Collection, HookBuilder, Mode, ReductionConfig, SaveConfig, SaveConfigMode};
 
 use crate::error::{CandleError, Result};
@@ -423,7 +423,7 @@ impl Demo {
                 Reduction::Mean,
                 Reduction::Std,
             ],
-            norms: vec![Norm::L2],
+            norms: vec![Reduction::L2],
             save_raw_tensor: false,
             ..Default::default()
         }

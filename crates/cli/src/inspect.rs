@@ -156,8 +156,8 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smdebug_synth::steps::{write_collections, write_end_marker, write_step, StepWrite};
     use smdebug_trial::storage::{BlockingStore, Location};
-    use smdebug_trial::synth::{write_collections, write_end_marker, write_step, StepWrite};
     use smdebug_trial::Value;
 
     #[test]

@@ -1,17 +1,15 @@
-//! `smdebug roundtrip`: a trial written and read back through every crate of the stack.
+//! `smdebug roundtrip`: a trial written through the hook and read back record by record
+//! through the low-level crates (index files, framing, CRCs, tensor codec, reductions).
 use anyhow::{bail, ensure, Context, Result};
 use ndarray::{ArrayD, IxDyn};
-use smdebug_config::{CollectionManager, Framework, Mode};
-use smdebug_index::{
-    classify_key, collections_file_key, event_file_key, index_file_key, IndexFile, IndexMeta,
-    TensorEntry, TrialFile, END_OF_JOB_FILE,
-};
-use smdebug_record::{
-    append_record, decode_record_at, decode_tensor_event, encode_tensor_event, Footer, Tensor,
-};
+use smdebug_config::{Framework, Mode, SaveConfig, SaveConfigMode};
+use smdebug_hook::{HookBuilder, WallTime};
+use smdebug_index::{classify_key, IndexFile, TrialFile, END_OF_JOB_FILE};
+use smdebug_record::{decode_record_at, decode_tensor_event, Tensor};
 use smdebug_reduce::{Flavor, ReductionRequest, TensorView};
-use smdebug_storage::{BlockingStore, Bytes, Location};
+use smdebug_storage::{BlockingStore, Location};
 use std::io::Write;
+use std::sync::Arc;
 
 /// Options of `smdebug roundtrip`.
 #[derive(clap::Args)]
@@ -67,56 +65,32 @@ pub fn run(args: &Args, out: &mut impl Write) -> Result<()> {
     }
     ensure!(args.steps >= 0, "--steps must not be negative");
 
-    let collections = CollectionManager::with_defaults(Framework::PyTorch)?;
-    write_trial(&store, &collections, args)?;
+    write_trial(&target, args)?;
     writeln!(out, "wrote {} steps to {target}", args.steps)?;
     read_trial(&store, out)
 }
 
-fn write_trial(store: &BlockingStore, collections: &CollectionManager, args: &Args) -> Result<()> {
-    let mut cm = collections.clone();
-    cm.set_num_workers(1);
-    store.put(
-        &collections_file_key(&args.worker)?,
-        Bytes::from(cm.to_json()),
-    )?;
+/// Writes the trial through the hook, the writer a training job uses: PyTorch's default
+/// collections with weights, biases, gradients and losses included, every step saved.
+fn write_trial(target: &str, args: &Args) -> Result<()> {
+    let mut hook = HookBuilder::new(target)
+        .framework(Framework::PyTorch)
+        .worker(args.worker.clone(), 1)
+        .include_collections(["weights", "biases", "gradients", "losses"])
+        .save_config(SaveConfig::new(SaveConfigMode::every(1)))
+        .wall_time(WallTime::PerStep(Arc::new(|step| 1.7e9 + step as f64)))
+        .build()?;
+    hook.set_mode(Mode::Train);
     for step in 0..args.steps {
-        let event_key = event_file_key(step, &args.worker)?;
-        let mut events = Vec::new();
-        let mut index = IndexFile::new(IndexMeta {
-            mode: Mode::Train,
-            mode_step: step,
-            event_file_name: Some(event_key.clone()),
-        });
+        hook.step()?;
         for (name, tensor) in tensors_for_step(step) {
-            // Only tensors in a saved collection are written, as the hook does.
-            if cm.collections_containing(name)?.is_empty() {
-                continue;
+            // Only tensors in a saved collection are written.
+            if hook.should_save(name)? {
+                hook.save(name, tensor)?;
             }
-            let payload = encode_tensor_event(
-                name,
-                &tensor,
-                step,
-                Mode::Train.as_int(),
-                step,
-                1.7e9 + step as f64,
-            )?;
-            let info = append_record(&mut events, &payload, Footer::Magic);
-            index.tensors.push(TensorEntry {
-                name: name.to_string(),
-                start_idx: info.offset,
-                length: info.len,
-                payload_crc32c: Some(info.payload_crc32c),
-            });
         }
-        // Event file first, index second: a reader sees the step only once it is complete.
-        store.put(&event_key, Bytes::from(events))?;
-        store.put(
-            &index_file_key(step, &args.worker)?,
-            Bytes::from(index.to_json()),
-        )?;
     }
-    store.put(END_OF_JOB_FILE, Bytes::new())?;
+    hook.close()?;
     Ok(())
 }
 

@@ -274,7 +274,10 @@ impl Collection {
         }
         c.reduction_config = match v.get("reduction_config") {
             None | Some(PyValue::Null) => None,
-            Some(r) => Some(ReductionConfig::from_json_value(r, &p("reduction_config"))?),
+            Some(r) => Some(
+                ReductionConfig::from_json_value(r, &p("reduction_config"))
+                    .map_err(|e| e.in_collection(&c.name))?,
+            ),
         };
         c.save_config = match v.get("save_config") {
             None | Some(PyValue::Null) => None,
@@ -640,6 +643,27 @@ impl CollectionManager {
 mod tests {
     use super::*;
     use crate::{Mode, SaveConfigMode};
+
+    #[test]
+    fn an_unknown_reduction_in_a_collections_file_names_the_collection() {
+        let text = r#"{"collections": {"weights": {"name": "weights", "include_regex": ["w"], "reduction_config": {"reductions": "min,abs_maximum"}}}, "_meta": {}}"#;
+        let e = CollectionManager::from_json(text).unwrap_err();
+        let ConfigError::InvalidReduction {
+            collection,
+            name,
+            kind,
+            ..
+        } = &e
+        else {
+            panic!("{e:?}");
+        };
+        assert_eq!(collection.as_deref(), Some("weights"));
+        assert_eq!(
+            (name.as_str(), *kind),
+            ("maximum", crate::ReductionKind::Reduction)
+        );
+        assert!(e.to_string().starts_with("collection \"weights\": "), "{e}");
+    }
 
     #[test]
     fn export_load_roundtrip_like_smdebug_tests() {

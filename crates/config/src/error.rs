@@ -1,7 +1,7 @@
 //! The errors of this crate.
 
 use crate::pyjson::JsonSyntaxError;
-use crate::Mode;
+use crate::{Mode, ReductionKind};
 
 /// A configuration that cannot be built or a JSON document that does not describe one.
 ///
@@ -40,17 +40,23 @@ pub enum ConfigError {
         /// The keys that are allowed.
         allowed: &'static str,
     },
-    /// A reduction or norm name smdebug does not accept.
-    #[error("{path}: invalid {kind} {value:?}: allowed are {allowed}")]
+    /// A reduction or norm name smdebug does not accept (unknown, `median`, or a norm
+    /// among reductions and vice versa).
+    #[error(
+        "{}{path}: invalid {kind} {name:?}: allowed are {}",
+        in_collection(.collection.as_deref()),
+        .kind.allowed_names()
+    )]
     InvalidReduction {
+        /// The collection whose reduction config holds the name; `None` for the hook's own
+        /// reduction config and for a reduction config read on its own.
+        collection: Option<String>,
         /// Where the name is.
         path: String,
-        /// `"reduction"` or `"norm"`.
-        kind: &'static str,
+        /// Which list it was meant for (and so which names are allowed).
+        kind: ReductionKind,
         /// The rejected name (for the string form: the op part extracted from the item).
-        value: String,
-        /// The allowed names.
-        allowed: &'static str,
+        name: String,
     },
     /// A regular expression that cannot be compiled with Python `re` semantics.
     #[error("invalid regex {pattern:?}: {message}")]
@@ -79,6 +85,32 @@ pub enum ShouldSaveError {
     /// `save_interval` is 0 and the step is not in `save_steps` (Python: `ZeroDivisionError`).
     #[error("save_interval is 0: cannot decide step {0} by interval")]
     ZeroInterval(i64),
+}
+
+impl ConfigError {
+    /// The same error, attributed to collection `name` when it is a
+    /// [`ConfigError::InvalidReduction`] not yet attributed to one (a reduction config does
+    /// not know which collection holds it); any other error unchanged.
+    pub fn in_collection(self, name: &str) -> Self {
+        match self {
+            ConfigError::InvalidReduction {
+                collection: None,
+                path,
+                kind,
+                name: op,
+            } => ConfigError::InvalidReduction {
+                collection: Some(name.to_owned()),
+                path,
+                kind,
+                name: op,
+            },
+            other => other,
+        }
+    }
+}
+
+fn in_collection(collection: Option<&str>) -> String {
+    collection.map_or_else(String::new, |c| format!("collection {c:?}: "))
 }
 
 pub(crate) fn invalid(

@@ -45,6 +45,53 @@ pub fn tensorboard_config_path() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_TENSORBOARD_CONFIG_FILE_PATH))
 }
 
+/// SageMaker's TensorBoard output configuration, the JSON object at
+/// [`tensorboard_config_path`] (`{"LocalPath": "/opt/ml/output/tensorboard"}`): where a
+/// SageMaker job's hook writes TensorBoard summaries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorBoardConfig {
+    /// `LocalPath`; `None` when it is absent or `null`, which smdebug reads as "no
+    /// TensorBoard output".
+    pub local_path: Option<String>,
+}
+
+impl TensorBoardConfig {
+    /// Parses the JSON text. Where smdebug raises (not JSON, not an object, a `LocalPath`
+    /// that is not a string), this is an error naming the place.
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, ConfigError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            ConfigError::Json(pyjson::JsonSyntaxError {
+                offset: e.valid_up_to(),
+                message: "invalid UTF-8".into(),
+            })
+        })?;
+        let v = pyjson::parse(text)?;
+        let PyValue::Object(_) = v else {
+            return Err(invalid("", &v, "an object"));
+        };
+        let local_path = match v.get("LocalPath") {
+            None | Some(PyValue::Null) => None,
+            Some(PyValue::Str(s)) => Some(s.clone()),
+            Some(other) => return Err(invalid("LocalPath", other, "a string")),
+        };
+        Ok(TensorBoardConfig { local_path })
+    }
+
+    /// Finds the file as smdebug does (`explicit`, else [`tensorboard_config_path`]) and
+    /// parses it; `Ok(None)` when there is no such file (smdebug: no TensorBoard output).
+    pub fn locate(explicit: Option<&Path>) -> Result<Option<Self>, ConfigError> {
+        let path = explicit.map_or_else(tensorboard_config_path, Path::to_path_buf);
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let bytes = std::fs::read(&path).map_err(|e| ConfigError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Self::from_slice(&bytes).map(Some)
+    }
+}
+
 /// Whether this process runs as a SageMaker job (`TRAINING_JOB_NAME` is set).
 pub fn is_sagemaker_job() -> bool {
     std::env::var_os(TRAINING_JOB_NAME_ENV).is_some()
@@ -609,7 +656,9 @@ fn parse_collection(
         (m, Some(merged.resolve(&SaveConfigMode::default())))
     }));
     let reduction_config = match cp.get("reductions") {
-        Some(_) => Some(ReductionConfig::from_json_value(cp, &cp_path)?),
+        Some(_) => Some(
+            ReductionConfig::from_json_value(cp, &cp_path).map_err(|e| e.in_collection(&name))?,
+        ),
         None => None,
     };
     let include_regex = cp
@@ -745,6 +794,72 @@ mod tests {
             let e = HookConfig::from_json(text).unwrap_err().to_string();
             assert!(e.contains(needle), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn an_unknown_reduction_names_its_collection_and_the_name() {
+        let e = HookConfig::from_json(
+            r#"{"CollectionConfigurations": [
+                 {"CollectionName": "weights", "CollectionParameters": {"reductions": "min"}},
+                 {"CollectionName": "biases", "CollectionParameters": {"reductions": "min, abs_l3_norm"}}]}"#,
+        )
+        .unwrap_err();
+        let ConfigError::InvalidReduction {
+            collection,
+            name,
+            kind,
+            path,
+            ..
+        } = &e
+        else {
+            panic!("{e:?}");
+        };
+        assert_eq!(collection.as_deref(), Some("biases"));
+        assert_eq!((name.as_str(), *kind), ("l3", crate::ReductionKind::Norm));
+        assert!(path.starts_with("CollectionConfigurations[1]"), "{path}");
+        assert!(e.to_string().contains("collection \"biases\""), "{e}");
+        assert!(e.to_string().contains("\"l3\""), "{e}");
+        // The hook's own reductions belong to no collection.
+        let e = HookConfig::from_json(r#"{"HookParameters": {"reductions": "l2"}}"#).unwrap_err();
+        assert!(
+            matches!(&e, ConfigError::InvalidReduction { collection: None, name, .. } if name == "l2"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn tensorboard_config_is_read_as_smdebug_reads_it() {
+        let read = |t: &str| TensorBoardConfig::from_slice(t.as_bytes());
+        assert_eq!(
+            read(r#"{"LocalPath": "/opt/ml/output/tensorboard"}"#)
+                .unwrap()
+                .local_path
+                .as_deref(),
+            Some("/opt/ml/output/tensorboard")
+        );
+        for none in [r#"{}"#, r#"{"LocalPath": null, "other": 1}"#] {
+            assert_eq!(read(none).unwrap().local_path, None, "{none}");
+        }
+        assert!(matches!(
+            read(r#"{"LocalPath": "#),
+            Err(ConfigError::Json(_))
+        ));
+        assert!(matches!(
+            TensorBoardConfig::from_slice(b"\xff"),
+            Err(ConfigError::Json(_))
+        ));
+        for (bad, at) in [(r#"["/tb"]"#, ""), (r#"{"LocalPath": 3}"#, "LocalPath")] {
+            let e = read(bad).unwrap_err();
+            assert!(
+                matches!(&e, ConfigError::InvalidValue { path, .. } if path == at),
+                "{bad}: {e:?}"
+            );
+        }
+        let d = std::env::temp_dir().join(format!("smdebug-tb-config-{}", std::process::id()));
+        assert_eq!(
+            TensorBoardConfig::locate(Some(&d.join("none.json"))).unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -40,14 +40,17 @@ pub use collection::{keys, Collection, CollectionManager, Framework};
 pub use error::{ConfigError, ShouldSaveError};
 pub use hook_config::{
     hook_config_path, is_sagemaker_job, tensorboard_config_path, CollectionConfig, HookConfig,
-    HookParameters, IncludeWorkers, ModeSaveParams, SaveParams, CHECKPOINT_CONFIG_FILE_PATH_ENV,
-    CONFIG_FILE_PATH_ENV, DEFAULT_CHECKPOINT_CONFIG_FILE_PATH, DEFAULT_CONFIG_FILE_PATH,
-    DEFAULT_SAGEMAKER_OUTDIR, DEFAULT_TENSORBOARD_CONFIG_FILE_PATH,
+    HookParameters, IncludeWorkers, ModeSaveParams, SaveParams, TensorBoardConfig,
+    CHECKPOINT_CONFIG_FILE_PATH_ENV, CONFIG_FILE_PATH_ENV, DEFAULT_CHECKPOINT_CONFIG_FILE_PATH,
+    DEFAULT_CONFIG_FILE_PATH, DEFAULT_SAGEMAKER_OUTDIR, DEFAULT_TENSORBOARD_CONFIG_FILE_PATH,
     TENSORBOARD_CONFIG_FILE_PATH_ENV, TRAINING_JOB_NAME_ENV,
 };
 pub use mode::{Mode, ParseModeError};
 pub use pyjson::{JsonSyntaxError, PyValue};
 pub use pyregex::PyRegex;
 pub use pystr::{is_python_whitespace, python_strip};
-pub use reduction_config::{Norm, Reduction, ReductionConfig, UnknownOpError};
+pub use reduction_config::{ReductionConfig, ReductionKind};
 pub use save_config::{SaveConfig, SaveConfigMode, DEFAULT_SAVE_INTERVAL};
+/// The one reduction type of the workspace, defined by `smdebug-reduce` (which computes
+/// them) and used here in [`ReductionConfig`].
+pub use smdebug_reduce::{Reduction, ReductionRequest};

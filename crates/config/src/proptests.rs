@@ -64,10 +64,22 @@ fn reduction_config() -> impl Strategy<Value = ReductionConfig> {
         any::<bool>(),
     )
         .prop_map(|(r, ar, n, an, raw, shape)| ReductionConfig {
-            reductions: r.into_iter().map(|i| Reduction::ALL[i]).collect(),
-            abs_reductions: ar.into_iter().map(|i| Reduction::ALL[i]).collect(),
-            norms: n.into_iter().map(|i| Norm::ALL[i]).collect(),
-            abs_norms: an.into_iter().map(|i| Norm::ALL[i]).collect(),
+            reductions: r
+                .into_iter()
+                .map(|i| ReductionConfig::ALLOWED_REDUCTIONS[i])
+                .collect(),
+            abs_reductions: ar
+                .into_iter()
+                .map(|i| ReductionConfig::ALLOWED_REDUCTIONS[i])
+                .collect(),
+            norms: n
+                .into_iter()
+                .map(|i| ReductionConfig::ALLOWED_NORMS[i])
+                .collect(),
+            abs_norms: an
+                .into_iter()
+                .map(|i| ReductionConfig::ALLOWED_NORMS[i])
+                .collect(),
             save_raw_tensor: raw,
             save_shape: shape,
         })

@@ -2,44 +2,88 @@
 
 use crate::error::{invalid, ConfigError};
 use crate::pyjson::{self, PyValue};
+use smdebug_reduce::{Reduction, ReductionRequest};
 use std::fmt;
-use std::str::FromStr;
 
-/// A reduction smdebug accepts (`ALLOWED_REDUCTIONS`). `median`, although documented, is
-/// rejected by smdebug and therefore here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Reduction {
-    /// `min`
-    Min,
-    /// `max`
-    Max,
-    /// `mean`
-    Mean,
-    /// `std` (population for numpy, unbiased for PyTorch writers)
-    Std,
-    /// `variance`
-    Variance,
-    /// `sum`
-    Sum,
-    /// `prod`
-    Prod,
+/// Which reductions of a tensor to save, and whether to save the tensor itself and its shape
+/// (smdebug's `ReductionConfig`).
+///
+/// Lists keep order and repetitions, as smdebug's do (they are written back as given).
+/// The four lists hold the one reduction type of the workspace, [`Reduction`]:
+/// `reductions` and `abs_reductions` take only [`ReductionConfig::ALLOWED_REDUCTIONS`],
+/// `norms` and `abs_norms` only [`ReductionConfig::ALLOWED_NORMS`]. The parsers enforce
+/// this; a config built in code is checked by [`ReductionConfig::validate`], which the hook
+/// calls when it is built.
+///
+/// ```
+/// use smdebug_config::{Reduction, ReductionConfig};
+/// let c = ReductionConfig::from_sagemaker_str("min, abs_max,l1_norm,abs_l2_norm").unwrap();
+/// assert_eq!(c.reductions, [Reduction::Min]);
+/// assert_eq!(c.abs_norms, [Reduction::L2]);
+/// assert!(!c.save_raw_tensor);
+/// assert_eq!(c.reductions_string(), "min,l1_norm,abs_max,abs_l2_norm");
+/// assert_eq!(c.requests().map(|r| r.to_string()).collect::<Vec<_>>(),
+///            ["min", "l1", "abs_max", "abs_l2"]);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ReductionConfig {
+    /// Reductions of the tensor (only [`ReductionConfig::ALLOWED_REDUCTIONS`]).
+    pub reductions: Vec<Reduction>,
+    /// Reductions of the absolute value of the tensor (only
+    /// [`ReductionConfig::ALLOWED_REDUCTIONS`]).
+    pub abs_reductions: Vec<Reduction>,
+    /// Norms of the tensor (only [`ReductionConfig::ALLOWED_NORMS`]).
+    pub norms: Vec<Reduction>,
+    /// Norms of the absolute value of the tensor (only [`ReductionConfig::ALLOWED_NORMS`]).
+    pub abs_norms: Vec<Reduction>,
+    /// Save the tensor itself too (default false; the hook's default config sets it).
+    pub save_raw_tensor: bool,
+    /// Save the tensor's shape.
+    pub save_shape: bool,
 }
 
-/// A norm smdebug accepts (`ALLOWED_NORMS`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Norm {
-    /// `l1`
-    L1,
-    /// `l2`
-    L2,
+/// Which lists of a [`ReductionConfig`] a name was meant for, and so which names are
+/// allowed there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReductionKind {
+    /// `reductions` and `abs_reductions`: [`ReductionConfig::ALLOWED_REDUCTIONS`].
+    Reduction,
+    /// `norms` and `abs_norms`: [`ReductionConfig::ALLOWED_NORMS`].
+    Norm,
 }
 
-const REDUCTION_NAMES: &str = "min, max, mean, std, variance, sum, prod";
-const NORM_NAMES: &str = "l1, l2";
+impl ReductionKind {
+    /// The reductions allowed in these lists.
+    pub fn allowed(self) -> &'static [Reduction] {
+        match self {
+            ReductionKind::Reduction => &ReductionConfig::ALLOWED_REDUCTIONS,
+            ReductionKind::Norm => &ReductionConfig::ALLOWED_NORMS,
+        }
+    }
 
-impl Reduction {
-    /// All reductions in smdebug's order.
-    pub const ALL: [Reduction; 7] = [
+    /// Their names, as the error message lists them.
+    pub(crate) fn allowed_names(self) -> &'static str {
+        match self {
+            ReductionKind::Reduction => "min, max, mean, std, variance, sum, prod",
+            ReductionKind::Norm => "l1, l2",
+        }
+    }
+}
+
+impl fmt::Display for ReductionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReductionKind::Reduction => "reduction",
+            ReductionKind::Norm => "norm",
+        })
+    }
+}
+
+impl ReductionConfig {
+    /// smdebug's `ALLOWED_REDUCTIONS`, the only entries of `reductions` and
+    /// `abs_reductions`. `median`, although documented by smdebug, is rejected by it and
+    /// therefore here.
+    pub const ALLOWED_REDUCTIONS: [Reduction; 7] = [
         Reduction::Min,
         Reduction::Max,
         Reduction::Mean,
@@ -49,100 +93,9 @@ impl Reduction {
         Reduction::Prod,
     ];
 
-    /// The name used in configs and in the `smdebug/reductions/<name>/…` tensor names.
-    pub fn name(self) -> &'static str {
-        match self {
-            Reduction::Min => "min",
-            Reduction::Max => "max",
-            Reduction::Mean => "mean",
-            Reduction::Std => "std",
-            Reduction::Variance => "variance",
-            Reduction::Sum => "sum",
-            Reduction::Prod => "prod",
-        }
-    }
-}
+    /// smdebug's `ALLOWED_NORMS`, the only entries of `norms` and `abs_norms`.
+    pub const ALLOWED_NORMS: [Reduction; 2] = [Reduction::L1, Reduction::L2];
 
-impl Norm {
-    /// Both norms.
-    pub const ALL: [Norm; 2] = [Norm::L1, Norm::L2];
-
-    /// `"l1"` or `"l2"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Norm::L1 => "l1",
-            Norm::L2 => "l2",
-        }
-    }
-}
-
-/// A name that is not an allowed reduction or norm.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown reduction or norm {0:?}")]
-pub struct UnknownOpError(pub String);
-
-impl FromStr for Reduction {
-    type Err = UnknownOpError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Reduction::ALL
-            .into_iter()
-            .find(|r| r.name() == s)
-            .ok_or_else(|| UnknownOpError(s.to_string()))
-    }
-}
-
-impl FromStr for Norm {
-    type Err = UnknownOpError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Norm::ALL
-            .into_iter()
-            .find(|r| r.name() == s)
-            .ok_or_else(|| UnknownOpError(s.to_string()))
-    }
-}
-
-impl fmt::Display for Reduction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl fmt::Display for Norm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Which reductions of a tensor to save, and whether to save the tensor itself and its shape
-/// (smdebug's `ReductionConfig`).
-///
-/// Lists keep order and repetitions, as smdebug's do (they are written back as given).
-///
-/// ```
-/// use smdebug_config::{Norm, Reduction, ReductionConfig};
-/// let c = ReductionConfig::from_sagemaker_str("min, abs_max,l1_norm,abs_l2_norm").unwrap();
-/// assert_eq!(c.reductions, [Reduction::Min]);
-/// assert_eq!(c.abs_norms, [Norm::L2]);
-/// assert!(!c.save_raw_tensor);
-/// assert_eq!(c.reductions_string(), "min,l1_norm,abs_max,abs_l2_norm");
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct ReductionConfig {
-    /// Reductions of the tensor.
-    pub reductions: Vec<Reduction>,
-    /// Reductions of the absolute value of the tensor.
-    pub abs_reductions: Vec<Reduction>,
-    /// Norms of the tensor.
-    pub norms: Vec<Norm>,
-    /// Norms of the absolute value of the tensor.
-    pub abs_norms: Vec<Norm>,
-    /// Save the tensor itself too (default false; the hook's default config sets it).
-    pub save_raw_tensor: bool,
-    /// Save the tensor's shape.
-    pub save_shape: bool,
-}
-
-impl ReductionConfig {
     /// The hook's default when no reduction config is given: the raw tensor only
     /// (`ReductionConfig(save_raw_tensor=True)`).
     pub fn raw_only() -> Self {
@@ -199,6 +152,36 @@ impl ReductionConfig {
             .chain(self.abs_norms.iter().map(|n| format!("abs_{n}_norm")))
             .collect();
         items.join(",")
+    }
+
+    /// What the writer computes, in smdebug's order: `reductions`, `norms`, then
+    /// `abs_reductions`, `abs_norms` (repetitions kept; the hook drops them).
+    pub fn requests(&self) -> impl Iterator<Item = ReductionRequest> + '_ {
+        let plain = self.reductions.iter().chain(&self.norms);
+        let abs = self.abs_reductions.iter().chain(&self.abs_norms);
+        plain
+            .map(|&r| ReductionRequest::new(r, false))
+            .chain(abs.map(|&r| ReductionRequest::new(r, true)))
+    }
+
+    /// Checks that every list holds only what smdebug accepts there (see
+    /// [`ReductionConfig`]); the parsers already guarantee it, a config built in code may
+    /// not (e.g. `median`, or `l2` among `reductions`). The error names `path` and the
+    /// first entry refused.
+    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        use ReductionKind::{Norm, Reduction as Red};
+        let lists: [(&[Reduction], &'static str, ReductionKind); 4] = [
+            (&self.reductions, "reductions", Red),
+            (&self.norms, "norms", Norm),
+            (&self.abs_reductions, "abs_reductions", Red),
+            (&self.abs_norms, "abs_norms", Norm),
+        ];
+        for (list, field, kind) in lists {
+            for &r in list {
+                allowed(Some(r), r.name(), path, field, kind)?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether any reduction or norm is asked for.
@@ -270,22 +253,34 @@ impl ReductionConfig {
     }
 }
 
+/// An entry of `reductions` or `abs_reductions`, by name.
 fn reduction(op: &str, path: &str, field: &'static str) -> Result<Reduction, ConfigError> {
-    op.parse().map_err(|_| ConfigError::InvalidReduction {
-        path: format!("{path} ({field})"),
-        kind: "reduction",
-        value: op.to_string(),
-        allowed: REDUCTION_NAMES,
-    })
+    allowed(op.parse().ok(), op, path, field, ReductionKind::Reduction)
 }
 
-fn norm(op: &str, path: &str, field: &'static str) -> Result<Norm, ConfigError> {
-    op.parse().map_err(|_| ConfigError::InvalidReduction {
-        path: format!("{path} ({field})"),
-        kind: "norm",
-        value: op.to_string(),
-        allowed: NORM_NAMES,
-    })
+/// An entry of `norms` or `abs_norms`, by name.
+fn norm(op: &str, path: &str, field: &'static str) -> Result<Reduction, ConfigError> {
+    allowed(op.parse().ok(), op, path, field, ReductionKind::Norm)
+}
+
+/// `r` if `kind` allows it, else the error naming `op` (the name as given) and the field it
+/// was meant for.
+fn allowed(
+    r: Option<Reduction>,
+    op: &str,
+    path: &str,
+    field: &'static str,
+    kind: ReductionKind,
+) -> Result<Reduction, ConfigError> {
+    match r {
+        Some(r) if kind.allowed().contains(&r) => Ok(r),
+        _ => Err(ConfigError::InvalidReduction {
+            collection: None,
+            path: format!("{path} ({field})"),
+            kind,
+            name: op.to_string(),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -297,8 +292,8 @@ mod tests {
         let c =
             ReductionConfig::from_sagemaker_str("abs_mean_x, l2_foo_norm,abs_l1_x_norm,,").unwrap();
         assert_eq!(c.abs_reductions, [Reduction::Mean]);
-        assert_eq!(c.norms, [Norm::L2]);
-        assert_eq!(c.abs_norms, [Norm::L1]);
+        assert_eq!(c.norms, [Reduction::L2]);
+        assert_eq!(c.abs_norms, [Reduction::L1]);
         for bad in [
             "l1",
             "abs_l1",
@@ -317,10 +312,66 @@ mod tests {
     }
 
     #[test]
+    fn validate_refuses_what_the_parsers_refuse() {
+        let ok = ReductionConfig::from_sagemaker_str("min,l1_norm,abs_prod,abs_l2_norm").unwrap();
+        ok.validate("x").unwrap();
+        let cases = [
+            (
+                ReductionConfig {
+                    reductions: vec![Reduction::Min, Reduction::Median],
+                    ..Default::default()
+                },
+                "reductions",
+                "median",
+            ),
+            (
+                ReductionConfig {
+                    abs_reductions: vec![Reduction::L2],
+                    ..Default::default()
+                },
+                "abs_reductions",
+                "l2",
+            ),
+            (
+                ReductionConfig {
+                    norms: vec![Reduction::Mean],
+                    ..Default::default()
+                },
+                "norms",
+                "mean",
+            ),
+            (
+                ReductionConfig {
+                    abs_norms: vec![Reduction::L1, Reduction::Sum],
+                    ..Default::default()
+                },
+                "abs_norms",
+                "sum",
+            ),
+        ];
+        for (c, field, bad) in cases {
+            let e = c.validate("hook.reduction_config").unwrap_err();
+            let ConfigError::InvalidReduction { path, name, .. } = &e else {
+                panic!("{e:?}");
+            };
+            assert_eq!(path, &format!("hook.reduction_config ({field})"));
+            assert_eq!(name, bad);
+        }
+    }
+
+    #[test]
+    fn requests_in_smdebug_order() {
+        let c = ReductionConfig::from_sagemaker_str("abs_l1_norm,abs_min,l2_norm,max").unwrap();
+        let got: Vec<String> = c.requests().map(|r| r.to_string()).collect();
+        assert_eq!(got, ["max", "l2", "abs_min", "abs_l1"]);
+        assert_eq!(c.requests().count(), 4);
+    }
+
+    #[test]
     fn json_roundtrip_like_python() {
         let c = ReductionConfig {
             reductions: vec![Reduction::Min],
-            norms: vec![Norm::L2],
+            norms: vec![Reduction::L2],
             ..Default::default()
         };
         assert_eq!(

@@ -4,7 +4,7 @@ use crate::error::{HookError, Result};
 use crate::hook::Hook;
 use smdebug_config::{
     is_sagemaker_job, tensorboard_config_path, Collection, CollectionManager, Framework,
-    HookConfig, IncludeWorkers, ReductionConfig, SaveConfig, SaveConfigMode,
+    HookConfig, IncludeWorkers, ReductionConfig, SaveConfig, SaveConfigMode, TensorBoardConfig,
 };
 use smdebug_reduce::Flavor;
 use smdebug_storage::{LocalSync, StorageOptions};
@@ -145,7 +145,8 @@ impl HookBuilder {
     /// A builder from a parsed SageMaker hook configuration (`debughookconfig.json`): its
     /// `LocalPath` as out_dir, the hook's save and reduction configs, `save_all`,
     /// `include_regex`, `include_workers`, TensorBoard settings (outside SageMaker; inside,
-    /// the TensorBoard folder comes from `TENSORBOARD_CONFIG_FILE_PATH`), and every
+    /// the TensorBoard folder comes from the file at `TENSORBOARD_CONFIG_FILE_PATH`, and a
+    /// malformed one is [`HookError::TensorBoardConfig`]), and every
     /// `CollectionConfigurations` entry as an included collection with its configs.
     pub fn from_hook_config(config: &HookConfig) -> Result<Self> {
         let mut b = HookBuilder::new(config.local_path.clone());
@@ -156,7 +157,7 @@ impl HookBuilder {
         b.include_regex = p.include_regex.clone().unwrap_or_default();
         b.include_workers = p.include_workers;
         if is_sagemaker_job() {
-            b.tensorboard_dir = sagemaker_tensorboard_dir();
+            b.tensorboard_dir = sagemaker_tensorboard_dir(&tensorboard_config_path())?;
         } else {
             b.export_tensorboard = p.export_tensorboard;
             b.tensorboard_dir = p.tensorboard_dir.clone();
@@ -405,13 +406,49 @@ impl HookBuilder {
     }
 }
 
-/// The TensorBoard folder of a SageMaker job: `LocalPath` of the JSON file named by
-/// `TENSORBOARD_CONFIG_FILE_PATH` (no file → no TensorBoard output).
-fn sagemaker_tensorboard_dir() -> Option<String> {
-    let text = std::fs::read_to_string(tensorboard_config_path()).ok()?;
-    let v = smdebug_config::pyjson::parse(&text).ok()?;
-    match v.get("LocalPath")? {
-        smdebug_config::PyValue::Str(s) => Some(s.clone()),
-        _ => None,
+/// The TensorBoard folder of a SageMaker job: `LocalPath` of the JSON file at `path`. No
+/// file, or no `LocalPath`, means no TensorBoard output (as in smdebug); a file that is not
+/// a TensorBoard configuration is an error (smdebug raises too), not a silent loss of the
+/// TensorBoard output.
+fn sagemaker_tensorboard_dir(path: &Path) -> Result<Option<String>> {
+    let config =
+        TensorBoardConfig::locate(Some(path)).map_err(|source| HookError::TensorBoardConfig {
+            path: path.display().to_string(),
+            source,
+        })?;
+    Ok(config.and_then(|c| c.local_path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_tensorboard_config_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("tensorboardconfig.json");
+        assert_eq!(sagemaker_tensorboard_dir(&path).unwrap(), None, "no file");
+        for (text, want) in [
+            (
+                r#"{"LocalPath": "/opt/ml/output/tensorboard"}"#,
+                Some("/opt/ml/output/tensorboard"),
+            ),
+            (r#"{"S3OutputPath": "s3://b/tb"}"#, None),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            assert_eq!(
+                sagemaker_tensorboard_dir(&path).unwrap().as_deref(),
+                want,
+                "{text}"
+            );
+        }
+        for text in [r#"{"LocalPath": "/tb""#, r#"{"LocalPath": ["/tb"]}"#, "[]"] {
+            std::fs::write(&path, text).unwrap();
+            let err = sagemaker_tensorboard_dir(&path).unwrap_err();
+            assert!(
+                matches!(&err, HookError::TensorBoardConfig { path: p, .. } if p.ends_with("tensorboardconfig.json")),
+                "{text}: {err:?}"
+            );
+        }
     }
 }

@@ -3,6 +3,7 @@
 use smdebug_config::{ConfigError, Mode, ShouldSaveError};
 use smdebug_index::LayoutError;
 use smdebug_storage::StorageError;
+use std::sync::Arc;
 
 /// What can go wrong building or running a [`Hook`](crate::Hook).
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +80,15 @@ pub enum HookError {
         /// The cause.
         source: ConfigError,
     },
+    /// SageMaker's TensorBoard configuration file exists but is not one (not JSON, not an
+    /// object, or a `LocalPath` that is not a string).
+    #[error("TensorBoard configuration {path}: {source}")]
+    TensorBoardConfig {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: ConfigError,
+    },
     /// No hook configuration file exists where SageMaker puts it (or where
     /// `SMDEBUG_CONFIG_FILE_PATH` points).
     #[error("no hook configuration file at {path}")]
@@ -86,13 +96,20 @@ pub enum HookError {
         /// The path that was looked at.
         path: String,
     },
-    /// The writer thread failed earlier; the first failure is reported here, and nothing
-    /// more is written.
-    #[error("the writer thread failed: {message}")]
+    /// The writer thread failed earlier; its first failure is reported here (by this and
+    /// every later call), and nothing more is written.
+    #[error("the writer thread failed: {source}")]
     WriterFailed {
-        /// The first failure of the writer thread.
-        message: String,
+        /// The first failure of the writer thread (shared: every later call reports it).
+        #[source]
+        source: Arc<WriterError>,
     },
+    /// The writer thread ended without reporting a failure: it panicked.
+    #[error("the writer thread panicked")]
+    WriterPanicked,
+    /// The queue to the writer thread is closed: the hook is being closed.
+    #[error("the hook is closed")]
+    Closed,
     /// The writer thread could not be started.
     #[error("cannot start the writer thread: {0}")]
     Thread(#[source] std::io::Error),
@@ -104,6 +121,44 @@ pub enum HookError {
         /// Why it is refused.
         reason: String,
     },
+}
+
+/// What failed on the writer thread or its I/O thread. The first failure is kept and
+/// reported as [`HookError::WriterFailed`]; after it nothing more is written, since a trial
+/// with a hole in the middle would look complete to a reader.
+#[derive(Debug, thiserror::Error)]
+pub enum WriterError {
+    /// Storing an object failed: an events, index, collections or TensorBoard file. The
+    /// storage error names the store; `key` is the object's key in it.
+    #[error("writing {key}: {source}")]
+    Store {
+        /// The object's key, relative to its store (the trial, or the TensorBoard folder).
+        key: String,
+        /// The cause.
+        #[source]
+        source: StorageError,
+    },
+    /// A tensor (or one of its reductions) cannot be encoded as smdebug encodes tensors
+    /// (e.g. a 2-d string tensor).
+    #[error("encoding tensor {name:?} of step {step}: {source}")]
+    Encode {
+        /// The tensor (or reduction tensor) name.
+        name: String,
+        /// The global step it was saved at.
+        step: i64,
+        /// The cause.
+        #[source]
+        source: smdebug_record::Error,
+    },
+    /// A step or worker cannot be turned into a file name.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// The I/O thread could not be started.
+    #[error("cannot start the I/O thread: {0}")]
+    IoThread(#[source] std::io::Error),
+    /// The I/O thread is gone (it panicked) with steps still to store.
+    #[error("the I/O thread stopped")]
+    IoThreadStopped,
 }
 
 /// The result type of this crate.

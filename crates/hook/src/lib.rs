@@ -63,13 +63,17 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod builder;
+mod decisions;
 mod error;
 mod hook;
+mod queue;
+mod steps;
+mod stop;
 pub mod tensorboard;
 mod writer;
 
 pub use builder::{HookBuilder, QueuePolicy, ReductionShape, WallTime};
-pub use error::{HookError, Result};
+pub use error::{HookError, Result, WriterError};
 pub use hook::{Hook, HookStats, Saved};
 
 /// Re-exported so a training loop needs no other smdebug crate for the common calls.

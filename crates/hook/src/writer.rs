@@ -5,6 +5,7 @@
 //! the order smdebug publishes them: the events file first, then the index file that points
 //! into it. A reader that sees an index file therefore always finds a complete events file.
 
+use crate::error::WriterError;
 use crate::tensorboard;
 use crate::ReductionShape;
 use smdebug_config::Mode;
@@ -16,7 +17,7 @@ use smdebug_record::{
     append_record, append_tensor_event, histogram_event, scalar_event, Footer, Message, Tensor,
 };
 use smdebug_reduce::{Flavor, ReductionRequest, Scalar, TensorView};
-use smdebug_storage::{BlockingStore, Bytes};
+use smdebug_storage::{BlockingStore, Bytes, StorageError};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -28,11 +29,17 @@ const MAX_CACHED_NAMES: usize = 4096;
 /// What the training thread decided for one tensor in one step.
 #[derive(Debug)]
 pub(crate) struct TensorJob {
+    /// The tensor's name.
     pub name: String,
+    /// Its value.
     pub value: Tensor,
+    /// The global step.
     pub step: i64,
+    /// The mode.
     pub mode: Mode,
+    /// The mode's step.
     pub mode_step: i64,
+    /// The event's wall time.
     pub wall_time: f64,
     /// Write the shape into the index (`save_shape`).
     pub shape: bool,
@@ -53,19 +60,29 @@ pub(crate) enum Job {
     Tensor(Box<TensorJob>),
     /// A TensorBoard scalar (from `save_scalar`).
     TbScalar {
+        /// The cleaned tag.
         tag: String,
+        /// The value.
         value: f32,
+        /// The global step.
         step: i64,
+        /// The mode (chooses the TensorBoard file).
         mode: Mode,
+        /// The event's wall time.
         wall_time: f64,
     },
     /// The step ended: publish its events file, then its index file, and close the
     /// TensorBoard files.
     EndStep,
     /// Write a whole object (collections file).
-    Put { key: String, data: Bytes },
-    /// Reply once everything before this job is written.
-    Flush(SyncSender<Result<(), String>>),
+    Put {
+        /// Its key in the trial.
+        key: String,
+        /// Its bytes.
+        data: Bytes,
+    },
+    /// Reply once everything before this job is written (with the first failure, if any).
+    Flush(SyncSender<Result<(), Arc<WriterError>>>),
     /// Several jobs, in order, sent as one message (one wake-up of the writer).
     Batch(Vec<Job>),
 }
@@ -74,7 +91,7 @@ pub(crate) enum Job {
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     /// The writer thread's first failure; once set, nothing more is written.
-    failure: Mutex<Option<String>>,
+    failure: Mutex<Option<Arc<WriterError>>>,
     /// Whether `failure` is set. The writer and I/O threads ask before every job and the
     /// training thread at every step: an atomic load instead of taking a lock the other
     /// threads take too (contended, that lock cost a futex sleep and wake-up per step).
@@ -88,7 +105,8 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn failure(&self) -> Option<String> {
+    /// The first failure, if any.
+    pub fn failure(&self) -> Option<Arc<WriterError>> {
         if !self.failed() {
             return None;
         }
@@ -103,11 +121,11 @@ impl Shared {
         self.failed.load(Ordering::Acquire)
     }
 
-    fn fail(&self, message: String) {
+    fn fail(&self, error: WriterError) {
         let mut slot = self.failure.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
-            tracing::error!("smdebug hook writer: {message}");
-            *slot = Some(message);
+            tracing::error!("smdebug hook writer: {error}");
+            *slot = Some(Arc::new(error));
             // Release: whoever sees the flag then finds the message under the lock.
             self.failed.store(true, Ordering::Release);
         }
@@ -126,31 +144,47 @@ pub(crate) struct TbTarget {
 
 /// Settings of the writer thread.
 pub(crate) struct WriterConfig {
+    /// The trial's store.
     pub store: Arc<BlockingStore>,
+    /// This worker's name, in events and index file names.
     pub worker: String,
+    /// Whose semantics reductions follow.
     pub flavor: Flavor,
+    /// The shape reductions are saved with.
     pub reduction_shape: ReductionShape,
+    /// Where TensorBoard files go; `None`: no TensorBoard output.
     pub tensorboard: Option<TbTarget>,
 }
 
 /// The events and index file of one (step, worker) being assembled.
 struct StepFile {
+    /// The global step.
     step: i64,
+    /// The framed records of the events file.
     events: Vec<u8>,
+    /// The index file (`None` until the step has a record or a shape).
     index: Option<IndexFile>,
+    /// The index's meta names the events file (set by the first record).
     has_event_file_name: bool,
 }
 
+/// A TensorBoard events file of one mode, assembled until the step ends.
 struct TbFile {
+    /// Its key in the TensorBoard store.
     key: String,
+    /// Its framed records.
     bytes: Vec<u8>,
 }
 
 /// One object for the I/O thread to store.
 struct Put {
+    /// The store to put it in.
     store: Arc<BlockingStore>,
+    /// Its key there.
     key: String,
+    /// Its bytes.
     data: Bytes,
+    /// Its size when it is an events file (counted in [`Shared::event_bytes`]), else 0.
     event_bytes: u64,
 }
 
@@ -159,14 +193,21 @@ enum IoJob {
     /// The puts a job of the writer produced (a step's events file, then its index file and
     /// TensorBoard files), in order: one message, so one wake-up of the I/O thread per step.
     Puts(Vec<Put>),
+    /// Reply once every put before this one is done.
     Flush(SyncSender<()>),
 }
 
+/// The writer thread's state.
 struct Writer {
+    /// Its settings.
     cfg: WriterConfig,
+    /// The first failure and the counters, shared with the hook and the I/O thread.
     shared: Arc<Shared>,
+    /// The step being assembled.
     current: Option<StepFile>,
+    /// The step's TensorBoard files, by mode number.
     tb_files: BTreeMap<u8, TbFile>,
+    /// The channel to the I/O thread (`None` if it could not start, and at the end).
     io: Option<SyncSender<IoJob>>,
     /// Puts of the current job, handed to the I/O thread together when the job is done.
     outgoing: Vec<Put>,
@@ -208,7 +249,7 @@ fn run_io(shared: Arc<Shared>, jobs: Receiver<IoJob>, spare: SyncSender<Vec<u8>>
                         Ok(()) => {
                             shared.event_bytes.fetch_add(event_bytes, Ordering::Relaxed);
                         }
-                        Err(e) => shared.fail(format!("writing {key}: {e}")),
+                        Err(source) => shared.fail(WriterError::Store { key, source }),
                     }
                     if let Some(Ok(buffer)) = keep.map(Bytes::try_into_mut) {
                         // Full (the writer has spares enough) or gone: the buffer is freed.
@@ -232,7 +273,7 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     let (io, io_thread) = match io_thread {
         Ok(t) => (Some(io_tx), Some(t)),
         Err(e) => {
-            shared.fail(format!("cannot start the I/O thread: {e}"));
+            shared.fail(WriterError::IoThread(e));
             (None, None)
         }
     };
@@ -260,7 +301,7 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     w.io = None;
     if let Some(t) = io_thread {
         if t.join().is_err() {
-            w.shared.fail("the I/O thread panicked".into());
+            w.shared.fail(WriterError::IoThreadStopped);
         }
     }
 }
@@ -345,7 +386,7 @@ impl Writer {
         }
     }
 
-    fn handle(&mut self, job: Job) -> Result<(), String> {
+    fn handle(&mut self, job: Job) -> Result<(), WriterError> {
         match job {
             Job::Tensor(t) => self.tensor(*t),
             Job::TbScalar {
@@ -369,7 +410,7 @@ impl Writer {
         }
     }
 
-    fn step_file(&mut self, step: i64) -> Result<&mut StepFile, String> {
+    fn step_file(&mut self, step: i64) -> Result<&mut StepFile, WriterError> {
         if self.current.as_ref().is_some_and(|c| c.step != step) {
             self.publish_step()?;
         }
@@ -399,7 +440,7 @@ impl Writer {
         mode: Mode,
         mode_step: i64,
         wall_time: f64,
-    ) -> Result<(), String> {
+    ) -> Result<(), WriterError> {
         // The key goes into the index once per step, not into every record.
         let named = self
             .current
@@ -408,7 +449,7 @@ impl Writer {
         let event_key = if named {
             None
         } else {
-            Some(event_file_key(step, &self.cfg.worker).map_err(|e| e.to_string())?)
+            Some(event_file_key(step, &self.cfg.worker)?)
         };
         let file = self.step_file(step)?;
         let info = append_tensor_event(
@@ -421,7 +462,11 @@ impl Writer {
             wall_time,
             Footer::Magic,
         )
-        .map_err(|e| format!("encoding tensor {name:?}: {e}"))?;
+        .map_err(|source| WriterError::Encode {
+            name: name.clone(),
+            step,
+            source,
+        })?;
         // smdebug's IndexWriter takes the meta from the first tensor record (replacing a
         // meta that only a shape set, which lacks the event file name).
         if !file.has_event_file_name {
@@ -466,7 +511,7 @@ impl Writer {
         tag
     }
 
-    fn tensor(&mut self, t: TensorJob) -> Result<(), String> {
+    fn tensor(&mut self, t: TensorJob) -> Result<(), WriterError> {
         if t.shape {
             let file = self.step_file(t.step)?;
             let index = file.index.get_or_insert_with(|| {
@@ -519,15 +564,14 @@ impl Writer {
         Ok(())
     }
 
-    fn tb_append(&mut self, mode: Mode, step: i64, payload: &[u8]) -> Result<(), String> {
+    fn tb_append(&mut self, mode: Mode, step: i64, payload: &[u8]) -> Result<(), WriterError> {
         let Some(tb) = &self.cfg.tensorboard else {
             return Ok(());
         };
         let file = match self.tb_files.entry(mode.as_int()) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::btree_map::Entry::Vacant(e) => {
-                let key =
-                    tensorboard_file_key(mode, step, &tb.worker).map_err(|e| e.to_string())?;
+                let key = tensorboard_file_key(mode, step, &tb.worker)?;
                 e.insert(TbFile {
                     key: format!("{}{key}", tb.prefix),
                     bytes: Vec::new(),
@@ -540,7 +584,7 @@ impl Writer {
 
     /// Publishes the step's events file, then its index file (smdebug's `FileWriter.close`
     /// order). A step with only shapes has an index file and no events file.
-    fn publish_step(&mut self) -> Result<(), String> {
+    fn publish_step(&mut self) -> Result<(), WriterError> {
         let Some(file) = self.current.take() else {
             return Ok(());
         };
@@ -549,12 +593,12 @@ impl Writer {
         };
         let store = self.cfg.store.clone();
         if !file.events.is_empty() {
-            let key = event_file_key(file.step, &self.cfg.worker).map_err(|e| e.to_string())?;
+            let key = event_file_key(file.step, &self.cfg.worker)?;
             let len = file.events.len() as u64;
             self.last_events_len = file.events.len();
             self.put(store.clone(), key, Bytes::from(file.events), len);
         }
-        let key = index_file_key(file.step, &self.cfg.worker).map_err(|e| e.to_string())?;
+        let key = index_file_key(file.step, &self.cfg.worker)?;
         self.put(store, key, Bytes::from(index.to_json()), 0);
         Ok(())
     }
@@ -570,13 +614,15 @@ impl Writer {
     }
 
     /// Hands the queued puts to the I/O thread as one message.
-    fn send_puts(&mut self) -> Result<(), String> {
+    fn send_puts(&mut self) -> Result<(), WriterError> {
         if self.outgoing.is_empty() {
             return Ok(());
         }
-        let io = self.io.as_ref().ok_or("the I/O thread is not running")?;
+        // Without an I/O thread (it could not start, a failure already recorded) nothing
+        // can be stored either.
+        let io = self.io.as_ref().ok_or(WriterError::IoThreadStopped)?;
         io.send(IoJob::Puts(std::mem::take(&mut self.outgoing)))
-            .map_err(|_| "the I/O thread stopped".to_owned())
+            .map_err(|_| WriterError::IoThreadStopped)
     }
 
     /// Waits until every put handed to the I/O thread is done.
@@ -589,7 +635,7 @@ impl Writer {
         }
     }
 
-    fn end_step(&mut self) -> Result<(), String> {
+    fn end_step(&mut self) -> Result<(), WriterError> {
         self.publish_step()?;
         let files = std::mem::take(&mut self.tb_files);
         if let Some(store) = self.cfg.tensorboard.as_ref().map(|tb| tb.store.clone()) {
@@ -601,11 +647,10 @@ impl Writer {
     }
 }
 
-/// Writes the end-of-training marker.
-pub(crate) fn write_end_marker(store: &BlockingStore) -> Result<(), String> {
-    store
-        .put(END_OF_JOB_FILE, Bytes::new())
-        .map_err(|e| format!("writing {END_OF_JOB_FILE}: {e}"))
+/// Writes the end-of-training marker (from the training thread, after the writer thread
+/// has ended).
+pub(crate) fn write_end_marker(store: &BlockingStore) -> Result<(), StorageError> {
+    store.put(END_OF_JOB_FILE, Bytes::new())
 }
 
 #[cfg(test)]

@@ -3,8 +3,10 @@
 //! and the refusal of finished trials.
 
 use ndarray::{arr0, arr1, Array2};
-use smdebug_config::{Collection, Mode, Reduction, ReductionConfig, SaveConfig, SaveConfigMode};
-use smdebug_hook::{HookBuilder, HookError, QueuePolicy, Saved, Tensor};
+use smdebug_config::{
+    Collection, ConfigError, Mode, Reduction, ReductionConfig, SaveConfig, SaveConfigMode,
+};
+use smdebug_hook::{HookBuilder, HookError, QueuePolicy, Saved, Tensor, WriterError};
 use smdebug_index::IndexFile;
 use smdebug_record::{decode_record_at, decode_tensor_event, TensorEvent};
 use smdebug_storage::{BlockingStore, Bytes, Location};
@@ -482,4 +484,131 @@ fn non_chief_workers_write_nothing_with_include_workers_one() {
     );
     hook.close().unwrap();
     assert!(!t.exists() || std::fs::read_dir(&t).unwrap().next().is_none());
+}
+
+#[test]
+fn an_unknown_reduction_in_the_sagemaker_config_names_its_collection() {
+    let (d, t) = trial();
+    let cfg = d.path().join("debughookconfig.json");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"{{"LocalPath": "{}",
+                "CollectionConfigurations": [
+                  {{"CollectionName": "weights", "CollectionParameters": {{"reductions": "mean, avg"}}}}]}}"#,
+            t.display()
+        ),
+    )
+    .unwrap();
+    let err = HookBuilder::from_config_file(&cfg).unwrap_err();
+    let HookError::HookConfig {
+        source: ConfigError::InvalidReduction {
+            collection, name, ..
+        },
+        ..
+    } = &err
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!(collection.as_deref(), Some("weights"));
+    assert_eq!(name, "avg");
+    assert!(!t.exists(), "nothing is written");
+}
+
+#[test]
+fn a_reduction_smdebug_refuses_is_refused_when_the_hook_is_built() {
+    let (_d, t) = trial();
+    let median = ReductionConfig {
+        reductions: vec![Reduction::Mean, Reduction::Median],
+        ..Default::default()
+    };
+    let mut weights = Collection::new("weights");
+    weights.include("weight").unwrap();
+    weights.reduction_config = Some(median.clone());
+    let err = HookBuilder::new(t.to_str().unwrap())
+        .collection(weights)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&err, HookError::Config(ConfigError::InvalidReduction { collection: Some(c), name, .. })
+            if c == "weights" && name == "median"),
+        "{err:?}"
+    );
+    // The hook's own reduction config belongs to no collection.
+    let err = HookBuilder::new(t.to_str().unwrap())
+        .reduction_config(ReductionConfig {
+            norms: vec![Reduction::Mean],
+            ..Default::default()
+        })
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&err, HookError::Config(ConfigError::InvalidReduction { collection: None, name, .. })
+            if name == "mean"),
+        "{err:?}"
+    );
+    // Changed after the hook was built: refused when the collections are prepared.
+    let mut hook = HookBuilder::new(t.to_str().unwrap()).build().unwrap();
+    hook.get_collection("weights").reduction_config = Some(median);
+    let err = hook.step().unwrap_err();
+    assert!(
+        matches!(&err, HookError::Config(ConfigError::InvalidReduction { collection: Some(c), .. })
+            if c == "weights"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn writer_failures_are_typed_and_name_the_object() {
+    let (_d, t) = trial();
+    // A file where the events folder should be: storing the first events file fails.
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(t.join("events"), b"in the way").unwrap();
+    let mut hook = HookBuilder::new(t.to_str().unwrap())
+        .save_config(every(1))
+        .build()
+        .unwrap();
+    hook.step().unwrap();
+    hook.save("CrossEntropyLoss_output_0", f32t(1.0)).unwrap();
+    hook.step().unwrap();
+    let err = hook.flush().unwrap_err();
+    let HookError::WriterFailed { source } = &err else {
+        panic!("{err:?}");
+    };
+    let WriterError::Store { key, source: cause } = &**source else {
+        panic!("{source:?}");
+    };
+    assert_eq!(key, "events/000000000000/000000000000_worker_0.tfevents");
+    assert!(
+        matches!(cause, smdebug_storage::StorageError::Io { .. }),
+        "{cause:?}"
+    );
+    // Every later call reports the same first failure, and nothing more is written.
+    let again = hook.step().unwrap_err();
+    assert!(
+        matches!(&again, HookError::WriterFailed { source: s } if std::sync::Arc::ptr_eq(s, source)),
+        "{again:?}"
+    );
+    assert!(matches!(hook.close(), Err(HookError::WriterFailed { .. })));
+    assert!(!t.join("index").exists());
+    assert!(!t.join("training_job_end.ts").exists());
+}
+
+#[test]
+fn a_tensor_smdebug_cannot_encode_fails_the_writer_with_its_name() {
+    let (_d, t) = trial();
+    let mut hook = HookBuilder::new(t.to_str().unwrap())
+        .save_config(every(1))
+        .build()
+        .unwrap();
+    hook.step().unwrap();
+    let strings = ndarray::Array2::from_elem((2, 2), String::from("x")).into_dyn();
+    hook.write_raw_record("labels", Tensor::Str(strings))
+        .unwrap();
+    let err = hook.flush().unwrap_err();
+    assert!(
+        matches!(&err, HookError::WriterFailed { source }
+            if matches!(&**source, WriterError::Encode { name, step: 0, .. } if name == "labels")),
+        "{err:?}"
+    );
 }

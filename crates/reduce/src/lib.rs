@@ -37,6 +37,19 @@
 //! assert_eq!(err.unwrap_err().python_class(), "ValueError");
 //! ```
 //!
+//! # The one reduction type
+//!
+//! [`Reduction`] and [`ReductionRequest`] are the workspace's only names for reductions:
+//! `smdebug-config` holds them in its `ReductionConfig` (and re-exports them), the hook hands
+//! exactly the requests a config names to [`reduce`], and the trial parses reduction tensor
+//! names into them. They are defined here, and `smdebug-config` depends on this crate rather
+//! than the reverse: this crate needs only `ndarray`, `half` and `thiserror` (which every
+//! crate that reads or writes tensors has already, through `smdebug-record`), whereas
+//! depending on config would pull `regex`, `fancy-regex`, `serde` and `serde_json` into the
+//! kernels. Which reductions a `ReductionConfig` accepts where (smdebug's
+//! `ALLOWED_REDUCTIONS` and `ALLOWED_NORMS`, never `median`) is config's rule, not this
+//! crate's.
+//!
 //! # Numerical guarantees
 //!
 //! With [`Flavor::Numpy`], `min`, `max`, `sum`, `mean`, `prod`, `median`, `variance`, `std`

@@ -1,4 +1,5 @@
-//! What can be asked for: the reductions, their requests and the two flavours.
+//! What can be asked for: the reductions, their requests and the two flavours. These are
+//! the workspace's one reduction type (see the crate docs for why it lives here).
 
 use std::fmt;
 use std::str::FromStr;

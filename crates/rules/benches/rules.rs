@@ -11,7 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use smdebug_config::{Collection, CollectionManager, Mode};
 use smdebug_rules::{build_rule, invoke_rule};
 use smdebug_storage::{BlockingStore, Location};
-use smdebug_trial::synth::{write_end_marker, write_step, StepWrite};
+use smdebug_synth::steps::{write_end_marker, write_step, StepWrite};
 use std::sync::Arc;
 
 fn env(name: &str, default: usize) -> usize {

@@ -5,7 +5,7 @@
 //!
 //! ```
 //! use smdebug_rules::{build_rule, invoke_rule};
-//! use smdebug_trial::synth::{write_end_marker, write_step, StepWrite};
+//! use smdebug_synth::steps::{write_end_marker, write_step, StepWrite};
 //! use smdebug_config::{Collection, CollectionManager, Mode};
 //! use smdebug_storage::{BlockingStore, Location};
 //! use std::collections::BTreeMap;

@@ -49,7 +49,7 @@ fn run(times: Vec<u64>, end: Option<u64>) -> (Vec<i64>, EndReason, Duration) {
                 *n += 1;
             }
             if end.is_some_and(|e| Duration::from_secs(e) <= t) {
-                smdebug_trial::synth::write_end_marker(&w2.store).unwrap();
+                smdebug_synth::steps::write_end_marker(&w2.store).unwrap();
             }
         }),
     };

@@ -4,7 +4,7 @@ use smdebug_config::{Collection, CollectionManager, Mode};
 use smdebug_record::Tensor as Value;
 use smdebug_rules::{invoke_rule, Rule};
 use smdebug_storage::{BlockingStore, Location};
-use smdebug_trial::synth::{write_end_marker, write_step, StepWrite};
+use smdebug_synth::steps::{write_end_marker, write_step, StepWrite};
 use smdebug_trial::Trial;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

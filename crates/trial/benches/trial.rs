@@ -1,7 +1,7 @@
 //! Reading a trial: open, list, every value, one reduction per value, and a raw-read
 //! baseline of the same event files.
 //!
-//! The trial is written at bench time with `smdebug_trial::synth`: STEPS × TENSORS float32
+//! The trial is written at bench time with `smdebug_synth::steps`: STEPS × TENSORS float32
 //! tensors of SIDE × SIDE, one worker (defaults 20 × 21 × 100 × 100 = 17 MB; the `large`
 //! preset is 300 × 101 × 100 × 100 = 1.2 GB). Set `SMDEBUG_TRIAL_BENCH_STEPS`,
 //! `SMDEBUG_TRIAL_BENCH_TENSORS`, `SMDEBUG_TRIAL_BENCH_SIDE`; `SMDEBUG_TRIAL_BENCH_DIR` keeps
@@ -22,7 +22,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingM
 use ndarray::{ArrayD, Dimension, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::{BlockingStore, Location};
-use smdebug_trial::synth::write_train_trial;
+use smdebug_synth::steps::write_train_trial;
 use smdebug_trial::{Trial, TrialOptions, Value};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};

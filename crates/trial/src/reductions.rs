@@ -7,25 +7,15 @@ use ndarray::{ArrayD, IxDyn};
 use smdebug_record::{Complex64, Tensor as RTensor};
 use smdebug_reduce::{Flavor, Reduction, ReductionRequest, Scalar, TensorView};
 
-/// Parses one of the nine reduction names the Python trial accepts.
+/// Parses one of the nine reduction names the Python trial accepts
+/// ([`Reduction::SMDEBUG`]: every reduction but `median`).
 pub(crate) fn parse_op(name: &str) -> Result<Reduction> {
-    let r = match name {
-        "min" => Reduction::Min,
-        "max" => Reduction::Max,
-        "mean" => Reduction::Mean,
-        "std" => Reduction::Std,
-        "variance" => Reduction::Variance,
-        "sum" => Reduction::Sum,
-        "prod" => Reduction::Prod,
-        "l1" => Reduction::L1,
-        "l2" => Reduction::L2,
-        _ => {
-            return Err(TrialError::InvalidReduction {
-                name: name.to_owned(),
-            })
-        }
-    };
-    Ok(r)
+    Reduction::SMDEBUG
+        .into_iter()
+        .find(|r| r.name() == name)
+        .ok_or_else(|| TrialError::InvalidReduction {
+            name: name.to_owned(),
+        })
 }
 
 fn view(v: &Value) -> Option<TensorView<'_>> {

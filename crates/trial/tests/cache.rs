@@ -6,7 +6,7 @@ mod common;
 use common::{memory_store, spied_trial};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
-use smdebug_trial::synth::{write_collections, write_step, StepWrite};
+use smdebug_synth::steps::{write_collections, write_step, StepWrite};
 use smdebug_trial::{TrialOptions, Value};
 
 #[test]

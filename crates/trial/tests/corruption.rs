@@ -5,7 +5,7 @@
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::{BlockingStore, Location};
-use smdebug_trial::synth::write_train_trial;
+use smdebug_synth::steps::write_train_trial;
 use smdebug_trial::{Trial, TrialError, TrialOptions, Value};
 use std::path::Path;
 

@@ -8,7 +8,7 @@ use common::{memory_store, spied_trial};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::BlockingStore;
-use smdebug_trial::synth::{write_collections, write_step, StepWrite};
+use smdebug_synth::steps::{write_collections, write_step, StepWrite};
 use smdebug_trial::{TrialOptions, Value};
 
 fn write(store: &BlockingStore, step: i64) {

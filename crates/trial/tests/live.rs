@@ -8,7 +8,7 @@ use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_exceptions::{AnalysisError, StepState};
 use smdebug_storage::{BlockingStore, Location};
-use smdebug_trial::synth::{write_collections, write_end_marker, write_step, StepWrite};
+use smdebug_synth::steps::{write_collections, write_end_marker, write_step, StepWrite};
 use smdebug_trial::{Trial, TrialError, TrialOptions, Value};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};

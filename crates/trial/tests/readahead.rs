@@ -10,7 +10,7 @@ use common::{memory_store, spied_trial};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::Location;
-use smdebug_trial::synth::write_train_trial;
+use smdebug_synth::steps::write_train_trial;
 use smdebug_trial::{TrialOptions, Value};
 use std::sync::Arc;
 

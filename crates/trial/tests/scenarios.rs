@@ -1,11 +1,11 @@
 //! The reader behaviours smdebug's own test-suite checks (TESTS.md sections I–N and S),
-//! on trials written with `smdebug_trial::synth` into in-memory stores.
+//! on trials written with `smdebug_synth::steps` into in-memory stores.
 
 use ndarray::ArrayD;
 use smdebug_config::Mode;
 use smdebug_exceptions::{AnalysisError, StepState};
 use smdebug_storage::{BlockingStore, Location};
-use smdebug_trial::synth::{write_collections, write_end_marker, write_step, StepWrite};
+use smdebug_synth::steps::{write_collections, write_end_marker, write_step, StepWrite};
 use smdebug_trial::{Trial, TrialError, TrialOptions, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

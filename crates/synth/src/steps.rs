@@ -1,18 +1,37 @@
-//! Writes small trials in smdebug's layout — event file, then index file, per step and
-//! worker; collections files; the end marker — for tests, benchmarks and examples of the
-//! reader. (The full writer, with save configs and reductions, is the `smdebug-hook` crate.)
+//! Small trials written file by file — event file, then index file, per step and worker;
+//! collections files; the end marker — for tests and benchmarks of the reader and the rules
+//! that need exact control of what lands where (a step's tensors in any order, reduction
+//! records without their raw tensor, shape-only entries, workers that skip steps).
 //!
 //! Files are written exactly as smdebug lays them out (magic record footers, index JSON as
-//! `json.dumps` writes it, plus the `payload_crc32c` key this project adds).
+//! `json.dumps` writes it, plus the `payload_crc32c` key this project adds). For trials the
+//! way a training job writes them, use the hook (or [`crate::write_trial`]).
+//!
+//! ```
+//! use smdebug_config::Mode;
+//! use smdebug_record::Tensor;
+//! use smdebug_storage::{BlockingStore, Location};
+//! use smdebug_synth::steps::{write_step, write_train_trial, StepWrite};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let store = BlockingStore::open(&Location::parse(dir.path().to_str().unwrap())?)?;
+//! write_train_trial(&store, 3, |step| {
+//!     vec![("w", Tensor::from(ndarray::arr1(&[step as f32, 1.0]).into_dyn()))]
+//! })?;
+//! assert!(dir.path().join("index/000000000/000000000002_worker_0.json").exists());
+//! assert!(dir.path().join("training_job_end.ts").exists());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-use crate::{Result, Value};
 use smdebug_config::{Collection, CollectionManager, Mode};
 use smdebug_index::{
     collections_file_key, event_file_key, index_file_key, IndexFile, IndexMeta, ShapeEntry,
     TensorEntry, END_OF_JOB_FILE,
 };
-use smdebug_record::{append_record, encode_tensor_event, Footer};
+use smdebug_record::{append_record, encode_tensor_event, Footer, Tensor};
 use smdebug_storage::{BlockingStore, Bytes};
+
+use crate::error::Result;
 
 /// What one worker writes at one step.
 #[derive(Debug, Clone)]
@@ -27,7 +46,7 @@ pub struct StepWrite<'a> {
     pub mode_step: i64,
     /// Tensor records, in file order (reduction records are named
     /// `smdebug/reductions/[abs_]OP/NAME`).
-    pub tensors: &'a [(&'a str, Value)],
+    pub tensors: &'a [(&'a str, Tensor)],
     /// Shapes recorded in the index only.
     pub shapes: &'a [(&'a str, Vec<u64>)],
 }
@@ -35,7 +54,7 @@ pub struct StepWrite<'a> {
 impl<'a> StepWrite<'a> {
     /// `tensors` of one worker at `step` in `mode`, with the global step as mode step and
     /// no shape-only entries (change fields for anything else).
-    pub fn new(step: i64, worker: &'a str, mode: Mode, tensors: &'a [(&'a str, Value)]) -> Self {
+    pub fn new(step: i64, worker: &'a str, mode: Mode, tensors: &'a [(&'a str, Tensor)]) -> Self {
         StepWrite {
             step,
             worker,
@@ -48,7 +67,7 @@ impl<'a> StepWrite<'a> {
 }
 
 /// Writes the event file (if there are tensors) and then the index file of one step and
-/// worker; returns the index file's key.
+/// worker; returns the index file's key. The event's wall time is the step number.
 pub fn write_step(store: &BlockingStore, w: &StepWrite<'_>) -> Result<String> {
     let event_key = event_file_key(w.step, w.worker)?;
     let mut events = Vec::new();
@@ -59,9 +78,14 @@ pub fn write_step(store: &BlockingStore, w: &StepWrite<'_>) -> Result<String> {
     };
     let mut entries = Vec::new();
     for (name, value) in w.tensors {
-        let mode_number = w.mode.as_int();
-        let payload =
-            encode_tensor_event(name, value, w.step, mode_number, w.mode_step, w.step as f64)?;
+        let payload = encode_tensor_event(
+            name,
+            value,
+            w.step,
+            w.mode.as_int(),
+            w.mode_step,
+            w.step as f64,
+        )?;
         let info = append_record(&mut events, &payload, Footer::Magic);
         entries.push(TensorEntry {
             name: (*name).to_owned(),
@@ -95,11 +119,7 @@ pub fn write_step(store: &BlockingStore, w: &StepWrite<'_>) -> Result<String> {
 pub fn write_collections(store: &BlockingStore, worker: &str, num_workers: i64) -> Result<()> {
     let mut cm = CollectionManager::new();
     let mut all = Collection::new("all");
-    all.include(".*")
-        .map_err(|source| crate::TrialError::Collections {
-            file: "(synthetic)".into(),
-            source,
-        })?;
+    all.include(".*")?;
     cm.add(all);
     cm.set_num_workers(num_workers);
     store.put(
@@ -121,12 +141,12 @@ pub fn write_end_marker(store: &BlockingStore) -> Result<()> {
 pub fn write_train_trial<N: AsRef<str>>(
     store: &BlockingStore,
     steps: i64,
-    mut tensors: impl FnMut(i64) -> Vec<(N, Value)>,
+    mut tensors: impl FnMut(i64) -> Vec<(N, Tensor)>,
 ) -> Result<()> {
     write_collections(store, "worker_0", 1)?;
     for step in 0..steps {
-        let named = tensors(step);
-        let refs: Vec<(&str, Value)> = named.iter().map(|(n, v)| (n.as_ref(), v.clone())).collect();
+        let (names, values): (Vec<N>, Vec<Tensor>) = tensors(step).into_iter().unzip();
+        let refs: Vec<(&str, Tensor)> = names.iter().map(AsRef::as_ref).zip(values).collect();
         write_step(store, &StepWrite::new(step, "worker_0", Mode::Train, &refs))?;
     }
     write_end_marker(store)

@@ -1,0 +1,85 @@
+//! [`StepClock`]: smdebug's step and mode counting.
+
+use smdebug_config::Mode;
+
+/// The global step, the current mode and each mode's own step, counted as smdebug counts
+/// them: every counter starts at `init_step`, a mode's first step is `init_step + 1`, and a
+/// step in any mode but GLOBAL also sets GLOBAL's step to the global step.
+#[derive(Debug)]
+pub(crate) struct StepClock {
+    /// The global step (`init_step` before the first [`StepClock::advance`]).
+    step: i64,
+    /// Where every counter starts: −1 for callback hooks, 0 for session hooks.
+    init_step: i64,
+    /// The current mode.
+    mode: Mode,
+    /// Each mode's step, by [`mode_index`]; `None` for a mode never entered.
+    mode_steps: [Option<i64>; 4],
+    /// Whether the first step has started (tensors can be saved only then).
+    started: bool,
+}
+
+fn mode_index(m: Mode) -> usize {
+    match m {
+        Mode::Train => 0,
+        Mode::Eval => 1,
+        Mode::Predict => 2,
+        Mode::Global => 3,
+    }
+}
+
+impl StepClock {
+    /// A clock before the first step, in mode GLOBAL.
+    pub fn new(init_step: i64) -> Self {
+        let mut mode_steps = [None; 4];
+        mode_steps[mode_index(Mode::Global)] = Some(init_step);
+        StepClock {
+            step: init_step,
+            init_step,
+            mode: Mode::Global,
+            mode_steps,
+            started: false,
+        }
+    }
+
+    /// The global step.
+    pub fn step(&self) -> i64 {
+        self.step
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The current step of the current mode.
+    pub fn mode_step(&self) -> i64 {
+        self.mode_steps[mode_index(self.mode)].unwrap_or(self.init_step)
+    }
+
+    /// Whether the first step has started.
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// Switches the mode; a mode seen for the first time starts its counter at
+    /// `init_step`.
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+        let slot = &mut self.mode_steps[mode_index(mode)];
+        if slot.is_none() {
+            *slot = Some(self.init_step);
+        }
+    }
+
+    /// Starts the next step: the global step and the current mode's step advance.
+    pub fn advance(&mut self) {
+        self.step += 1;
+        let mi = mode_index(self.mode);
+        self.mode_steps[mi] = Some(self.mode_steps[mi].unwrap_or(self.init_step) + 1);
+        if self.mode != Mode::Global {
+            self.mode_steps[mode_index(Mode::Global)] = Some(self.step);
+        }
+        self.started = true;
+    }
+}
