@@ -155,6 +155,8 @@ fn list(args: &Args, out: &mut dyn Write) -> Result<()> {
 struct Outcome {
     label: String,
     firings: usize,
+    /// What the rule set aside instead of judging (NaN activations, …).
+    remarks: Vec<smdebug_rules::Remark>,
     evaluated: u64,
     skipped: u64,
     end: String,
@@ -238,6 +240,7 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                     Ok(Outcome {
                         label,
                         firings: eval.firings.len(),
+                        remarks: eval.remarks,
                         evaluated: eval.steps_evaluated,
                         skipped: eval.steps_skipped,
                         end: match eval.end {
@@ -276,8 +279,10 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
         let items: Vec<serde_json::Value> = summary
             .iter()
             .map(|o| {
+                let remarks: Vec<_> = o.remarks.iter().map(|r| r.to_json()).collect();
                 serde_json::json!({"rule": o.label, "firings": o.firings,
-                    "steps_evaluated": o.evaluated, "steps_skipped": o.skipped, "end": o.end})
+                    "steps_evaluated": o.evaluated, "steps_skipped": o.skipped, "end": o.end,
+                    "remarks": remarks})
             })
             .collect();
         writeln!(out, "{}", serde_json::json!({ "summary": items }))?;
@@ -297,6 +302,14 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                 o.skipped,
                 o.end
             )?;
+            for r in &o.remarks {
+                let tensor = r.tensor.as_deref().unwrap_or("-");
+                writeln!(
+                    out,
+                    "    remark at step {} on {tensor}: {}",
+                    r.step, r.message
+                )?;
+            }
         }
     }
     if let Some(e) = first_error {
@@ -340,25 +353,43 @@ mod tests {
         }
     }
 
-    #[test]
-    fn runs_rules_over_a_hook_trial() {
+    /// A trial the hook writes into `dir/trial`, saving every step: at each of `steps` steps,
+    /// the tensor `tensor(step)` gives.
+    fn hook_trial(
+        dir: &std::path::Path,
+        include: impl FnOnce(smdebug_hook::HookBuilder) -> smdebug_hook::HookBuilder,
+        steps: i64,
+        tensor: impl Fn(i64) -> (&'static str, smdebug_record::Tensor),
+    ) -> String {
         use smdebug_hook::{HookBuilder, SaveConfig, SaveConfigMode};
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("trial");
-        let out_s = out.to_str().unwrap();
-        let mut hook = HookBuilder::new(out_s)
-            .include_collections(["gradients"])
+        let out = dir.join("trial").to_str().unwrap().to_owned();
+        let mut hook = include(HookBuilder::new(&out))
             .save_config(SaveConfig::new(SaveConfigMode::every(1)))
             .build()
             .unwrap();
-        for step in 0..3 {
+        for step in 0..steps {
             hook.step().unwrap();
-            let m = if step == 2 { 1e-9f32 } else { 1e-2 };
-            let g = ndarray::arr1(&[m, -m]).into_dyn();
-            hook.save("gradient/w", smdebug_record::Tensor::from(g))
-                .unwrap();
+            let (name, value) = tensor(step);
+            hook.save(name, value).unwrap();
         }
         hook.close().unwrap();
+        out
+    }
+
+    #[test]
+    fn runs_rules_over_a_hook_trial() {
+        let dir = tempfile::tempdir().unwrap();
+        let out_s = &hook_trial(
+            dir.path(),
+            |b| b.include_collections(["gradients"]),
+            3,
+            |step| {
+                let m = if step == 2 { 1e-9f32 } else { 1e-2 };
+                let g = ndarray::arr1(&[m, -m]).into_dyn();
+                ("gradient/w", smdebug_record::Tensor::from(g))
+            },
+        );
+        let out = std::path::Path::new(out_s);
 
         let mut buf: Vec<u8> = Vec::new();
         let fired = run(
@@ -392,5 +423,36 @@ mod tests {
         )
         .unwrap_err();
         assert!(format!("{e:#}").contains("treshold"));
+    }
+
+    #[test]
+    fn prints_what_a_rule_set_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let out_s = &hook_trial(
+            dir.path(),
+            |b| b.include_regex(["relu_output"]),
+            1,
+            |_| {
+                let nan = ndarray::Array2::from_elem((4, 2), f32::NAN).into_dyn();
+                ("dense0_relu_output_0", smdebug_record::Tensor::from(nan))
+            },
+        );
+
+        let mut buf: Vec<u8> = Vec::new();
+        assert!(!run(&args(out_s, &["DeadRelu"], false), &mut buf).unwrap());
+        let text = String::from_utf8(buf).unwrap();
+        assert!(text.contains("DeadRelu: did not fire"), "{text}");
+        assert!(
+            text.contains("remark at step 0 on dense0_relu_output_0: 8 of 8 values are NaN"),
+            "{text}"
+        );
+        let mut buf: Vec<u8> = Vec::new();
+        run(&args(out_s, &["DeadRelu"], true), &mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let summary: serde_json::Value =
+            serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        let remarks = &summary["summary"][0]["remarks"];
+        assert_eq!(remarks.as_array().map(Vec::len), Some(1), "{text}");
+        assert_eq!(remarks[0]["tensor"], "dense0_relu_output_0");
     }
 }

@@ -1,5 +1,5 @@
 //! What happens when a rule fires: messages and the stop-training signal
-//! (SEMANTICS.md §11.4).
+//! (docs/src/semantics.md §11.4).
 //!
 //! The stop signal is an object under the base trial (by default `stop_training.smd`, or
 //! the name in `SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE`; both resolved by
@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn action_strings_as_the_original() {
-        // TESTS.md P 118-121.
+        // docs/src/testing.md P 118-121.
         let a = parse_actions(
             r#"{"name": "stoptraining", "training_job_prefix": "training_prefix"}"#,
             "R",

@@ -75,6 +75,20 @@ pub enum RuleError {
         /// What is wrong.
         message: String,
     },
+    /// A rule that compares classes (ClassImbalance, Confusion) met a labels or predictions
+    /// tensor whose values cannot be classes: regression outputs, raw margins, NaN. The rule
+    /// says so instead of judging numbers that mean something else.
+    #[error("rule {rule} at step {step}: tensor {tensor} cannot be read as classes: {reason}")]
+    NotClasses {
+        /// The rule.
+        rule: String,
+        /// The global step.
+        step: i64,
+        /// The tensor.
+        tensor: String,
+        /// Which values, and what classes would have to look like.
+        reason: String,
+    },
     /// A SageMaker rule configuration document that cannot be used.
     #[error("rule configuration: {message}")]
     InvalidRuleConfiguration {

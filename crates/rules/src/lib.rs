@@ -39,7 +39,7 @@
 //! Main pieces: [`Rule`] / [`RuleBase`] (state, required tensors, actions), [`invoke`] and
 //! [`invoke_rule`] (waiting for live steps, skipping unavailable ones, ending at `end_step`
 //! or the end of training), [`builtin`] (the rules, each documenting the reading of
-//! RULES.md it implements), [`registry`] ([`build_rule`], [`RuleConfiguration`],
+//! docs/src/rules.md it implements), [`registry`] ([`build_rule`], [`RuleConfiguration`],
 //! [`builtin_rules`] for `--list`), [`actions`] ([`StopTraining`], [`Message`],
 //! [`parse_actions`]) and [`RuleError`].
 #![deny(missing_docs, unsafe_code)]
@@ -61,6 +61,6 @@ pub use registry::{
 };
 pub use rule::{
     invoke, invoke_rule, invoke_rule_with, Clock, Drive, EndReason, Evaluation, Firing, Poll,
-    RequiredTensors, Rule, RuleBase, SystemClock,
+    Remark, RequiredTensors, Rule, RuleBase, SystemClock,
 };
 pub use smdebug_exceptions::AnalysisError;

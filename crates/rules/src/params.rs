@@ -241,6 +241,17 @@ impl<'a> ParamReader<'a> {
         self.rule
     }
 
+    /// A value of parameter `name` that is not `expected` (for parameters whose string form
+    /// is richer than their [`ParamKind`], such as a mode name or a pair of numbers).
+    pub(crate) fn invalid_value(&self, name: &str, value: &str, expected: &str) -> RuleError {
+        RuleError::InvalidValue {
+            rule: self.rule.to_owned(),
+            parameter: name.to_owned(),
+            value: value.to_owned(),
+            expected: expected.to_owned(),
+        }
+    }
+
     /// A configuration error of this rule.
     pub fn config_error(&self, message: impl Into<String>) -> RuleError {
         RuleError::InvalidConfiguration {
@@ -248,6 +259,40 @@ impl<'a> ParamReader<'a> {
             message: message.into(),
         }
     }
+}
+
+/// A Rust type a parameter's string form is read into. The parameter's [`ParamKind`]
+/// follows from the type, so a rule's parameter table and its config struct are declared
+/// once, together (see `rule_params!` in `builtin`).
+pub(crate) trait ParamValue: Sized {
+    /// The kind shown in `--list` and in errors.
+    const KIND: ParamKind;
+    /// Reads parameter `name` (given, or its default).
+    fn read(p: &ParamReader<'_>, name: &str) -> Result<Self>;
+}
+
+macro_rules! param_value {
+    ($($ty:ty => $kind:ident, $method:ident;)*) => {
+        $(impl ParamValue for $ty {
+            const KIND: ParamKind = ParamKind::$kind;
+            fn read(p: &ParamReader<'_>, name: &str) -> Result<Self> {
+                p.$method(name)
+            }
+        })*
+    };
+}
+
+param_value! {
+    f64 => Float, f64;
+    Option<f64> => Float, opt_f64;
+    i64 => Int, i64;
+    Option<i64> => Int, opt_i64;
+    usize => Int, usize;
+    bool => Bool, bool;
+    String => Str, string;
+    Option<String> => Str, opt_string;
+    Vec<String> => List, list;
+    Vec<f64> => FloatList, f64_list;
 }
 
 /// Splits a comma-separated list: items trimmed, empty items dropped.

@@ -39,154 +39,117 @@ impl std::fmt::Debug for RuleSpec {
     }
 }
 
-macro_rules! simple {
-    ($rule:ident, $config:ident) => {
-        |trial, _open, p| Ok(Box::new($rule::new(trial, $config::from_params(p)?)) as Box<dyn Rule>)
+/// A rule's entry: its name, what it detects, its parameter table, and how it is built from
+/// its parsed config (by default `Rule::new(trial, config)`).
+macro_rules! spec {
+    ($rule:ident($config:ident), $doc:literal) => {
+        spec!($rule($config), $doc, |trial, _open, config| Ok(Box::new(
+            $rule::new(trial, config)
+        )))
+    };
+    ($rule:ident($config:ident), $doc:literal, |$trial:ident, $open:ident, $c:ident| $build:expr) => {
+        RuleSpec {
+            name: stringify!($rule),
+            doc: $doc,
+            params: $config::PARAMS,
+            build: |$trial, $open, p| {
+                let $c = $config::from_params(p)?;
+                $build
+            },
+        }
     };
 }
 
 static RULES: &[RuleSpec] = &[
-    RuleSpec {
-        name: "VanishingGradient",
-        doc: "gradients whose mean absolute value is tiny",
-        params: VanishingGradientConfig::PARAMS,
-        build: simple!(VanishingGradient, VanishingGradientConfig),
-    },
-    RuleSpec {
-        name: "ExplodingTensor",
-        doc: "tensors with NaN or infinite values",
-        params: ExplodingTensorConfig::PARAMS,
-        build: simple!(ExplodingTensor, ExplodingTensorConfig),
-    },
-    RuleSpec {
-        name: "SimilarAcrossRuns",
-        doc: "tensors that differ from another run at the same step",
-        params: SimilarAcrossRunsConfig::PARAMS,
-        build: |trial, open, p| {
-            let mut others = Vec::new();
-            for path in p.list("other_trials")? {
-                others.push(open(&path)?);
-            }
-            Ok(Box::new(SimilarAcrossRuns::new(
-                trial,
-                others,
-                SimilarAcrossRunsConfig::from_params(p)?,
-            )))
-        },
-    },
-    RuleSpec {
-        name: "WeightUpdateRatio",
-        doc: "weight updates too large or too small relative to the weights",
-        params: WeightUpdateRatioConfig::PARAMS,
-        build: simple!(WeightUpdateRatio, WeightUpdateRatioConfig),
-    },
-    RuleSpec {
-        name: "AllZero",
-        doc: "tensors whose values are (almost) all zero",
-        params: AllZeroConfig::PARAMS,
-        build: simple!(AllZero, AllZeroConfig),
-    },
-    RuleSpec {
-        name: "UnchangedTensor",
-        doc: "tensors that stop changing across steps",
-        params: UnchangedTensorConfig::PARAMS,
-        build: simple!(UnchangedTensor, UnchangedTensorConfig),
-    },
-    RuleSpec {
-        name: "LossNotDecreasing",
-        doc: "a loss that does not decrease at the expected rate",
-        params: LossNotDecreasingConfig::PARAMS,
-        build: simple!(LossNotDecreasing, LossNotDecreasingConfig),
-    },
-    RuleSpec {
-        name: "Confusion",
-        doc: "a confusion matrix far from diagonal",
-        params: ConfusionConfig::PARAMS,
-        build: simple!(Confusion, ConfusionConfig),
-    },
-    RuleSpec {
-        name: "ClassImbalance",
-        doc: "imbalanced classes or badly predicted classes",
-        params: ClassImbalanceConfig::PARAMS,
-        build: simple!(ClassImbalance, ClassImbalanceConfig),
-    },
-    RuleSpec {
-        name: "Overfit",
-        doc: "validation loss pulling away from training loss",
-        params: OverfitConfig::PARAMS,
-        build: simple!(Overfit, OverfitConfig),
-    },
-    RuleSpec {
-        name: "Overtraining",
-        doc: "training or validation loss no longer improving",
-        params: OvertrainingConfig::PARAMS,
-        build: simple!(Overtraining, OvertrainingConfig),
-    },
-    RuleSpec {
-        name: "StalledTrainingRule",
-        doc: "no new step saved for too long (wall clock)",
-        params: StalledTrainingRuleConfig::PARAMS,
-        build: |trial, _open, p| {
-            Ok(Box::new(StalledTrainingRule::new(
-                trial,
-                StalledTrainingRuleConfig::from_params(p)?,
-            )?))
-        },
-    },
-    RuleSpec {
-        name: "TensorVariance",
-        doc: "tensor variance above or below a bound",
-        params: TensorVarianceConfig::PARAMS,
-        build: simple!(TensorVariance, TensorVarianceConfig),
-    },
-    RuleSpec {
-        name: "DeadRelu",
-        doc: "layers whose ReLU units are mostly inactive",
-        params: DeadReluConfig::PARAMS,
-        build: simple!(DeadRelu, DeadReluConfig),
-    },
-    RuleSpec {
-        name: "SaturatedActivation",
-        doc: "tanh/sigmoid layers mostly saturated",
-        params: SaturatedActivationConfig::PARAMS,
-        build: simple!(SaturatedActivation, SaturatedActivationConfig),
-    },
-    RuleSpec {
-        name: "PoorWeightInitialization",
-        doc: "signs of poor initialisation in the first steps",
-        params: PoorWeightInitializationConfig::PARAMS,
-        build: simple!(PoorWeightInitialization, PoorWeightInitializationConfig),
-    },
-    RuleSpec {
-        name: "CheckInputImages",
-        doc: "input images that are not normalised",
-        params: CheckInputImagesConfig::PARAMS,
-        build: simple!(CheckInputImages, CheckInputImagesConfig),
-    },
-    RuleSpec {
-        name: "NLPSequenceRatio",
-        doc: "too many padding/unknown tokens in input sequences",
-        params: NLPSequenceRatioConfig::PARAMS,
-        build: simple!(NLPSequenceRatio, NLPSequenceRatioConfig),
-    },
-    RuleSpec {
-        name: "FeatureImportanceOverweight",
-        doc: "a few features carrying most of the importance (XGBoost)",
-        params: FeatureImportanceOverweightConfig::PARAMS,
-        build: simple!(
-            FeatureImportanceOverweight,
-            FeatureImportanceOverweightConfig
-        ),
-    },
-    RuleSpec {
-        name: "TreeDepth",
-        doc: "trees deeper than a bound (XGBoost)",
-        params: TreeDepthConfig::PARAMS,
-        build: simple!(TreeDepth, TreeDepthConfig),
-    },
+    spec!(
+        VanishingGradient(VanishingGradientConfig),
+        "gradients whose mean absolute value is tiny"
+    ),
+    spec!(
+        ExplodingTensor(ExplodingTensorConfig),
+        "tensors with NaN or infinite values"
+    ),
+    spec!(
+        SimilarAcrossRuns(SimilarAcrossRunsConfig),
+        "tensors that differ from another run at the same step",
+        |trial, open, config| {
+            let others = config.other_trials.iter().map(|path| open(path));
+            let others = others.collect::<Result<_>>()?;
+            Ok(Box::new(SimilarAcrossRuns::new(trial, others, config)))
+        }
+    ),
+    spec!(
+        WeightUpdateRatio(WeightUpdateRatioConfig),
+        "weight updates too large or too small relative to the weights"
+    ),
+    spec!(
+        AllZero(AllZeroConfig),
+        "tensors whose values are (almost) all zero"
+    ),
+    spec!(
+        UnchangedTensor(UnchangedTensorConfig),
+        "tensors that stop changing across steps"
+    ),
+    spec!(
+        LossNotDecreasing(LossNotDecreasingConfig),
+        "a loss that does not decrease at the expected rate"
+    ),
+    spec!(
+        Confusion(ConfusionConfig),
+        "a confusion matrix far from diagonal"
+    ),
+    spec!(
+        ClassImbalance(ClassImbalanceConfig),
+        "imbalanced classes or badly predicted classes"
+    ),
+    spec!(
+        Overfit(OverfitConfig),
+        "validation loss pulling away from training loss"
+    ),
+    spec!(
+        Overtraining(OvertrainingConfig),
+        "training or validation loss no longer improving"
+    ),
+    spec!(
+        StalledTrainingRule(StalledTrainingRuleConfig),
+        "no new step saved for too long (wall clock)",
+        |trial, _open, config| Ok(Box::new(StalledTrainingRule::new(trial, config)?))
+    ),
+    spec!(
+        TensorVariance(TensorVarianceConfig),
+        "tensor variance above or below a bound"
+    ),
+    spec!(
+        DeadRelu(DeadReluConfig),
+        "layers whose ReLU units are mostly inactive"
+    ),
+    spec!(
+        SaturatedActivation(SaturatedActivationConfig),
+        "tanh/sigmoid layers mostly saturated"
+    ),
+    spec!(
+        PoorWeightInitialization(PoorWeightInitializationConfig),
+        "signs of poor initialisation in the first steps"
+    ),
+    spec!(
+        CheckInputImages(CheckInputImagesConfig),
+        "input images that are not normalised"
+    ),
+    spec!(
+        NLPSequenceRatio(NLPSequenceRatioConfig),
+        "too many padding/unknown tokens in input sequences"
+    ),
+    spec!(
+        FeatureImportanceOverweight(FeatureImportanceOverweightConfig),
+        "a few features carrying most of the importance (XGBoost)"
+    ),
+    spec!(
+        TreeDepth(TreeDepthConfig),
+        "trees deeper than a bound (XGBoost)"
+    ),
 ];
 
-/// Every built-in rule, in RULES.md order.
+/// Every built-in rule, in docs/src/rules.md order.
 pub fn builtin_rules() -> &'static [RuleSpec] {
     RULES
 }
@@ -208,7 +171,7 @@ fn open_default(path: &str) -> Result<Arc<Trial>> {
 
 /// Builds rule `name` over `base` from string parameters; other trials named by
 /// parameters are opened with `smdebug_trial::create_trial`. `action_json` (an action
-/// string, SEMANTICS.md §11.4) and `rule_to_invoke` may be in the map.
+/// string, docs/src/semantics.md §11.4) and `rule_to_invoke` may be in the map.
 pub fn build_rule(
     name: &str,
     params: &BTreeMap<String, String>,

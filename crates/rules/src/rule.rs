@@ -1,5 +1,5 @@
 //! The `Rule` trait, the state every rule shares ([`RuleBase`]), required tensors, and the
-//! invoker (`invoke`, `invoke_rule`), with smdebug's semantics (SEMANTICS.md §11).
+//! invoker (`invoke`, `invoke_rule`), with smdebug's semantics (docs/src/semantics.md §11).
 
 use crate::actions::Action;
 use crate::error::{Result, RuleError};
@@ -34,6 +34,33 @@ impl Firing {
             "tensor": self.tensor,
             "message": self.message,
             "trial": self.trial,
+        })
+    }
+}
+
+/// Something a rule met at a step and set aside instead of judging it: input it cannot
+/// read the way its condition needs (NaN activations are not dead units). A remark is not
+/// a firing: no action runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Remark {
+    /// The rule's name.
+    pub rule: String,
+    /// The global step.
+    pub step: i64,
+    /// The tensor concerned, when one is.
+    pub tensor: Option<String>,
+    /// What was set aside and why, in words.
+    pub message: String,
+}
+
+impl Remark {
+    /// One JSON object: `rule`, `step`, `tensor` (or null), `remark`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "rule": self.rule,
+            "step": self.step,
+            "tensor": self.tensor,
+            "remark": self.message,
         })
     }
 }
@@ -99,8 +126,8 @@ impl RequiredTensors {
     }
 }
 
-/// The state every rule has: its name, trials (base first), required tensors, actions, and
-/// the explanation of its last firing.
+/// The state every rule has: its name, trials (base first), required tensors, actions, the
+/// explanation of its last firing, and the remarks not yet handed out.
 #[derive(Debug)]
 pub struct RuleBase {
     name: String,
@@ -108,6 +135,7 @@ pub struct RuleBase {
     required: RequiredTensors,
     actions: Vec<Box<dyn Action>>,
     finding: Option<(Option<String>, String)>,
+    remarks: Vec<Remark>,
 }
 
 impl RuleBase {
@@ -121,6 +149,7 @@ impl RuleBase {
             trials,
             actions: Vec::new(),
             finding: None,
+            remarks: Vec::new(),
         }
     }
 
@@ -224,6 +253,24 @@ impl RuleBase {
     /// Records why the rule is about to fire (shown by [`Firing`]).
     pub fn note(&mut self, tensor: Option<&str>, message: impl Into<String>) {
         self.finding = Some((tensor.map(str::to_owned), message.into()));
+    }
+
+    /// Records a [`Remark`] at `step`: input the rule set aside instead of judging.
+    pub fn remark(&mut self, step: i64, tensor: Option<&str>, message: impl Into<String>) {
+        let remark = Remark {
+            rule: self.name.clone(),
+            step,
+            tensor: tensor.map(str::to_owned),
+            message: message.into(),
+        };
+        tracing::info!("rule {} at step {step}: {}", remark.rule, remark.message);
+        self.remarks.push(remark);
+    }
+
+    /// The remarks recorded since the last call ([`invoke_rule`] collects them into
+    /// [`Evaluation::remarks`]).
+    pub fn take_remarks(&mut self) -> Vec<Remark> {
+        std::mem::take(&mut self.remarks)
     }
 
     fn take_firing(&mut self, step: i64) -> Firing {
@@ -350,6 +397,8 @@ pub struct Evaluation {
     pub steps_evaluated: u64,
     /// Steps skipped because they (or a tensor the rule required) were not available.
     pub steps_skipped: u64,
+    /// What the rule set aside instead of judging, in step order.
+    pub remarks: Vec<Remark>,
     /// The step the loop stopped at (the first step not evaluated).
     pub next_step: i64,
     /// Why it stopped.
@@ -387,6 +436,7 @@ pub fn invoke_rule_with(
         firings: Vec::new(),
         steps_evaluated: 0,
         steps_skipped: 0,
+        remarks: Vec::new(),
         next_step: start_step,
         end: EndReason::EndStep,
     };
@@ -417,7 +467,9 @@ pub fn invoke_rule_with(
     let mut step = start_step;
     while end_step.is_none_or(|e| step < e) {
         eval.next_step = step;
-        match invoke(rule, step) {
+        let result = invoke(rule, step);
+        eval.remarks.extend(rule.base_mut().take_remarks());
+        match result {
             Ok(()) => eval.steps_evaluated += 1,
             Err(e) => match e.analysis() {
                 Some(

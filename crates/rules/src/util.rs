@@ -55,7 +55,7 @@ pub fn regex_tensors(trial: &Trial, regexes: &[String]) -> Result<Vec<String>> {
     })?)
 }
 
-/// The selection of RULES.md §0.1: the sorted union of the collections' tensors and the
+/// The selection of docs/src/rules.md §0.1: the sorted union of the collections' tensors and the
 /// regexes' matches; when both are empty, every tensor if `all_if_empty`, else nothing.
 pub fn select(
     trial: &Trial,
@@ -79,7 +79,7 @@ pub fn select(
 }
 
 /// The raw value of `name` at `step` (of `mode`), or `None` when the tensor has no raw
-/// value there (the rule then skips that tensor: RULES.md §0.1).
+/// value there (the rule then skips that tensor: docs/src/rules.md §0.1).
 pub fn value_at(trial: &Trial, name: &str, step: i64, mode: Mode) -> Result<Option<Arc<Value>>> {
     let t = match trial.tensor(name) {
         Ok(t) => t,
@@ -177,32 +177,51 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * frac
 }
 
-/// Per-unit activity over axis 0 (the batch): for each position of the remaining axes,
-/// the percentage of samples for which `active(x)` holds. A rank-0/1 tensor is one unit.
-pub fn unit_activity(a: &ArrayD<f64>, active: impl Fn(f64) -> bool) -> Vec<f64> {
-    if a.ndim() <= 1 {
-        let n = a.len();
-        if n == 0 {
-            return Vec::new();
-        }
-        let act = a.iter().filter(|&&x| active(x)).count();
-        return vec![100.0 * act as f64 / n as f64];
-    }
-    let n = a.shape()[0];
-    if n == 0 {
-        return Vec::new();
-    }
-    let units = a.len() / n;
-    let mut counts = vec![0usize; units];
+/// The activity of a layer's units (see [`unit_activity`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitActivity {
+    /// Per unit with at least one finite sample: the percentage of its finite samples that
+    /// are active.
+    pub percent: Vec<f64>,
+    /// Units in the tensor (including those without a finite sample).
+    pub units: usize,
+    /// Non-finite samples left out.
+    pub non_finite: usize,
+}
+
+/// Per-unit activity over axis 0 (the batch): for each position of the remaining axes, the
+/// percentage of samples for which `active(x)` holds. A rank-0/1 tensor is one unit.
+/// NaN and infinite samples are left out and counted: they tell nothing about whether a
+/// unit is dead or saturated (ExplodingTensor reports them), and a unit with no finite
+/// sample has no activity at all.
+pub fn unit_activity(a: &ArrayD<f64>, active: impl Fn(f64) -> bool) -> UnitActivity {
+    let units = match a.ndim() {
+        _ if a.is_empty() => 0,
+        0 | 1 => 1,
+        _ => a.len() / a.shape()[0],
+    };
+    let mut counts = vec![(0usize, 0usize); units];
+    let mut non_finite = 0;
     for (i, &x) in a.iter().enumerate() {
+        if !x.is_finite() {
+            non_finite += 1;
+            continue;
+        }
+        let c = &mut counts[if a.ndim() <= 1 { 0 } else { i % units }];
+        c.1 += 1;
         if active(x) {
-            counts[i % units] += 1;
+            c.0 += 1;
         }
     }
-    counts
-        .into_iter()
-        .map(|c| 100.0 * c as f64 / n as f64)
-        .collect()
+    UnitActivity {
+        percent: counts
+            .into_iter()
+            .filter(|&(_, finite)| finite > 0)
+            .map(|(act, finite)| 100.0 * act as f64 / finite as f64)
+            .collect(),
+        units,
+        non_finite,
+    }
 }
 
 #[cfg(test)]
@@ -225,6 +244,28 @@ mod tests {
         let a = ndarray::Array2::from_shape_vec((2, 2), vec![0.0, 1.0, 0.0, 0.0])
             .unwrap()
             .into_dyn();
-        assert_eq!(unit_activity(&a, |x| x > 0.0), [0.0, 50.0]);
+        let act = unit_activity(&a, |x| x > 0.0);
+        assert_eq!(
+            (act.percent, act.units, act.non_finite),
+            (vec![0.0, 50.0], 2, 0)
+        );
+        let b = ndarray::Array2::from_shape_vec(
+            (2, 3),
+            vec![1.0, f64::NAN, f64::NAN, 0.0, f64::INFINITY, 2.0],
+        )
+        .unwrap()
+        .into_dyn();
+        let act = unit_activity(&b, |x| x > 0.0);
+        assert_eq!(
+            (act.percent, act.units, act.non_finite),
+            (vec![50.0, 100.0], 3, 3)
+        );
+        let flat = unit_activity(&arr1(&[f64::NAN, 1.0, 0.0, 0.0]).into_dyn(), |x| x > 0.0);
+        assert_eq!(
+            (flat.percent, flat.units, flat.non_finite),
+            (vec![100.0 / 3.0], 1, 1)
+        );
+        let empty = unit_activity(&arr1(&[]).into_dyn(), |x| x > 0.0);
+        assert_eq!((empty.percent.len(), empty.units), (0, 0));
     }
 }

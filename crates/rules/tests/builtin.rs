@@ -1,4 +1,4 @@
-//! Every built-in rule on the scenarios of RULES.md: a trial on which it fires at the
+//! Every built-in rule on the scenarios of docs/src/rules.md: a trial on which it fires at the
 //! expected step, and near-misses on which it does not.
 
 use crate::support::*;

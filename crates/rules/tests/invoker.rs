@@ -1,4 +1,4 @@
-//! `invoke` / `invoke_rule` behaviours (TESTS.md O) and actions (P).
+//! `invoke` / `invoke_rule` behaviours (docs/src/testing.md O) and actions (P).
 
 use crate::support::*;
 use smdebug_config::Mode;
@@ -169,7 +169,7 @@ fn required_tensors_unavailable_tensor_and_step() {
     assert_eq!(e.firing().unwrap().message, "above 0.5");
 }
 
-/// TESTS.md 108/109: `invoke_at_step` runs with refresh off.
+/// docs/src/testing.md 108/109: `invoke_at_step` runs with refresh off.
 #[derive(Debug)]
 struct LooksAhead {
     base: RuleBase,

@@ -1,7 +1,7 @@
 //! The registry: names, parameters, defaults, SageMaker configurations.
 
 use crate::support::*;
-use smdebug_rules::params::ParamReader;
+use smdebug_rules::params::{ParamKind, ParamReader, ParamSpec};
 use smdebug_rules::{build_rule, builtin_rules, find_rule, RuleConfiguration, RuleError};
 use std::collections::BTreeMap;
 
@@ -23,16 +23,65 @@ fn twenty_rules_with_unique_names_and_documented_parameters() {
         assert!(!r.doc.is_empty());
         for p in r.params {
             assert!(!p.doc.is_empty(), "{}.{}", r.name, p.name);
-            // Every default parses with the rule's own reader.
-            let reader = ParamReader::new(r.name, r.params, &BTreeMap::new()).unwrap();
             assert!(
-                reader.raw(p.name).is_ok() || p.required,
+                !(p.required && p.default.is_some()),
                 "{}.{}",
                 r.name,
                 p.name
             );
         }
     }
+}
+
+/// Parses the default of every parameter of `specs` that has one into the value of its
+/// kind; the names of those that do not parse, with why.
+fn unparsable_defaults(rule: &str, specs: &[ParamSpec]) -> Vec<String> {
+    let reader = ParamReader::new(rule, specs, &BTreeMap::new()).unwrap();
+    let mut bad = Vec::new();
+    for p in specs.iter().filter(|p| p.default.is_some()) {
+        let parsed = match p.kind {
+            ParamKind::Float => reader.opt_f64(p.name).map(|v| v.is_some()),
+            ParamKind::Int => reader.opt_i64(p.name).map(|v| v.is_some()),
+            ParamKind::Bool => reader.bool(p.name).map(|_| true),
+            ParamKind::Str => reader.opt_string(p.name).map(|v| v.is_some()),
+            ParamKind::List => reader.list(p.name).map(|v| !v.is_empty()),
+            ParamKind::FloatList => reader.f64_list(p.name).map(|v| !v.is_empty()),
+        };
+        match parsed {
+            Ok(true) => {}
+            Ok(false) => bad.push(format!(
+                "{}: default {:?} reads as unset",
+                p.name, p.default
+            )),
+            Err(e) => bad.push(format!("{}: {e}", p.name)),
+        }
+    }
+    bad
+}
+
+#[test]
+fn every_default_parses_into_its_typed_value() {
+    for r in builtin_rules() {
+        assert_eq!(
+            unparsable_defaults(r.name, r.params),
+            Vec::<String>::new(),
+            "{}",
+            r.name
+        );
+    }
+    // The check sees a default that does not parse, or that means "unset".
+    let broken = [
+        ParamSpec::new("a", ParamKind::Float, Some("0.1.2"), "x"),
+        ParamSpec::new("b", ParamKind::Int, Some("1.5"), "x"),
+        ParamSpec::new("c", ParamKind::Bool, Some("yes"), "x"),
+        ParamSpec::new("d", ParamKind::FloatList, Some("1,x"), "x"),
+        ParamSpec::new("e", ParamKind::List, Some(" , "), "x"),
+        ParamSpec::new("f", ParamKind::Str, Some("None"), "x"),
+        ParamSpec::new("g", ParamKind::Float, Some("1e-7"), "x"),
+    ];
+    let bad = unparsable_defaults("R", &broken);
+    let names: Vec<&str> = bad.iter().map(|b| &b[..1]).collect();
+    assert_eq!(names, ["a", "b", "c", "d", "e", "f"], "{bad:?}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The crate's integration tests (one binary).
 mod builtin;
+mod inputs;
 mod invoker;
 mod live;
 mod registry;

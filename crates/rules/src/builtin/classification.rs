@@ -1,42 +1,43 @@
-//! Rules on labels and predictions: Confusion, ClassImbalance.
+//! Rules on labels and predictions: Confusion, ClassImbalance. How both read values as
+//! classes is documented on the `builtin` module (section "Labels and predictions as
+//! classes").
 
-use super::defaults;
-use crate::error::Result;
-use crate::params::{ParamKind::*, ParamReader, ParamSpec};
-use crate::rule::{Rule, RuleBase};
+use super::Finding;
+use crate::error::{Result, RuleError};
 use crate::util::{collection_tensors, f64_at, regex_tensors};
 use ndarray::{ArrayD, Axis};
 use smdebug_trial::Trial;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-/// Values of several tensors at a step, flattened and concatenated in name order, cast to
-/// integers by truncation; `None` if any is missing or not numeric.
-fn concat_ints(
-    trial: &Trial,
-    names: &[String],
-    step: i64,
-    argmax: bool,
-) -> Result<Option<Vec<i64>>> {
-    if names.is_empty() {
-        return Ok(None);
-    }
-    let mut out = Vec::new();
-    for n in names {
-        let Some(a) = f64_at(trial, n, step)? else {
-            return Ok(None);
-        };
-        if argmax && a.ndim() >= 1 {
-            out.extend(argmax_last(&a));
-        } else {
-            out.extend(
-                a.iter()
-                    .filter(|x| x.is_finite())
-                    .map(|&x| x.trunc() as i64),
-            );
+/// How a tensor's values are read as class ids.
+#[derive(Debug, Clone, Copy)]
+enum Read {
+    Labels,
+    Predictions { threshold: f64, argmax: bool },
+}
+
+/// The class ids of one tensor's values, or why they cannot be classes.
+fn as_classes(a: &ArrayD<f64>, read: Read) -> std::result::Result<Vec<i64>, String> {
+    if let Read::Predictions { threshold, argmax } = read {
+        let columns = a.shape().last().copied().unwrap_or(1);
+        if (argmax && a.ndim() >= 1) || (a.ndim() >= 2 && columns > 1) {
+            return Ok(argmax_last(a));
+        }
+        if a.iter().all(|p| (0.0..=1.0).contains(p)) {
+            return Ok(a.iter().map(|&p| i64::from(p > threshold)).collect());
         }
     }
-    Ok(Some(out))
+    // Beyond 2^53 a float no longer holds every integer; no class id is that large.
+    let not_id = |x: &f64| !x.is_finite() || x.fract() != 0.0 || x.abs() >= 9.0e15;
+    if let Some(x) = a.iter().find(|x| not_id(x)) {
+        return Err(match read {
+            Read::Labels => format!("the value {x} is not a class id (an integer)"),
+            Read::Predictions { .. } => format!(
+                "the value {x} is neither a probability in [0, 1] nor a class id (an integer), and the tensor has one column"
+            ),
+        });
+    }
+    Ok(a.iter().map(|&x| x as i64).collect())
 }
 
 fn argmax_last(a: &ArrayD<f64>) -> Vec<i64> {
@@ -57,114 +58,80 @@ fn argmax_last(a: &ArrayD<f64>) -> Vec<i64> {
         .collect()
 }
 
-/// Parameters of [`Confusion`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfusionConfig {
-    /// Number of classes (None: the largest class id seen + 1).
-    pub category_no: Option<i64>,
-    /// The labels tensor's name (used when the labels collection is absent or empty).
-    pub labels: String,
-    /// The predictions tensor's name.
-    pub predictions: String,
-    /// The collection holding the labels.
-    pub labels_collection: String,
-    /// The collection holding the predictions.
-    pub predictions_collection: String,
-    /// Minimum diagonal fraction of each predicted class's column.
-    pub min_diag: f64,
-    /// Maximum off-diagonal fraction of each column.
-    pub max_off_diag: f64,
+/// The class ids of several tensors at a step, flattened and concatenated in name order;
+/// `None` if there are none or one has no numeric value there.
+fn classes(
+    rule: &str,
+    trial: &Trial,
+    names: &[String],
+    step: i64,
+    read: Read,
+) -> Result<Option<Vec<i64>>> {
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let Some(a) = f64_at(trial, name, step)? else {
+            return Ok(None);
+        };
+        let ids = as_classes(&a, read).map_err(|reason| RuleError::NotClasses {
+            rule: rule.to_owned(),
+            step,
+            tensor: name.clone(),
+            reason,
+        })?;
+        out.extend(ids);
+    }
+    Ok(Some(out))
 }
 
-impl ConfusionConfig {
-    /// The string parameters.
-    pub const PARAMS: &'static [ParamSpec] = &[
-        ParamSpec::new(
-            "category_no",
-            Int,
-            None,
-            "number of classes (default: the largest class id seen + 1)",
-        ),
-        ParamSpec::new("labels", Str, Some("labels"), "name of the labels tensor"),
-        ParamSpec::new(
-            "predictions",
-            Str,
-            Some("predictions"),
-            "name of the predictions tensor",
-        ),
-        ParamSpec::new(
-            "labels_collection",
-            Str,
-            Some("labels"),
-            "collection of the labels (wins over `labels` when it has members)",
-        ),
-        ParamSpec::new(
-            "predictions_collection",
-            Str,
-            Some("predictions"),
-            "collection of the predictions",
-        ),
-        ParamSpec::new(
-            "min_diag",
-            Float,
-            Some("0.9"),
-            "minimum fraction of a predicted class's column on the diagonal",
-        ),
-        ParamSpec::new(
-            "max_off_diag",
-            Float,
-            Some("0.1"),
-            "maximum fraction of a predicted class's column in any other cell",
-        ),
-    ];
-
-    /// Reads the parameters.
-    pub fn from_params(p: &ParamReader<'_>) -> Result<Self> {
-        let c = ConfusionConfig {
-            category_no: p.opt_i64("category_no")?,
-            labels: p.string("labels")?,
-            predictions: p.string("predictions")?,
-            labels_collection: p.string("labels_collection")?,
-            predictions_collection: p.string("predictions_collection")?,
-            min_diag: p.f64("min_diag")?,
-            max_off_diag: p.f64("max_off_diag")?,
-        };
+rule_params! {
+    /// Parameters of [`Confusion`].
+    ConfusionConfig for "Confusion" {
+        category_no: Option<i64>
+            => "number of classes (default: the largest class id seen + 1)",
+        labels: String = "labels" => "name of the labels tensor",
+        predictions: String = "predictions" => "name of the predictions tensor",
+        labels_collection: String = "labels"
+            => "collection of the labels (wins over `labels` when it has members)",
+        predictions_collection: String = "predictions" => "collection of the predictions",
+        min_diag: f64 = "0.9"
+            => "minimum fraction of a predicted class's column on the diagonal",
+        max_off_diag: f64 = "0.1"
+            => "maximum fraction of a predicted class's column in any other cell",
+        threshold_probability: f64 = "0.5"
+            => "smdebug-rs extension: one-column predictions in [0, 1] are class 1 above this probability, else class 0",
+    }
+    check |p, c| {
         if c.category_no.is_some_and(|n| n < 2) {
             return Err(p.config_error("category_no must be at least 2"));
         }
-        Ok(c)
+        check_probability(p, c.threshold_probability)?;
     }
 }
 
-impl Default for ConfusionConfig {
-    fn default() -> Self {
-        defaults("Confusion", Self::PARAMS, Self::from_params)
+fn check_probability(p: &crate::params::ParamReader<'_>, t: f64) -> Result<()> {
+    if !(0.0..=1.0).contains(&t) {
+        return Err(p.config_error(format!("threshold_probability must lie in [0, 1], got {t}")));
     }
+    Ok(())
 }
 
-/// Confusion (RULES.md §8): builds the confusion matrix `M[label][prediction]` of the
-/// step's labels and predictions (cast to int; no accumulation across steps) and fires if,
-/// for some predicted class `i` with a non-empty column, `M[i][i] / column < min_diag` or
-/// some `M[j][i] / column > max_off_diag`. Choice: **column**-normalised (the DG's diagonal
-/// formula, divided by the trace, would fire on a perfect classifier). Labels come from
-/// collection `labels_collection` if it has members, else tensor `labels`; likewise
-/// predictions. Missing data or different lengths → no decision; class ids outside
-/// `0..category_no` are ignored.
-#[derive(Debug)]
-pub struct Confusion {
-    base: RuleBase,
-    config: ConfusionConfig,
+builtin_rule! {
+    /// Confusion (docs/src/rules.md §8): builds the confusion matrix `M[label][prediction]` of the
+    /// step's labels and predictions (no accumulation across steps) and fires if, for some
+    /// predicted class `i` with a non-empty column, `M[i][i] / column < min_diag` or some
+    /// `M[j][i] / column > max_off_diag`. Choice: **column**-normalised (the DG's diagonal
+    /// formula, divided by the trace, would fire on a perfect classifier). Labels come from
+    /// collection `labels_collection` if it has members, else tensor `labels`; likewise
+    /// predictions. Values are read as classes as [the `builtin` docs](crate::builtin#labels-and-predictions-as-classes) say (probabilities
+    /// are thresholded or argmax-ed; what cannot be classes is an error). Missing data or
+    /// different lengths → no decision; class ids outside `0..category_no` are ignored.
+    Confusion(ConfusionConfig)
 }
 
 impl Confusion {
-    /// The rule over `trial`.
-    pub fn new(trial: Arc<Trial>, config: ConfusionConfig) -> Self {
-        Confusion {
-            base: RuleBase::new("Confusion", trial, Vec::new()),
-            config,
-        }
-    }
-
     fn source(trial: &Trial, collection: &str, name: &str) -> Result<Vec<String>> {
         let members = collection_tensors(trial, collection)?;
         if !members.is_empty() {
@@ -176,24 +143,24 @@ impl Confusion {
             Vec::new()
         })
     }
-}
 
-impl Rule for Confusion {
-    rule_base!();
-
-    fn invoke_at_step(&mut self, step: i64) -> Result<bool> {
-        let trial = self.base.base_trial().clone();
+    fn condition(&mut self, trial: &Trial, step: i64) -> Result<Option<Finding>> {
         let c = &self.config;
-        let ln = Self::source(&trial, &c.labels_collection, &c.labels)?;
-        let pn = Self::source(&trial, &c.predictions_collection, &c.predictions)?;
+        let ln = Self::source(trial, &c.labels_collection, &c.labels)?;
+        let pn = Self::source(trial, &c.predictions_collection, &c.predictions)?;
+        let rule = self.base.name();
+        let predictions = Read::Predictions {
+            threshold: c.threshold_probability,
+            argmax: false,
+        };
         let (Some(y), Some(yhat)) = (
-            concat_ints(&trial, &ln, step, false)?,
-            concat_ints(&trial, &pn, step, false)?,
+            classes(rule, trial, &ln, step, Read::Labels)?,
+            classes(rule, trial, &pn, step, predictions)?,
         ) else {
-            return Ok(false);
+            return Ok(None);
         };
         if y.len() != yhat.len() || y.is_empty() {
-            return Ok(false);
+            return Ok(None);
         }
         let n = c
             .category_no
@@ -211,154 +178,78 @@ impl Rule for Confusion {
         for (&i, &col) in &columns {
             let diag = cells.get(&(i, i)).copied().unwrap_or(0) as f64 / col as f64;
             if diag < c.min_diag {
-                self.base.note(
-                    None,
-                    format!(
-                        "predicted class {i}: {:.4} of its predictions are correct (min_diag {})",
-                        diag, c.min_diag
-                    ),
-                );
-                return Ok(true);
+                return Ok(Some(Finding::general(format!(
+                    "predicted class {i}: {diag:.4} of its predictions are correct (min_diag {})",
+                    c.min_diag
+                ))));
             }
-            for (&(j, p), &count) in &cells {
-                if p == i && j != i {
-                    let off = count as f64 / col as f64;
-                    if off > c.max_off_diag {
-                        self.base.note(
-                            None,
-                            format!(
-                                "predicted class {i}: {off:.4} of its predictions have label {j} (max_off_diag {})",
-                                c.max_off_diag
-                            ),
-                        );
-                        return Ok(true);
-                    }
-                }
+            let off = cells
+                .iter()
+                .filter(|(&(j, p), _)| p == i && j != i)
+                .map(|(&(j, _), &count)| (j, count as f64 / col as f64))
+                .find(|&(_, off)| off > c.max_off_diag);
+            if let Some((j, off)) = off {
+                return Ok(Some(Finding::general(format!(
+                    "predicted class {i}: {off:.4} of its predictions have label {j} (max_off_diag {})",
+                    c.max_off_diag
+                ))));
             }
         }
-        Ok(false)
+        Ok(None)
     }
 }
 
-/// Parameters of [`ClassImbalance`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClassImbalanceConfig {
-    /// Largest allowed ratio between the most and least frequent class.
-    pub threshold_imbalance: f64,
-    /// Largest allowed misprediction fraction of a class.
-    pub threshold_misprediction: f64,
-    /// Labels to see before deciding.
-    pub samples: i64,
-    /// Predictions are scores: take the argmax over the last axis.
-    pub argmax: bool,
-    /// Regex of the labels tensors.
-    pub labels_regex: String,
-    /// Regex of the predictions tensors.
-    pub predictions_regex: String,
-}
-
-impl ClassImbalanceConfig {
-    /// The string parameters.
-    pub const PARAMS: &'static [ParamSpec] = &[
-        ParamSpec::new(
-            "threshold_imbalance",
-            Float,
-            Some("10"),
-            "maximum ratio between the most and the least frequent class",
-        ),
-        ParamSpec::new(
-            "threshold_misprediction",
-            Float,
-            Some("0.7"),
-            "maximum fraction of mispredicted samples of a class",
-        ),
-        ParamSpec::new(
-            "samples",
-            Int,
-            Some("500"),
-            "number of labels to see before deciding",
-        ),
-        ParamSpec::new(
-            "argmax",
-            Bool,
-            Some("False"),
-            "take the argmax of the predictions over their last axis",
-        ),
-        ParamSpec::new(
-            "labels_regex",
-            Str,
-            Some(".*labels"),
-            "regex of the labels tensors",
-        ),
-        ParamSpec::new(
-            "predictions_regex",
-            Str,
-            Some(".*predictions"),
-            "regex of the predictions tensors",
-        ),
-    ];
-
-    /// Reads the parameters.
-    pub fn from_params(p: &ParamReader<'_>) -> Result<Self> {
-        Ok(ClassImbalanceConfig {
-            threshold_imbalance: p.f64("threshold_imbalance")?,
-            threshold_misprediction: p.f64("threshold_misprediction")?,
-            samples: p.i64("samples")?,
-            argmax: p.bool("argmax")?,
-            labels_regex: p.string("labels_regex")?,
-            predictions_regex: p.string("predictions_regex")?,
-        })
+rule_params! {
+    /// Parameters of [`ClassImbalance`].
+    ClassImbalanceConfig for "ClassImbalance" {
+        threshold_imbalance: f64 = "10"
+            => "maximum ratio between the most and the least frequent class",
+        threshold_misprediction: f64 = "0.7"
+            => "maximum fraction of mispredicted samples of a class",
+        samples: i64 = "500" => "number of labels to see before deciding",
+        argmax: bool = "False"
+            => "take the argmax of the predictions over their last axis (predictions with several columns always are)",
+        labels_regex: String = ".*labels" => "regex of the labels tensors",
+        predictions_regex: String = ".*predictions" => "regex of the predictions tensors",
+        threshold_probability: f64 = "0.5"
+            => "smdebug-rs extension: one-column predictions in [0, 1] are class 1 above this probability, else class 0",
+    }
+    check |p, c| {
+        check_probability(p, c.threshold_probability)?;
     }
 }
 
-impl Default for ClassImbalanceConfig {
-    fn default() -> Self {
-        defaults("ClassImbalance", Self::PARAMS, Self::from_params)
+builtin_rule! {
+    /// ClassImbalance (docs/src/rules.md §9): accumulates, over every step seen, per class the number
+    /// of labels and of correct predictions (labels and predictions of a step: the tensors
+    /// matching the regexes, in name order, read as classes as [the `builtin` docs](crate::builtin#labels-and-predictions-as-classes) say;
+    /// lengths must agree). Once at least `samples` labels were seen, fires if
+    /// `max count / min count > threshold_imbalance` over the classes that occur, or a class's
+    /// misprediction fraction exceeds `threshold_misprediction`.
+    ClassImbalance(ClassImbalanceConfig) {
+        counts: BTreeMap<i64, (u64, u64)>,
+        total: u64,
     }
-}
-
-/// ClassImbalance (RULES.md §9): accumulates, over every step seen, per class the number
-/// of labels and of correct predictions (labels and predictions of a step: the tensors
-/// matching the regexes, in name order, flattened; lengths must agree). Once at least
-/// `samples` labels were seen, fires if `max count / min count > threshold_imbalance` over
-/// the classes that occur, or a class's misprediction fraction exceeds
-/// `threshold_misprediction`.
-#[derive(Debug)]
-pub struct ClassImbalance {
-    base: RuleBase,
-    config: ClassImbalanceConfig,
-    counts: BTreeMap<i64, (u64, u64)>,
-    total: u64,
 }
 
 impl ClassImbalance {
-    /// The rule over `trial`.
-    pub fn new(trial: Arc<Trial>, config: ClassImbalanceConfig) -> Self {
-        ClassImbalance {
-            base: RuleBase::new("ClassImbalance", trial, Vec::new()),
-            config,
-            counts: BTreeMap::new(),
-            total: 0,
-        }
-    }
-}
-
-impl Rule for ClassImbalance {
-    rule_base!();
-
-    fn invoke_at_step(&mut self, step: i64) -> Result<bool> {
-        let trial = self.base.base_trial().clone();
+    fn condition(&mut self, trial: &Trial, step: i64) -> Result<Option<Finding>> {
         let c = &self.config;
-        let ln = regex_tensors(&trial, std::slice::from_ref(&c.labels_regex))?;
-        let pn = regex_tensors(&trial, std::slice::from_ref(&c.predictions_regex))?;
+        let ln = regex_tensors(trial, std::slice::from_ref(&c.labels_regex))?;
+        let pn = regex_tensors(trial, std::slice::from_ref(&c.predictions_regex))?;
+        let rule = self.base.name();
+        let predictions = Read::Predictions {
+            threshold: c.threshold_probability,
+            argmax: c.argmax,
+        };
         let (Some(y), Some(yhat)) = (
-            concat_ints(&trial, &ln, step, false)?,
-            concat_ints(&trial, &pn, step, c.argmax)?,
+            classes(rule, trial, &ln, step, Read::Labels)?,
+            classes(rule, trial, &pn, step, predictions)?,
         ) else {
-            return Ok(false);
+            return Ok(None);
         };
         if y.len() != yhat.len() || y.is_empty() {
-            return Ok(false);
+            return Ok(None);
         }
         for (&l, &p) in y.iter().zip(&yhat) {
             let e = self.counts.entry(l).or_default();
@@ -369,32 +260,30 @@ impl Rule for ClassImbalance {
         }
         self.total += y.len() as u64;
         if (self.total as i64) < c.samples {
-            return Ok(false);
+            return Ok(None);
         }
         let max = self.counts.iter().max_by_key(|(_, v)| v.0);
         let min = self.counts.iter().min_by_key(|(_, v)| v.0);
         if let (Some((&cmax, &(nmax, _))), Some((&cmin, &(nmin, _)))) = (max, min) {
             let ratio = nmax as f64 / nmin as f64;
-            if ratio > c.threshold_imbalance {
-                let t = c.threshold_imbalance;
-                self.base.note(
-                    None,
-                    format!("class {cmax} has {nmax} samples and class {cmin} {nmin}: ratio {ratio:.2} > {t} (after {} labels)", self.total),
-                );
-                return Ok(true);
+            let t = c.threshold_imbalance;
+            if ratio > t {
+                return Ok(Some(Finding::general(format!(
+                    "class {cmax} has {nmax} samples and class {cmin} {nmin}: ratio {ratio:.2} > {t} (after {} labels)",
+                    self.total
+                ))));
             }
         }
-        for (&class, &(n, correct)) in &self.counts {
-            let miss = 1.0 - correct as f64 / n as f64;
-            if miss > c.threshold_misprediction {
-                let t = c.threshold_misprediction;
-                self.base.note(
-                    None,
-                    format!("class {class}: {miss:.3} of its {n} samples are mispredicted (threshold {t})"),
-                );
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        let t = c.threshold_misprediction;
+        let missed = self
+            .counts
+            .iter()
+            .map(|(&class, &(n, correct))| (class, n, 1.0 - correct as f64 / n as f64))
+            .find(|&(_, _, miss)| miss > t);
+        Ok(missed.map(|(class, n, miss)| {
+            Finding::general(format!(
+                "class {class}: {miss:.3} of its {n} samples are mispredicted (threshold {t})"
+            ))
+        }))
     }
 }

@@ -1,9 +1,8 @@
 //! Rules on losses: LossNotDecreasing, Overfit, Overtraining.
 
-use super::defaults;
+use super::Finding;
 use crate::error::Result;
-use crate::params::{ParamKind::*, ParamReader, ParamSpec};
-use crate::rule::{Rule, RuleBase};
+use crate::params::{ParamKind, ParamReader, ParamValue};
 use crate::util::{
     collection_tensors, has_collection, is_scalar_tensor, regex_tensors, scalar, select, to_f64,
     value_at,
@@ -11,7 +10,6 @@ use crate::util::{
 use smdebug_config::Mode;
 use smdebug_trial::Trial;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 fn scalar_at(trial: &Trial, name: &str, step: i64, mode: Mode) -> Result<Option<f64>> {
     Ok(value_at(trial, name, step, mode)?
@@ -43,108 +41,66 @@ fn loss_tensors(trial: &Trial, regex: &[String]) -> Result<Vec<String>> {
     only_scalars(trial, names)
 }
 
-/// Parameters of [`LossNotDecreasing`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct LossNotDecreasingConfig {
-    /// Collections of loss tensors.
-    pub collection_names: Vec<String>,
-    /// Regexes of loss tensors.
-    pub tensor_regex: Vec<String>,
-    /// Also use collection `losses`.
-    pub use_losses_collection: bool,
-    /// Compare with the loss at least this many steps back.
-    pub num_steps: i64,
-    /// Minimum decrease, in percent.
-    pub diff_percent: f64,
-    /// Largest tolerated increase, in percent.
-    pub increase_threshold_percent: f64,
-    /// The series: TRAIN, EVAL or GLOBAL; `None` = the first of EVAL, TRAIN, GLOBAL in which
-    /// the tensor has steps (the 2019 behaviour).
-    pub mode: Option<Mode>,
-    /// The 2019 reading: fire iff the loss went up by at least `diff_percent`.
-    pub legacy_diff_semantics: bool,
+/// A mode name (`TRAIN`, `EVAL`, `PREDICT`, `GLOBAL`, any case); unset or empty: `None`.
+impl ParamValue for Option<Mode> {
+    const KIND: ParamKind = ParamKind::Str;
+
+    fn read(p: &ParamReader<'_>, name: &str) -> Result<Self> {
+        match p.opt_string(name)? {
+            Some(m) if !m.trim().is_empty() => m
+                .trim()
+                .to_ascii_uppercase()
+                .parse::<Mode>()
+                .map(Some)
+                .map_err(|_| p.invalid_value(name, &m, "TRAIN, EVAL, PREDICT or GLOBAL")),
+            _ => Ok(None),
+        }
+    }
 }
 
-impl LossNotDecreasingConfig {
-    /// The string parameters.
-    pub const PARAMS: &'static [ParamSpec] = &[
-        ParamSpec::new("collection_names", List, None, "collections of loss tensors"),
-        ParamSpec::new("tensor_regex", List, None, "regexes of loss tensors (scalars only)"),
-        ParamSpec::new("use_losses_collection", Bool, Some("True"), "also use the tensors of collection `losses`"),
-        ParamSpec::new("num_steps", Int, Some("10"), "compare the loss with the newest saved loss at least this many steps back"),
-        ParamSpec::new("diff_percent", Float, Some("0.1"), "minimum percentage by which the loss must decrease"),
-        ParamSpec::new("increase_threshold_percent", Float, Some("5"), "maximum percentage by which the loss may increase"),
-        ParamSpec::new("mode", Str, Some("GLOBAL"), "TRAIN, EVAL or GLOBAL; None: the first of EVAL, TRAIN, GLOBAL with data"),
-        ParamSpec::new("legacy_diff_semantics", Bool, Some("False"), "smdebug-rs extension: the 2019 condition, fire iff the loss changed by >= diff_percent percent"),
-    ];
-
-    /// Reads the parameters.
-    pub fn from_params(p: &ParamReader<'_>) -> Result<Self> {
-        let mode = match p.opt_string("mode")? {
-            None => None,
-            Some(m) if m.trim().is_empty() => None,
-            Some(m) => Some(m.trim().to_ascii_uppercase().parse::<Mode>().map_err(|_| {
-                crate::error::RuleError::InvalidValue {
-                    rule: p.rule().to_owned(),
-                    parameter: "mode".into(),
-                    value: m.clone(),
-                    expected: "TRAIN, EVAL, PREDICT or GLOBAL".into(),
-                }
-            })?),
-        };
-        let c = LossNotDecreasingConfig {
-            collection_names: p.list("collection_names")?,
-            tensor_regex: p.list("tensor_regex")?,
-            use_losses_collection: p.bool("use_losses_collection")?,
-            num_steps: p.i64("num_steps")?,
-            diff_percent: p.f64("diff_percent")?,
-            increase_threshold_percent: p.f64("increase_threshold_percent")?,
-            mode,
-            legacy_diff_semantics: p.bool("legacy_diff_semantics")?,
-        };
+rule_params! {
+    /// Parameters of [`LossNotDecreasing`].
+    LossNotDecreasingConfig for "LossNotDecreasing" {
+        collection_names: Vec<String> => "collections of loss tensors",
+        tensor_regex: Vec<String> => "regexes of loss tensors (scalars only)",
+        use_losses_collection: bool = "True" => "also use the tensors of collection `losses`",
+        num_steps: i64 = "10"
+            => "compare the loss with the newest saved loss at least this many steps back",
+        diff_percent: f64 = "0.1" => "minimum percentage by which the loss must decrease",
+        increase_threshold_percent: f64 = "5"
+            => "maximum percentage by which the loss may increase",
+        mode: Option<Mode> = "GLOBAL"
+            => "TRAIN, EVAL or GLOBAL; None: the first of EVAL, TRAIN, GLOBAL with data",
+        legacy_diff_semantics: bool = "False"
+            => "smdebug-rs extension: the 2019 condition, fire iff the loss changed by >= diff_percent percent",
+    }
+    check |p, c| {
         if c.num_steps <= 0 {
             return Err(p.config_error("num_steps must be positive"));
         }
-        Ok(c)
     }
 }
 
-impl Default for LossNotDecreasingConfig {
-    fn default() -> Self {
-        defaults("LossNotDecreasing", Self::PARAMS, Self::from_params)
+builtin_rule! {
+    /// LossNotDecreasing (docs/src/rules.md §7).
+    ///
+    /// Loss tensors: the selection plus collection `losses` (with `use_losses_collection`),
+    /// scalars only; if that yields nothing, every scalar tensor. Per tensor, at series step
+    /// `t` (the invoked global step's step in `mode`): `p` = newest saved step `≤ t −
+    /// num_steps`; at most one evaluation per `num_steps` steps.
+    ///
+    /// Condition — reading (b) of docs/src/rules.md, the documented contract since 2020-11: if the loss
+    /// went up, fire iff the increase is more than `increase_threshold_percent`; otherwise fire
+    /// iff it decreased by less than `diff_percent` (equal always fires). With
+    /// `legacy_diff_semantics=True` (an smdebug-rs extension): the 2019 reading, fire iff
+    /// `(L_t − L_p)/|L_p|·100 ≥ diff_percent`. `L_p = 0`: an increase is infinite, no change
+    /// is 0 %.
+    LossNotDecreasing(LossNotDecreasingConfig) {
+        last_eval: BTreeMap<String, i64>,
     }
-}
-
-/// LossNotDecreasing (RULES.md §7).
-///
-/// Loss tensors: the selection plus collection `losses` (with `use_losses_collection`),
-/// scalars only; if that yields nothing, every scalar tensor. Per tensor, at series step
-/// `t` (the invoked global step's step in `mode`): `p` = newest saved step `≤ t −
-/// num_steps`; at most one evaluation per `num_steps` steps.
-///
-/// Condition — reading (b) of RULES.md, the documented contract since 2020-11: if the loss
-/// went up, fire iff the increase is more than `increase_threshold_percent`; otherwise fire
-/// iff it decreased by less than `diff_percent` (equal always fires). With
-/// `legacy_diff_semantics=True` (an smdebug-rs extension): the 2019 reading, fire iff
-/// `(L_t − L_p)/|L_p|·100 ≥ diff_percent`. `L_p = 0`: an increase is infinite, no change
-/// is 0 %.
-#[derive(Debug)]
-pub struct LossNotDecreasing {
-    base: RuleBase,
-    config: LossNotDecreasingConfig,
-    last_eval: BTreeMap<String, i64>,
 }
 
 impl LossNotDecreasing {
-    /// The rule over `trial`.
-    pub fn new(trial: Arc<Trial>, config: LossNotDecreasingConfig) -> Self {
-        LossNotDecreasing {
-            base: RuleBase::new("LossNotDecreasing", trial, Vec::new()),
-            config,
-            last_eval: BTreeMap::new(),
-        }
-    }
-
     fn losses(&self, trial: &Trial) -> Result<Vec<String>> {
         let c = &self.config;
         let mut names: BTreeSet<String> =
@@ -207,29 +163,25 @@ impl LossNotDecreasing {
             )
         }
     }
-}
 
-impl Rule for LossNotDecreasing {
-    rule_base!();
+    /// The series the tensor is judged in: `mode`, or the first of EVAL, TRAIN with steps.
+    fn series(&self, tensor: &smdebug_trial::Tensor<'_>) -> Result<Mode> {
+        if let Some(m) = self.config.mode {
+            return Ok(m);
+        }
+        for m in [Mode::Eval, Mode::Train] {
+            if !tensor.steps(m, false)?.is_empty() {
+                return Ok(m);
+            }
+        }
+        Ok(Mode::Global)
+    }
 
-    fn invoke_at_step(&mut self, step: i64) -> Result<bool> {
-        let trial = self.base.base_trial().clone();
+    fn condition(&mut self, trial: &Trial, step: i64) -> Result<Option<Finding>> {
         let mut finding = None;
-        for name in self.losses(&trial)? {
+        for name in self.losses(trial)? {
             let tensor = trial.tensor(&name)?;
-            let mode = match self.config.mode {
-                Some(m) => m,
-                None => {
-                    let mut chosen = Mode::Global;
-                    for m in [Mode::Eval, Mode::Train] {
-                        if !tensor.steps(m, false)?.is_empty() {
-                            chosen = m;
-                            break;
-                        }
-                    }
-                    chosen
-                }
-            };
+            let mode = self.series(&tensor)?;
             let t = if mode == Mode::Global {
                 step
             } else {
@@ -252,30 +204,22 @@ impl Rule for LossNotDecreasing {
                 }
             }
             let (Some(now), Some(before)) = (
-                scalar_at(&trial, &name, t, mode)?,
-                scalar_at(&trial, &name, p, mode)?,
+                scalar_at(trial, &name, t, mode)?,
+                scalar_at(trial, &name, p, mode)?,
             ) else {
                 continue;
             };
             self.last_eval.insert(name.clone(), t);
             let (fire, why) = self.fires(now, before);
             if fire && finding.is_none() {
-                finding = Some((
-                    name.clone(),
-                    format!(
-                        "{why}: {before} at {} step {p} -> {now} at step {t}",
-                        mode.name()
-                    ),
-                ));
+                let why = format!(
+                    "{why}: {before} at {} step {p} -> {now} at step {t}",
+                    mode.name()
+                );
+                finding = Some(Finding::on(name, why));
             }
         }
-        match finding {
-            Some((name, why)) => {
-                self.base.note(Some(&name), why);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(finding)
     }
 }
 
@@ -297,91 +241,35 @@ fn xgboost_pairs(names: &[String]) -> Vec<(String, String)> {
     out
 }
 
-/// Parameters of [`Overfit`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct OverfitConfig {
-    /// Regexes of the loss tensors.
-    pub tensor_regex: Vec<String>,
-    /// First global step compared.
-    pub start_step: i64,
-    /// Consecutive evaluations above the ratio before firing.
-    pub patience: i64,
-    /// Largest allowed `(mean_val − mean_train) / mean_train`.
-    pub ratio_threshold: f64,
-}
-
-impl OverfitConfig {
-    /// The string parameters.
-    pub const PARAMS: &'static [ParamSpec] = &[
-        ParamSpec::new(
-            "tensor_regex",
-            List,
-            None,
-            "regexes of the loss tensors (default: collection `losses`, else all scalars)",
-        ),
-        ParamSpec::new(
-            "start_step",
-            Int,
-            Some("0"),
-            "the global step from which to start comparing",
-        ),
-        ParamSpec::new(
-            "patience",
-            Int,
-            Some("1"),
-            "number of consecutive evaluations above the ratio before firing",
-        ),
-        ParamSpec::new(
-            "ratio_threshold",
-            Float,
-            Some("0.1"),
-            "maximum (mean validation loss - mean training loss) / mean training loss",
-        ),
-    ];
-
-    /// Reads the parameters.
-    pub fn from_params(p: &ParamReader<'_>) -> Result<Self> {
-        Ok(OverfitConfig {
-            tensor_regex: p.list("tensor_regex")?,
-            start_step: p.i64("start_step")?,
-            patience: p.i64("patience")?,
-            ratio_threshold: p.f64("ratio_threshold")?,
-        })
+rule_params! {
+    /// Parameters of [`Overfit`].
+    OverfitConfig for "Overfit" {
+        tensor_regex: Vec<String>
+            => "regexes of the loss tensors (default: collection `losses`, else all scalars)",
+        start_step: i64 = "0" => "the global step from which to start comparing",
+        patience: i64 = "1"
+            => "number of consecutive evaluations above the ratio before firing",
+        ratio_threshold: f64 = "0.1"
+            => "maximum (mean validation loss - mean training loss) / mean training loss",
     }
 }
 
-impl Default for OverfitConfig {
-    fn default() -> Self {
-        defaults("Overfit", Self::PARAMS, Self::from_params)
+builtin_rule! {
+    /// Overfit (docs/src/rules.md §10, logic inferred there).
+    ///
+    /// With EVAL steps in the trial: at each EVAL global step `s ≥ start_step`, `mean_val` =
+    /// mean of the tensor's EVAL values over the current evaluation phase (the run of EVAL
+    /// steps up to `s`), `mean_train` = mean of its TRAIN values over the run of TRAIN steps
+    /// just before that phase; `r = (mean_val − mean_train) / mean_train`. Without EVAL steps
+    /// (XGBoost): `train-<m>` is paired with `validation-<m>` (or `eval-<m>`) at each step.
+    /// `r > ratio_threshold` increments a per-tensor counter (else it resets); fire when it
+    /// reaches `patience`.
+    Overfit(OverfitConfig) {
+        counters: BTreeMap<String, i64>,
     }
-}
-
-/// Overfit (RULES.md §10, logic inferred there).
-///
-/// With EVAL steps in the trial: at each EVAL global step `s ≥ start_step`, `mean_val` =
-/// mean of the tensor's EVAL values over the current evaluation phase (the run of EVAL
-/// steps up to `s`), `mean_train` = mean of its TRAIN values over the run of TRAIN steps
-/// just before that phase; `r = (mean_val − mean_train) / mean_train`. Without EVAL steps
-/// (XGBoost): `train-<m>` is paired with `validation-<m>` (or `eval-<m>`) at each step.
-/// `r > ratio_threshold` increments a per-tensor counter (else it resets); fire when it
-/// reaches `patience`.
-#[derive(Debug)]
-pub struct Overfit {
-    base: RuleBase,
-    config: OverfitConfig,
-    counters: BTreeMap<String, i64>,
 }
 
 impl Overfit {
-    /// The rule over `trial`.
-    pub fn new(trial: Arc<Trial>, config: OverfitConfig) -> Self {
-        Overfit {
-            base: RuleBase::new("Overfit", trial, Vec::new()),
-            config,
-            counters: BTreeMap::new(),
-        }
-    }
-
     fn judge(&mut self, name: &str, mean_val: f64, mean_train: f64) -> Option<String> {
         if mean_train == 0.0 || !mean_train.is_finite() || !mean_val.is_finite() {
             return None;
@@ -400,46 +288,48 @@ impl Overfit {
             )
         })
     }
-}
 
-impl Rule for Overfit {
-    rule_base!();
+    /// The current evaluation phase (the run of EVAL steps up to `step`) and the run of
+    /// TRAIN steps just before it.
+    fn phases(&self, trial: &Trial, step: i64) -> Result<(Vec<i64>, Vec<i64>)> {
+        let all: Vec<i64> = trial
+            .steps(Mode::Global, false)?
+            .into_iter()
+            .filter(|&s| s >= self.config.start_step && s <= step)
+            .collect();
+        let mut i = all.len();
+        let mut run = |mode: Mode| -> Result<Vec<i64>> {
+            let mut steps = Vec::new();
+            while i > 0 && trial.mode(all[i - 1])? == Some(mode) {
+                steps.push(all[i - 1]);
+                i -= 1;
+            }
+            Ok(steps)
+        };
+        let eval_steps = run(Mode::Eval)?;
+        let train_steps = run(Mode::Train)?;
+        Ok((eval_steps, train_steps))
+    }
 
-    fn invoke_at_step(&mut self, step: i64) -> Result<bool> {
+    fn condition(&mut self, trial: &Trial, step: i64) -> Result<Option<Finding>> {
         if step < self.config.start_step {
-            return Ok(false);
+            return Ok(None);
         }
-        let trial = self.base.base_trial().clone();
-        let names = loss_tensors(&trial, &self.config.tensor_regex)?;
+        let names = loss_tensors(trial, &self.config.tensor_regex)?;
         let mut finding = None;
         if trial.modes().contains(&Mode::Eval) {
             if trial.mode(step)? != Some(Mode::Eval) {
-                return Ok(false);
+                return Ok(None);
             }
-            let all: Vec<i64> = trial
-                .steps(Mode::Global, false)?
-                .into_iter()
-                .filter(|&s| s >= self.config.start_step && s <= step)
-                .collect();
-            let mut i = all.len();
-            let mut eval_steps = Vec::new();
-            while i > 0 && trial.mode(all[i - 1])? == Some(Mode::Eval) {
-                eval_steps.push(all[i - 1]);
-                i -= 1;
-            }
-            let mut train_steps = Vec::new();
-            while i > 0 && trial.mode(all[i - 1])? == Some(Mode::Train) {
-                train_steps.push(all[i - 1]);
-                i -= 1;
-            }
+            let (eval_steps, train_steps) = self.phases(trial, step)?;
             if train_steps.is_empty() {
-                return Ok(false);
+                return Ok(None);
             }
             for name in names {
                 let mean = |steps: &[i64]| -> Result<Option<f64>> {
                     let mut v = Vec::new();
                     for &s in steps {
-                        if let Some(x) = scalar_at(&trial, &name, s, Mode::Global)? {
+                        if let Some(x) = scalar_at(trial, &name, s, Mode::Global)? {
                             v.push(x);
                         }
                     }
@@ -449,112 +339,51 @@ impl Rule for Overfit {
                     continue;
                 };
                 if let Some(why) = self.judge(&name, mv, mt) {
-                    finding.get_or_insert((name.clone(), why));
+                    finding.get_or_insert(Finding::on(name, why));
                 }
             }
         } else {
             for (train, val) in xgboost_pairs(&names) {
                 let (Some(mt), Some(mv)) = (
-                    scalar_at(&trial, &train, step, Mode::Global)?,
-                    scalar_at(&trial, &val, step, Mode::Global)?,
+                    scalar_at(trial, &train, step, Mode::Global)?,
+                    scalar_at(trial, &val, step, Mode::Global)?,
                 ) else {
                     continue;
                 };
                 if let Some(why) = self.judge(&val, mv, mt) {
-                    finding.get_or_insert((val.clone(), why));
+                    finding.get_or_insert(Finding::on(val, why));
                 }
             }
         }
-        match finding {
-            Some((name, why)) => {
-                self.base.note(Some(&name), why);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(finding)
     }
 }
 
-/// Parameters of [`Overtraining`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct OvertrainingConfig {
-    /// Saved TRAIN steps without improvement before firing.
-    pub patience_train: i64,
-    /// Saved EVAL steps without improvement before firing.
-    pub patience_validation: i64,
-    /// Minimum improvement (absolute) that counts as a new optimum.
-    pub delta: f64,
-}
-
-impl OvertrainingConfig {
-    /// The string parameters.
-    pub const PARAMS: &'static [ParamSpec] = &[
-        ParamSpec::new(
-            "patience_train",
-            Int,
-            Some("5"),
-            "saved training steps without improvement before firing",
-        ),
-        ParamSpec::new(
-            "patience_validation",
-            Int,
-            Some("10"),
-            "saved validation steps without improvement before firing",
-        ),
-        ParamSpec::new(
-            "delta",
-            Float,
-            Some("0.01"),
-            "minimum improvement of the loss that counts as a new optimum",
-        ),
-    ];
-
-    /// Reads the parameters.
-    pub fn from_params(p: &ParamReader<'_>) -> Result<Self> {
-        Ok(OvertrainingConfig {
-            patience_train: p.i64("patience_train")?,
-            patience_validation: p.i64("patience_validation")?,
-            delta: p.f64("delta")?,
-        })
+rule_params! {
+    /// Parameters of [`Overtraining`].
+    OvertrainingConfig for "Overtraining" {
+        patience_train: i64 = "5" => "saved training steps without improvement before firing",
+        patience_validation: i64 = "10"
+            => "saved validation steps without improvement before firing",
+        delta: f64 = "0.01" => "minimum improvement of the loss that counts as a new optimum",
     }
 }
 
-impl Default for OvertrainingConfig {
-    fn default() -> Self {
-        defaults("Overtraining", Self::PARAMS, Self::from_params)
+builtin_rule! {
+    /// Overtraining (docs/src/rules.md §11, early-stopping style, inferred there): per loss tensor
+    /// (collection `losses`, else all scalars) and series (TRAIN and EVAL steps; in a trial
+    /// without modes, `train-*` tensors are training and `validation-*`/`eval-*` validation
+    /// series, others training), the first value sets `best`; a later value `v < best − delta`
+    /// becomes the new best and resets the counter, otherwise the counter grows. Fires when a
+    /// TRAIN counter reaches `patience_train` or an EVAL counter `patience_validation`.
+    Overtraining(OvertrainingConfig) {
+        series: BTreeMap<(String, bool), (f64, i64)>,
     }
-}
-
-/// Overtraining (RULES.md §11, early-stopping style, inferred there): per loss tensor
-/// (collection `losses`, else all scalars) and series (TRAIN and EVAL steps; in a trial
-/// without modes, `train-*` tensors are training and `validation-*`/`eval-*` validation
-/// series, others training), the first value sets `best`; a later value `v < best − delta`
-/// becomes the new best and resets the counter, otherwise the counter grows. Fires when a
-/// TRAIN counter reaches `patience_train` or an EVAL counter `patience_validation`.
-#[derive(Debug)]
-pub struct Overtraining {
-    base: RuleBase,
-    config: OvertrainingConfig,
-    series: BTreeMap<(String, bool), (f64, i64)>,
 }
 
 impl Overtraining {
-    /// The rule over `trial`.
-    pub fn new(trial: Arc<Trial>, config: OvertrainingConfig) -> Self {
-        Overtraining {
-            base: RuleBase::new("Overtraining", trial, Vec::new()),
-            config,
-            series: BTreeMap::new(),
-        }
-    }
-}
-
-impl Rule for Overtraining {
-    rule_base!();
-
-    fn invoke_at_step(&mut self, step: i64) -> Result<bool> {
-        let trial = self.base.base_trial().clone();
-        let names = loss_tensors(&trial, &[])?;
+    fn condition(&mut self, trial: &Trial, step: i64) -> Result<Option<Finding>> {
+        let names = loss_tensors(trial, &[])?;
         let has_modes = trial
             .modes()
             .iter()
@@ -574,52 +403,35 @@ impl Rule for Overtraining {
             } else {
                 name.starts_with("validation-") || name.starts_with("eval-")
             };
-            let Some(v) = scalar_at(&trial, &name, step, Mode::Global)? else {
+            let Some(v) = scalar_at(trial, &name, step, Mode::Global)? else {
                 continue;
             };
-            let key = (name.clone(), validation);
-            let counter = match self.series.get_mut(&key) {
-                None => {
-                    self.series.insert(key, (v, 0));
-                    0
-                }
-                Some((best, counter)) => {
+            let (best, counter) = self
+                .series
+                .entry((name.clone(), validation))
+                .and_modify(|(best, counter)| {
                     if v < *best - self.config.delta {
-                        *best = v;
-                        *counter = 0;
+                        (*best, *counter) = (v, 0);
                     } else {
                         *counter += 1;
                     }
-                    *counter
-                }
-            };
+                })
+                .or_insert((v, 0));
+            let (best, counter) = (*best, *counter);
             let patience = if validation {
                 self.config.patience_validation
             } else {
                 self.config.patience_train
             };
             if counter >= patience && finding.is_none() {
-                let best = self
-                    .series
-                    .get(&(name.clone(), validation))
-                    .map(|x| x.0)
-                    .unwrap_or(v);
-                finding = Some((
-                    name.clone(),
-                    format!(
-                        "{} loss has not improved on {best} by more than {} for {counter} saved steps (patience {patience})",
-                        if validation { "validation" } else { "training" },
-                        self.config.delta
-                    ),
-                ));
+                let why = format!(
+                    "{} loss has not improved on {best} by more than {} for {counter} saved steps (patience {patience})",
+                    if validation { "validation" } else { "training" },
+                    self.config.delta
+                );
+                finding = Some(Finding::on(name, why));
             }
         }
-        match finding {
-            Some((name, why)) => {
-                self.base.note(Some(&name), why);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(finding)
     }
 }

@@ -1,70 +1,30 @@
 //! StalledTrainingRule: a wall-clock rule.
 
-use super::defaults;
 use crate::actions::StopTraining;
 use crate::error::Result;
-use crate::params::{ParamKind::*, ParamReader, ParamSpec};
 use crate::rule::{Clock, Drive, Poll, Rule, RuleBase, SystemClock};
 use smdebug_config::Mode;
 use smdebug_trial::Trial;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Parameters of [`StalledTrainingRule`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct StalledTrainingRuleConfig {
-    /// Seconds without a new step before firing.
-    pub threshold: i64,
-    /// Write the stop signal when firing.
-    pub stop_training_on_fire: bool,
-    /// The training-job prefix of the original's stop action (kept; not needed here).
-    pub training_job_name_prefix: Option<String>,
-}
-
-impl StalledTrainingRuleConfig {
-    /// The string parameters.
-    pub const PARAMS: &'static [ParamSpec] = &[
-        ParamSpec::new(
-            "threshold",
-            Int,
-            Some("1800"),
-            "seconds without a new saved step before the rule fires",
-        ),
-        ParamSpec::new(
-            "stop_training_on_fire",
-            Bool,
-            Some("False"),
-            "stop the training job when firing (here: write the stop signal)",
-        ),
-        ParamSpec::new(
-            "training_job_name_prefix",
-            Str,
-            None,
-            "the training job's name prefix (SageMaker; not needed by the stop signal)",
-        ),
-    ];
-
-    /// Reads the parameters.
-    pub fn from_params(p: &ParamReader<'_>) -> Result<Self> {
-        let c = StalledTrainingRuleConfig {
-            threshold: p.i64("threshold")?,
-            stop_training_on_fire: p.bool("stop_training_on_fire")?,
-            training_job_name_prefix: p.opt_string("training_job_name_prefix")?,
-        };
+rule_params! {
+    /// Parameters of [`StalledTrainingRule`].
+    StalledTrainingRuleConfig for "StalledTrainingRule" {
+        threshold: i64 = "1800" => "seconds without a new saved step before the rule fires",
+        stop_training_on_fire: bool = "False"
+            => "stop the training job when firing (here: write the stop signal)",
+        training_job_name_prefix: Option<String>
+            => "the training job's name prefix (SageMaker; not needed by the stop signal)",
+    }
+    check |p, c| {
         if c.threshold <= 0 {
             return Err(p.config_error("threshold must be a positive number of seconds"));
         }
-        Ok(c)
     }
 }
 
-impl Default for StalledTrainingRuleConfig {
-    fn default() -> Self {
-        defaults("StalledTrainingRule", Self::PARAMS, Self::from_params)
-    }
-}
-
-/// StalledTrainingRule (RULES.md §12): driven by the clock, not by steps. It polls the
+/// StalledTrainingRule (docs/src/rules.md §12): driven by the clock, not by steps. It polls the
 /// trial every `min(60 s, threshold / 10)`; whenever the set of saved steps grows, progress
 /// is noted. If the end-of-training marker appears it ends without firing; if no new step
 /// was seen for more than `threshold` seconds it fires once (reporting the last step seen,
@@ -126,7 +86,13 @@ impl StalledTrainingRule {
 }
 
 impl Rule for StalledTrainingRule {
-    rule_base!();
+    fn base(&self) -> &RuleBase {
+        &self.base
+    }
+
+    fn base_mut(&mut self) -> &mut RuleBase {
+        &mut self.base
+    }
 
     fn invoke_at_step(&mut self, _step: i64) -> Result<bool> {
         // Driven by `poll`; a step-wise call cannot tell anything about wall-clock stalls.
