@@ -24,8 +24,13 @@ pub fn ensure_peer() -> Result<PathBuf> {
 pub fn ensure_tools() -> Result<PathBuf> {
     let req = root().join("tests/peer/tools-requirements.txt");
     let venv = cache_dir().join("tools-venv");
-    ensure_venv(&venv, &req, &[], "import moto, tensorboard")
-        .context("setting up the test tools (moto, tensorboard)")
+    ensure_venv(
+        &venv,
+        &req,
+        &[],
+        "import moto, tensorboard, duckdb, pyarrow, polars, pandas",
+    )
+    .context("setting up the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas)")
 }
 
 fn ensure_venv(venv: &Path, req: &Path, pip_flags: &[&str], smoke: &str) -> Result<PathBuf> {

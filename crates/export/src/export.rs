@@ -463,7 +463,8 @@ impl<'t> Run<'t> {
                 });
             }
         }
-        self.flush_all(bucket, false)?;
+        // A bucket's rows all go into its own files: write them before the next bucket's.
+        self.flush_all(bucket, true)?;
         self.last_bucket = bucket;
         Ok(())
     }
