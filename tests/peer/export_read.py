@@ -65,10 +65,9 @@ def norm_scalar(col, v):
         v = int(v)
     if isinstance(v, (np.floating, float)):
         v = float(v)
-        if math.isnan(v):
-            return None  # a null float (pandas turns nulls into NaN; stats are never NaN)
         if col in INT_COLUMNS and v.is_integer():
             return int(v)
+        return norm_item(v)
     return v
 
 
@@ -94,8 +93,8 @@ def norm_list(v, text):
 
     if v is None:
         return None
-    if text:  # CSV: a JSON array as text
-        if isinstance(v, float) and math.isnan(v):
+    if text:  # CSV: a JSON array as text, an empty field for null
+        if (isinstance(v, float) and math.isnan(v)) or v == "":
             return None
         return [norm_item(x) for x in json.loads(v)]
     if isinstance(v, float) and math.isnan(v):
@@ -136,7 +135,10 @@ def read_pyarrow(out, table, fmt):
             with pa.memory_map(p) as src:
                 tables.append(ipc.open_file(src).read_all())
         else:
-            tables.append(pcsv.read_csv(p))
+            # Only an empty field is null: "NaN" is a float (pyarrow's default list of null
+            # spellings holds it).
+            conv = pcsv.ConvertOptions(null_values=[""], strings_can_be_null=True)
+            tables.append(pcsv.read_csv(p, convert_options=conv))
     rows = []
     for t in tables:
         rows.extend(t.to_pylist())
@@ -150,11 +152,14 @@ def read_pandas(out, table, fmt):
     paths, partitioned = files(out, table, ext)
     if fmt == "parquet":
         target = os.path.join(out, table) if partitioned else paths[0]
-        df = pd.read_parquet(target)
+        df = pd.read_parquet(target, dtype_backend="pyarrow")
     elif fmt == "arrow":
-        df = pd.concat([pd.read_feather(p) for p in paths])
+        df = pd.concat([pd.read_feather(p, dtype_backend="pyarrow") for p in paths])
     else:
-        df = pd.concat([pd.read_csv(p, keep_default_na=False, na_values=[""]) for p in paths])
+        # As text, typed by column name below: pandas' inference turns a float column
+        # holding "NaN" into strings, and nulls into NaN.
+        df = pd.concat([pd.read_csv(p, dtype=str, keep_default_na=False) for p in paths])
+        return norm_rows(coerce_text(df.to_dict("records")), text_lists=True)
     return norm_rows(df.to_dict("records"), text_lists=(fmt == "csv"))
 
 
@@ -188,7 +193,7 @@ def coerce_text(rows):
             elif k in INT_COLUMNS:
                 row[k] = int(v)
             elif k in floats:
-                row[k] = float(v)
+                row[k] = norm_item(float(v))
             elif k in ("abs", "complete"):
                 row[k] = v == "true"
             else:

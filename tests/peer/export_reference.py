@@ -69,10 +69,14 @@ def scalar_of(v):
     return jf(a.reshape(-1)[0])
 
 
-def wall_times(path):
+def wall_times(path, workers):
     """(tag, step, worker) -> wall_time, and (step, worker) -> wall time of the first
     tensor record of that step's event file."""
     from smdebug.core.tfevent.event_file_reader import EventFileReader
+    from smdebug.core.utils import serialize_tf_device
+
+    # Event file names hold TF device names serialized (`/` is not allowed in a name).
+    by_file_name = {serialize_tf_device(w): w for w in workers}
 
     by_record, first = {}, {}
     events_dir = os.path.join(path, "events")
@@ -82,6 +86,7 @@ def wall_times(path):
             if not m:
                 continue
             step, worker = int(m.group(1)), m.group(2)
+            worker = by_file_name.get(worker, worker)
             for ev in EventFileReader(os.path.join(root, fname)).read_events():
                 if not ev.HasField("summary") or not ev.summary.value:
                     continue
@@ -105,7 +110,7 @@ def build(path, values_mode):
     for c in sorted(tr.collections()):
         for n in tr.tensor_names(collection=c):
             members.setdefault(n, []).append(c)
-    rec_wall, first_wall = wall_times(path)
+    rec_wall, first_wall = wall_times(path, tr.workers())
     out = {"tensors": [], "reductions": [], "scalars": [], "steps": []}
     step_keys = {}
     for name in names:

@@ -112,10 +112,16 @@ impl Acc {
             dev[0] += d * d;
         }
         let block_m2: f64 = dev.iter().sum();
-        let total = self.n as f64 + n;
-        let delta = block_mean - self.mean;
-        self.mean += delta * n / total;
-        self.m2 += block_m2 + delta * delta * (self.n as f64) * n / total;
+        if self.n == 0 {
+            // Not merged: the merge's 0 × ∞ would turn an overflowed m2 into NaN.
+            self.mean = block_mean;
+            self.m2 = block_m2;
+        } else {
+            let total = self.n as f64 + n;
+            let delta = block_mean - self.mean;
+            self.mean += delta * n / total;
+            self.m2 += block_m2 + delta * delta * (self.n as f64) * n / total;
+        }
         self.n += x.len() as u64;
         self.l1 += abs.iter().sum::<f64>();
         self.sumsq += sq.iter().sum::<f64>();
@@ -308,6 +314,10 @@ mod tests {
         y[9999] = 0.0;
         check(&y);
         check(&[f64::NAN, f64::INFINITY]);
+        // Squares overflow: numpy's std is +inf too.
+        let big = [f64::NAN, -0.25, f64::MAX, 5e-324, 0.1];
+        let s = statistics(&Value::from(ndarray::arr1(&big).into_dyn())).unwrap();
+        assert_eq!((s.std, s.l2), (Some(f64::INFINITY), Some(f64::INFINITY)));
     }
 
     #[test]
