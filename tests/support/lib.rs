@@ -172,9 +172,21 @@ pub fn smdebug_bin() -> &'static Path {
         }
         let status = cmd.status().expect("run cargo build");
         assert!(status.success(), "cargo build -p smdebug-cli failed");
-        let bin = profile_dir.join("smdebug");
-        assert!(bin.exists(), "{} missing after the build", bin.display());
-        bin
+        // With a separate build directory (`CARGO_BUILD_BUILD_DIR`) the test runs from
+        // there while cargo puts the binary into the workspace's target directory.
+        let in_target = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target")
+            .join(profile_dir.file_name().expect("profile name"))
+            .join("smdebug");
+        let bin = [profile_dir.join("smdebug"), in_target]
+            .into_iter()
+            .find(|b| b.exists());
+        bin.unwrap_or_else(|| {
+            panic!(
+                "smdebug missing after the build (looked in {})",
+                profile_dir.display()
+            )
+        })
     })
 }
 
