@@ -33,10 +33,10 @@ pub enum ExportError {
     #[error("encoding a Parquet file: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),
     /// With `strict`: a record could not be read.
-    #[error("unreadable record of tensor {tensor:?} at step {step} of worker {worker}: {message}")]
+    #[error("unreadable {what}: {message}")]
     BadRecord {
-        /// The tensor.
-        tensor: String,
+        /// What could not be read (which record of which tensor, step and worker).
+        what: String,
         /// The global step.
         step: i64,
         /// The worker.

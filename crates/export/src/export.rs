@@ -493,7 +493,7 @@ impl<'t> Run<'t> {
         if let Some(s) = o.skipped.first() {
             if self.options.strict {
                 return Err(ExportError::BadRecord {
-                    tensor: s.what.clone(),
+                    what: s.what.clone(),
                     step: u.step,
                     worker: u.worker.to_string(),
                     message: s.message.clone(),

@@ -186,24 +186,31 @@ impl TableWriter {
                 self.close_file(store)?;
             }
         }
-        let n = self.rows.len() as u64;
         let batch = self
             .rows
             .take_batch(&self.schema, self.settings.format == Format::Csv)?;
-        if self.open.is_none() {
-            let enc = Encoder::new(
-                self.settings.format,
-                &self.schema,
-                self.settings.row_group_rows,
-            )?;
-            self.open = Some((enc, bucket));
-        }
-        let (enc, _) = self.open.as_mut().expect("opened above");
-        enc.write(&batch)?;
-        self.written.rows += n;
-        if enc.size() >= self.settings.part_bytes && self.settings.layout != Layout::Single {
-            self.partitioned = true;
-            self.close_file(store)?;
+        // Slices of a row group each, so that a file is closed soon after it passes the
+        // part size however many rows were waiting.
+        let step = self.settings.row_group_rows.max(1);
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let len = step.min(batch.num_rows() - offset);
+            if self.open.is_none() {
+                let enc = Encoder::new(
+                    self.settings.format,
+                    &self.schema,
+                    self.settings.row_group_rows,
+                )?;
+                self.open = Some((enc, bucket));
+            }
+            let (enc, _) = self.open.as_mut().expect("opened above");
+            enc.write(&batch.slice(offset, len))?;
+            offset += len;
+            self.written.rows += len as u64;
+            if enc.size() >= self.settings.part_bytes && self.settings.layout != Layout::Single {
+                self.partitioned = true;
+                self.close_file(store)?;
+            }
         }
         Ok(())
     }
