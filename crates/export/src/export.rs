@@ -191,6 +191,9 @@ impl Plan {
     }
 }
 
+/// Per (step, worker): the step's mode and mode step, and its first record (lowest offset).
+type FirstRecords = BTreeMap<(i64, Arc<str>), (Mode, i64, Option<RecordLocation>)>;
+
 /// One `(tensor, step, worker)` entry to export.
 struct Unit {
     tensor: usize,
@@ -421,8 +424,7 @@ impl<'t> Run<'t> {
             }
         }
         // The first record of each (step, worker), for `steps`.
-        let mut firsts: BTreeMap<(i64, Arc<str>), (Mode, i64, Option<RecordLocation>)> =
-            BTreeMap::new();
+        let mut firsts = FirstRecords::new();
         let chunk = (self.threads * 64).max(64);
         for part in units.chunks(chunk) {
             let outcomes = self.ctx.run_units(plan, part, self.threads);
@@ -484,7 +486,7 @@ impl<'t> Run<'t> {
         &mut self,
         u: &Unit,
         o: Outcome,
-        firsts: &mut BTreeMap<(i64, Arc<str>), (Mode, i64, Option<RecordLocation>)>,
+        firsts: &mut FirstRecords,
         selected: bool,
     ) -> Result<()> {
         if selected {
