@@ -1,11 +1,12 @@
-//! Index JSON parser and trial file-name parsers on arbitrary input: typed errors, never a
+//! Index JSON parser, trial file-name and reduction-name parsers on arbitrary input: typed errors, never a
 //! panic; whatever parses must write back and parse to the same value.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use smdebug_index::{
     classify_key, index_file_key, parse_collections_file_name, parse_step_file_name,
-    python_worker_from_step_file, validate_worker, IndexFile, TrialFile, TrialLocation,
+    python_worker_from_step_file, reverse_reduction_tensor_name, validate_worker, IndexFile,
+    TrialFile,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -26,10 +27,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = parse_step_file_name(text);
     let _ = parse_collections_file_name(text);
     let _ = python_worker_from_step_file(text);
-    if let Ok(location) = TrialLocation::parse(text) {
-        let _ = location.key("index/000000000/000000000000_worker_0.json");
-        let _ = location.uri("training_job_end.ts");
-    }
+    let _ = reverse_reduction_tensor_name(text);
     // Any name that passes validation must give a key that parses back to it.
     if validate_worker(text).is_ok() {
         let step = data.iter().fold(0i64, |acc, &b| acc.wrapping_mul(31).wrapping_add(b as i64));

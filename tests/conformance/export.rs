@@ -317,10 +317,10 @@ fn index_entries(trial: &Path) -> (usize, usize) {
             let index = IndexFile::parse(&rel, &std::fs::read(&p).unwrap()).unwrap();
             let worker = name.worker().into_owned();
             for t in &index.tensors {
-                match smdebug_trial::reverse_reduction_name(&t.name) {
-                    Some((base, _, _)) if t.name.starts_with(smdebug_trial::REDUCTIONS_PREFIX) => {
+                match smdebug_index::reverse_reduction_tensor_name(&t.name) {
+                    Some(r) if t.name.starts_with(smdebug_index::REDUCTIONS_PREFIX) => {
                         reductions += 1;
-                        rows.insert((base, name.step, worker.clone()));
+                        rows.insert((r.tensor.to_owned(), name.step, worker.clone()));
                     }
                     _ => {
                         rows.insert((t.name.clone(), name.step, worker.clone()));

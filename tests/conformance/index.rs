@@ -380,78 +380,146 @@ fn unusual_steps_and_paths_match_smdebug_or_its_documented_failure() {
     );
 }
 
-#[test]
-fn layout_keys_are_the_ones_smdebug_builds() {
-    let steps = [
-        0,
-        1,
-        999,
-        1000,
-        1234,
-        999_999_999_999,
-        1_000_000_000_000,
-        i64::MAX,
-        -1,
-        -999,
-        -1000,
-        -1001,
-        i64::MIN,
-    ];
-    let long = "w".repeat(smdebug_index::MAX_WORKER_NAME_BYTES);
-    let workers = [
-        "worker_0",
-        "algo-1",
-        "chief_0",
-        "_job-worker_replica-0_task-1_device-GPU-0",
-        "1234_ip-10-0-0-1.ec2.internal",
-        "wörker ünïcode 😀",
-        "a:b",
-        long.as_str(),
-    ];
-    let mut names = Vec::new();
-    for (i, step) in steps.iter().enumerate() {
-        for (j, worker) in workers.iter().enumerate() {
-            // A sample of the product keeps the request small but covers every step and worker.
-            if (i + j) % 3 == 0 || j == 0 {
-                names.push((*step, *worker));
+/// The steps, workers, locations, TF devices and reduction names the layout tests ask the
+/// peer about, and its answer (one Python start for all of them).
+struct LayoutCase {
+    names: Vec<(i64, String)>,
+    locations: Vec<&'static str>,
+    devices: Vec<&'static str>,
+    reductions: Vec<(&'static str, &'static str, bool)>,
+    reduction_records: Vec<&'static str>,
+    peer: Value,
+}
+
+fn layout_case() -> &'static LayoutCase {
+    static CASE: OnceLock<LayoutCase> = OnceLock::new();
+    CASE.get_or_init(|| {
+        let steps = [
+            0,
+            1,
+            999,
+            1000,
+            1234,
+            999_999_999_999,
+            1_000_000_000_000,
+            i64::MAX,
+            -1,
+            -999,
+            -1000,
+            -1001,
+            i64::MIN,
+        ];
+        let long = "w".repeat(smdebug_index::MAX_WORKER_NAME_BYTES);
+        let workers = [
+            "worker_0",
+            "algo-1",
+            "chief_0",
+            "_job-worker_replica-0_task-1_device-GPU-0",
+            "1234_ip-10-0-0-1.ec2.internal",
+            "wörker ünïcode 😀",
+            "a:b",
+            long.as_str(),
+        ];
+        let mut names = Vec::new();
+        for (i, step) in steps.iter().enumerate() {
+            for (j, worker) in workers.iter().enumerate() {
+                // A sample of the product keeps the request small but covers every step and worker.
+                if (i + j) % 3 == 0 || j == 0 {
+                    names.push((*step, worker.to_string()));
+                }
             }
         }
-    }
-    let locations = [
-        "s3://a",
-        "s3://a/",
-        "s3://a/b",
-        "s3://a/b/c/",
-        "s3://a//b",
-        "s3://bucket.with.dots/p r e",
-        "a/b/c",
-        "/abs/path",
-    ];
-    let devices = [
-        "/job:worker/replica:0/task:1/device:GPU:0",
-        "/device:CPU:0",
-        "/replica:0/task:0/device:GPU:0",
-    ];
-    let request = json!({
-        "names": names.iter().map(|(s, w)| json!([s, w])).collect::<Vec<_>>(),
-        "locations": locations,
-        "devices": devices,
-    });
-    let dir = tempdir();
-    let path = dir.path().join("request.json");
-    std::fs::write(&path, request.to_string()).expect("write request");
-    let peer = run_peer_json("index_layout.py", &[path.to_str().expect("utf-8")]);
-    assert_eq!(peer["names"].as_array().map(Vec::len), Some(names.len()));
-    assert_eq!(
-        peer["locations"].as_array().map(Vec::len),
-        Some(locations.len())
-    );
-    assert_eq!(
-        peer["devices"].as_array().map(Vec::len),
-        Some(devices.len())
-    );
+        let locations = vec![
+            "s3://a",
+            "s3://a/",
+            "s3://a/b",
+            "s3://a/b/c/",
+            "s3://a//b",
+            "s3://a/b//c///d",
+            "s3://bucket.with.dots/p r e",
+            "s3://b/ünï cöde/😀",
+            "a/b/c",
+            "/abs/path",
+            "/abs/path/",
+            "~",
+            "~/runs/a",
+            "~nosuchuser-smdebug/x",
+            "/data/a://b",
+            "rel with space",
+            " s3://a/b \n",
+            "\u{1f}/abs/p\u{85}",
+            "\t\u{1c}\u{3000}",
+            // This project's extensions and refusals: smdebug reads each as a local path.
+            "gs://g/p",
+            "az://c/p",
+            "memory://m/p",
+            "file:///tmp/x",
+            "ftp://x",
+            "S3://a/b",
+        ];
+        let devices = vec![
+            "/job:worker/replica:0/task:1/device:GPU:0",
+            "/device:CPU:0",
+            "/replica:0/task:0/device:GPU:0",
+        ];
+        let reductions = vec![
+            ("dense/kernel:0", "l2", true),
+            ("a:1/b:22", "mean", false),
+            ("x:y", "min", false),
+            ("température:3", "max", true),
+            ("digits:\u{663}\u{ff11}/z", "std", false),
+            ("trailing:", "variance", false),
+            ("", "sum", true),
+        ];
+        let reduction_records = vec![
+            "smdebug/reductions/abs_l2/dense/kernel",
+            "outer/smdebug/reductions/abs_min/inner",
+            "smdebug/reductions/myabs_foo/x/y",
+            "smdebug/reductions/min/smdebug/reductions/max/x",
+            "smdebug/reductions/abs_abs_x/t",
+            "smdebug/reductions/min",
+            "smdebug/reductions/",
+        ];
+        let request = json!({
+            "names": names.iter().map(|(s, w)| json!([s, w])).collect::<Vec<_>>(),
+            "locations": locations,
+            "devices": devices,
+            "reductions": reductions.iter().map(|(t, op, abs)| json!([t, op, abs])).collect::<Vec<_>>(),
+            "reduction_records": reduction_records,
+        });
+        let dir = tempdir();
+        let path = dir.path().join("request.json");
+        std::fs::write(&path, request.to_string()).expect("write request");
+        let peer = run_peer_json("index_layout.py", &[path.to_str().expect("utf-8")]);
+        for (field, n) in [
+            ("names", names.len()),
+            ("locations", locations.len()),
+            ("devices", devices.len()),
+            ("reduction_names", reductions.len()),
+            ("reversed", reduction_records.len()),
+        ] {
+            assert_eq!(peer[field].as_array().map(Vec::len), Some(n), "{field}");
+        }
+        LayoutCase {
+            names,
+            locations,
+            devices,
+            reductions,
+            reduction_records,
+            peer,
+        }
+    })
+}
 
-    for ((step, worker), theirs) in names.iter().zip(peer["names"].as_array().expect("names")) {
+#[test]
+fn layout_keys_are_the_ones_smdebug_builds() {
+    let case = layout_case();
+    let peer = &case.peer;
+    for ((step, worker), theirs) in case
+        .names
+        .iter()
+        .zip(peer["names"].as_array().expect("names"))
+    {
         assert_eq!(
             theirs["index"],
             json!(index_file_key(*step, worker).unwrap())
@@ -473,19 +541,8 @@ fn layout_keys_are_the_ones_smdebug_builds() {
             json!(collections_file_key(worker).unwrap())
         );
     }
-    for (loc, theirs) in locations
-        .iter()
-        .zip(peer["locations"].as_array().expect("locations"))
-    {
-        let ours = match smdebug_index::TrialLocation::parse(loc).expect("location") {
-            smdebug_index::TrialLocation::ObjectStore { bucket, prefix, .. } => {
-                json!([true, bucket, prefix])
-            }
-            smdebug_index::TrialLocation::Local { .. } => json!([false, null, null]),
-        };
-        assert_eq!(&ours, theirs, "{loc}");
-    }
-    for (device, theirs) in devices
+    for (device, theirs) in case
+        .devices
         .iter()
         .zip(peer["devices"].as_array().expect("devices"))
     {
@@ -502,4 +559,98 @@ fn layout_keys_are_the_ones_smdebug_builds() {
         constants["default_tensorboard_dir"],
         smdebug_index::DEFAULT_TENSORBOARD_DIR
     );
+}
+
+/// The one location parser (`smdebug_storage::Location`, used by the hook, the reader and
+/// the CLI) against smdebug's own path handling: `is_s3`, the key its S3 writer computes,
+/// `os.path.expanduser`, and `create_trial`'s `strip()`. Where they differ on purpose, the
+/// difference is named here and in the storage crate's docs.
+#[test]
+fn locations_are_read_as_smdebug_reads_them() {
+    use smdebug_storage::Location;
+    let case = layout_case();
+    let key_of = "index/000000000/000000000000_worker_0.json";
+    for (loc, theirs) in case
+        .locations
+        .iter()
+        .zip(case.peer["locations"].as_array().expect("locations"))
+    {
+        // What the reader strips before parsing (the hook parses the string as given).
+        assert_eq!(
+            json!(smdebug_config::python_strip(loc)),
+            theirs["stripped"],
+            "{loc:?}"
+        );
+        let ours = Location::parse(loc);
+        if theirs["is_s3"][0] == json!(true) {
+            let Ok(Location::S3 { bucket, prefix }) = &ours else {
+                panic!("{loc:?}: smdebug reads an S3 location, we read {ours:?}");
+            };
+            assert_eq!(json!(bucket), theirs["is_s3"][1], "{loc:?}");
+            let our_key = if prefix.is_empty() {
+                key_of.to_owned()
+            } else {
+                format!("{prefix}/{key_of}")
+            };
+            let their_key = theirs["key"].as_str().expect("key");
+            // Named difference: smdebug keeps a leading `/` of the prefix (`s3://a//b` writes
+            // under `/b/`), which an object store key cannot start with here.
+            assert_eq!(
+                our_key,
+                their_key.strip_prefix('/').unwrap_or(their_key),
+                "{loc:?}"
+            );
+            continue;
+        }
+        let their_path = theirs["path"].as_str().expect("path");
+        match (*loc, &ours) {
+            // Named difference: our extensions, which smdebug reads as local folders.
+            ("gs://g/p", Ok(Location::Gcs { .. }))
+            | ("az://c/p", Ok(Location::Azure { .. }))
+            | ("memory://m/p", Ok(Location::Memory { .. })) => {}
+            ("file:///tmp/x", Ok(Location::Local(p))) => assert_eq!(p, Path::new("/tmp/x")),
+            // Named difference: an unknown scheme is refused, not taken for a folder `ftp:`.
+            (
+                "ftp://x" | "S3://a/b",
+                Err(smdebug_storage::StorageError::InvalidLocation { .. }),
+            ) => {}
+            (_, Ok(Location::Local(p))) => {
+                assert_eq!(p.to_str(), Some(their_path), "{loc:?}");
+            }
+            _ => panic!("{loc:?}: smdebug reads the local path {their_path:?}, we read {ours:?}"),
+        }
+    }
+}
+
+#[test]
+fn reduction_names_are_the_ones_smdebug_builds() {
+    let case = layout_case();
+    for ((tensor, op, abs), theirs) in case.reductions.iter().zip(
+        case.peer["reduction_names"]
+            .as_array()
+            .expect("reduction_names"),
+    ) {
+        let ours = smdebug_index::reduction_tensor_name(tensor, op, *abs);
+        assert_eq!(json!(ours), *theirs, "{tensor:?} {op} {abs}");
+    }
+    for (name, theirs) in case
+        .reduction_records
+        .iter()
+        .zip(case.peer["reversed"].as_array().expect("reversed"))
+    {
+        let ours = smdebug_index::reverse_reduction_tensor_name(name)
+            .map(|r| json!([r.tensor, r.op, r.abs]))
+            .unwrap_or(Value::Null);
+        assert_eq!(ours, *theirs, "{name:?}");
+    }
+}
+
+#[test]
+fn python_whitespace_is_str_strip() {
+    let ours: Vec<u32> = (0..=0x10ffff)
+        .filter_map(char::from_u32)
+        .filter(|&c| smdebug_config::is_python_whitespace(c))
+        .map(u32::from)
+        .collect();
+    assert_eq!(json!(ours), layout_case().peer["python_whitespace"]);
 }

@@ -153,40 +153,42 @@ pub mod recipe;
 
 /// The `smdebug` binary of this workspace, built once per test run (a test crate cannot
 /// depend on a binary crate, so it asks cargo for it).
+///
+/// The path comes from cargo's own build messages, not from the test executable's folder:
+/// with a separate build directory (`CARGO_BUILD_BUILD_DIR`) the two live apart.
 pub fn smdebug_bin() -> &'static Path {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
         let exe = std::env::current_exe().expect("test executable path");
-        // target/<profile>/deps/conformance-… → target/<profile>
-        let profile_dir = exe
+        // <build dir>/<profile>/deps/conformance-… names the profile the suite was built with.
+        let release = exe
             .parent()
             .and_then(Path::parent)
-            .expect("target/<profile>")
-            .to_path_buf();
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == "release");
         let mut cmd = Command::new(env!("CARGO"));
         cmd.args(["build", "-q", "-p", "smdebug-cli", "--bin", "smdebug"])
+            .args(["--message-format", "json"])
             .current_dir(env!("CARGO_MANIFEST_DIR"));
         if release {
             cmd.arg("--release");
         }
-        let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "cargo build -p smdebug-cli failed");
-        // With a separate build directory (`CARGO_BUILD_BUILD_DIR`) the test runs from
-        // there while cargo puts the binary into the workspace's target directory.
-        let in_target = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../target")
-            .join(profile_dir.file_name().expect("profile name"))
-            .join("smdebug");
-        let bin = [profile_dir.join("smdebug"), in_target]
-            .into_iter()
-            .find(|b| b.exists());
-        bin.unwrap_or_else(|| {
-            panic!(
-                "smdebug missing after the build (looked in {})",
-                profile_dir.display()
-            )
-        })
+        let out = cmd.output().expect("run cargo build");
+        assert!(
+            out.status.success(),
+            "cargo build -p smdebug-cli failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bin = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|msg| {
+                msg["reason"] == "compiler-artifact" && msg["target"]["name"] == "smdebug"
+            })
+            .find_map(|msg| msg["executable"].as_str().map(PathBuf::from))
+            .expect("cargo reported no executable for the smdebug binary");
+        assert!(bin.exists(), "{} missing after the build", bin.display());
+        bin
     })
 }
 

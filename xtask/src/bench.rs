@@ -21,6 +21,10 @@
 //! would take minutes per phase. Peak memory is `tests/peer/trial_peak_memory.py`:
 //! `smdebug dump` and the Python smdebug,
 //! each reading every value of the large trial in its own process.
+//!
+//! A run ends by writing `docs/benchmarks.md` (see [`crate::bench_doc`]), and with
+//! `--json PATH` the result it was made from.
+use crate::bench_doc;
 use crate::util::{cargo, root, run as exec, step};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -32,9 +36,13 @@ use std::time::SystemTime;
 /// Options of `cargo xtask bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Print one JSON object per figure instead of a table.
-    #[arg(long)]
-    pub json: bool,
+    /// Also write the run's result as one JSON document to PATH (`-`: standard output);
+    /// `--doc-from` turns it into docs/benchmarks.md again.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Do not run anything: regenerate docs/benchmarks.md from a result written by `--json`.
+    #[arg(long, value_name = "RESULT")]
+    pub doc_from: Option<PathBuf>,
     /// Shorter criterion runs (1 s warm-up, 3 s measurement): noisier, for a quick look.
     /// The big trial figures sample flat with 10 samples either way.
     #[arg(long)]
@@ -292,6 +300,13 @@ struct Measured {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
+    if let Some(result) = &args.doc_from {
+        let doc = bench_doc::read_result(result)?;
+        let page = bench_doc::write_doc(&doc)?;
+        eprintln!("wrote {} from {}", page.display(), result.display());
+        return Ok(());
+    }
+    let started = SystemTime::now();
     let mut services = None;
     // Results older than this run are leftovers of an earlier one: not reported as new.
     let mut since = None;
@@ -406,7 +421,17 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     rows.push(peak_memory_row(&peer_python));
     rows.extend(export_rows(&peer_python, &large_trial_dir()));
-    print_rows(&rows, args.json);
+    print_rows(&rows);
+    let doc = bench_doc::result_document(&rows, args.quick, started);
+    if let Some(path) = &args.json {
+        bench_doc::write_result(&doc, path)?;
+    }
+    // Only a run writes the page: `--no-run` reports results of an earlier run whose date
+    // and machine this command does not know.
+    if !args.no_run {
+        let page = bench_doc::write_doc(&doc)?;
+        eprintln!("wrote {}", page.display());
+    }
     if !failed.is_empty() {
         bail!("benchmarks failed: {}", failed.join(", "));
     }
@@ -600,13 +625,7 @@ fn export_rows(python: &Path, trial: &Path) -> Vec<Value> {
     ]
 }
 
-fn print_rows(rows: &[Value], as_json: bool) {
-    if as_json {
-        for r in rows {
-            println!("{r}");
-        }
-        return;
-    }
+fn print_rows(rows: &[Value]) {
     println!(
         "\nours: fastest criterion sample (time per iteration); Python: best of {PYTHON_REPEAT} runs; \
          ratio = baseline time / our time (higher is faster) unless the row says otherwise"

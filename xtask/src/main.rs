@@ -3,12 +3,14 @@
 //!
 //! * `test` — the one test command: lints, the whole suite against the real Python smdebug
 //!   and a real S3-compatible server, then a smoke run of every fuzz target.
-//! * `bench` — criterion benchmarks side by side with the Python peer, printed as ratios.
+//! * `bench` — criterion benchmarks side by side with the Python peer, printed as ratios
+//!   and written to `docs/benchmarks.md` (`--json PATH`: the result as JSON).
 //! * `fuzz` — one fuzz target with cargo-fuzz on the stable toolchain.
 //! * `gen-proto` — regenerates the checked-in protobuf code.
 //! * `peer` / `services` — install the peer, or start the test services for a dev shell.
 
 mod bench;
+mod bench_doc;
 mod fuzz;
 mod peer;
 mod proto;

@@ -378,7 +378,7 @@ mod tests {
         assert_eq!(lines[0]["tensor"], "gradient/w");
         assert!(lines[0]["message"].as_str().unwrap().contains("threshold"));
         assert_eq!(lines[1]["summary"].as_array().unwrap().len(), 2);
-        assert!(out.join(smdebug_rules::DEFAULT_STOP_SIGNAL_FILE).exists());
+        assert!(out.join(smdebug_index::DEFAULT_STOP_SIGNAL_FILE).exists());
 
         let mut buf: Vec<u8> = Vec::new();
         let fired = run(&args(out_s, &["ExplodingTensor"], false), &mut buf).unwrap();

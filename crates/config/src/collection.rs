@@ -74,15 +74,6 @@ pub mod keys {
     pub const NON_HISTOGRAM_COLLECTIONS: &[&str] = NON_REDUCTION_COLLECTIONS;
 }
 
-/// The folder of collections files inside a trial.
-pub const COLLECTIONS_DIR: &str = "collections/000000000";
-
-/// Path of a worker's collections file relative to the trial root
-/// (`collections/000000000/<worker>_collections.json`).
-pub fn collections_file_path(worker: &str) -> String {
-    format!("{COLLECTIONS_DIR}/{worker}_collections.json")
-}
-
 /// A named group of tensors with its own save and reduction rules (smdebug's `Collection`).
 ///
 /// A tensor belongs to a collection when its name is in [`Collection::tensor_names`] or when

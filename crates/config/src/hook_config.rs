@@ -4,6 +4,7 @@ use crate::collection::CollectionManager;
 use crate::error::{invalid, ConfigError};
 use crate::pyjson::{self, py_int, PyValue};
 use crate::pyregex::PyRegex;
+use crate::pystr::python_strip;
 use crate::save_config::join;
 use crate::{Mode, ReductionConfig, SaveConfig, SaveConfigMode};
 use std::path::{Path, PathBuf};
@@ -183,13 +184,15 @@ impl SaveParams {
                         return Err(invalid(p, v, "a string of comma-separated integers"));
                     };
                     let mut steps = Vec::new();
+                    // smdebug: `[int(x) for x in split(save_steps)]`, `split` strips each item.
                     for item in s.split(',') {
-                        let n =
-                            pyjson::py_int_str(item).ok_or_else(|| ConfigError::InvalidValue {
+                        let n = pyjson::py_int_str(python_strip(item)).ok_or_else(|| {
+                            ConfigError::InvalidValue {
                                 path: p.clone(),
                                 value: format!("{item:?} in {}", v.repr()),
                                 expected: "a string of comma-separated integers",
-                            })?;
+                            }
+                        })?;
                         steps.push(n);
                     }
                     slot.save_steps = Some(steps);
@@ -312,7 +315,7 @@ fn split_regexes(v: &PyValue, path: &str) -> Result<Vec<String>, ConfigError> {
     let PyValue::Str(s) = v else {
         return Err(invalid(path, v, "a comma-separated string of regexes"));
     };
-    let items: Vec<String> = s.split(',').map(|x| x.trim().to_string()).collect();
+    let items: Vec<String> = s.split(',').map(|x| python_strip(x).to_string()).collect();
     for p in &items {
         PyRegex::new(p)?;
     }
@@ -565,7 +568,7 @@ impl HookConfig {
 
 fn join_regexes(r: &[String], path: &str) -> Result<PyValue, ConfigError> {
     for p in r {
-        if p.contains(',') || p.trim() != p {
+        if p.contains(',') || python_strip(p) != p {
             return Err(ConfigError::InvalidValue {
                 path: path.to_string(),
                 value: format!("{p:?}"),
@@ -679,6 +682,23 @@ mod tests {
         assert!(!cm.get("weights").unwrap().save_histogram);
         let back = HookConfig::from_json(&c.to_json().unwrap()).unwrap();
         assert_eq!(back, c);
+    }
+
+    #[test]
+    fn list_items_are_stripped_like_python_str_strip() {
+        // U+001F is whitespace to `str.strip()` (smdebug's `split`), not to `int()`.
+        let c = HookConfig::from_json(
+            r#"{"HookParameters": {"save_steps": "\u001f3 ,4", "include_regex": " a\u001c,\tb "}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.hook.save_config.get(Mode::Train).unwrap().save_steps,
+            [3, 4]
+        );
+        assert_eq!(
+            c.hook.include_regex.as_deref(),
+            Some(&["a".to_string(), "b".to_string()][..])
+        );
     }
 
     #[test]

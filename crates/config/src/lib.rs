@@ -29,15 +29,14 @@ mod hook_config;
 mod mode;
 pub mod pyjson;
 mod pyregex;
+mod pystr;
 mod reduction_config;
 mod save_config;
 
 #[cfg(test)]
 mod proptests;
 
-pub use collection::{
-    collections_file_path, keys, Collection, CollectionManager, Framework, COLLECTIONS_DIR,
-};
+pub use collection::{keys, Collection, CollectionManager, Framework};
 pub use error::{ConfigError, ShouldSaveError};
 pub use hook_config::{
     hook_config_path, is_sagemaker_job, tensorboard_config_path, CollectionConfig, HookConfig,
@@ -49,5 +48,6 @@ pub use hook_config::{
 pub use mode::{Mode, ParseModeError};
 pub use pyjson::{JsonSyntaxError, PyValue};
 pub use pyregex::PyRegex;
+pub use pystr::{is_python_whitespace, python_strip};
 pub use reduction_config::{Norm, Reduction, ReductionConfig, UnknownOpError};
 pub use save_config::{SaveConfig, SaveConfigMode, DEFAULT_SAVE_INTERVAL};

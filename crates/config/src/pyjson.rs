@@ -399,8 +399,7 @@ pub fn write_value(out: &mut String, v: &PyValue) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_str(out, k);
-                out.push_str(": ");
+                write_key(out, k);
                 write_value(out, it);
             }
             out.push('}');
@@ -408,7 +407,15 @@ pub fn write_value(out: &mut String, v: &PyValue) {
     }
 }
 
-/// Appends a string with `ensure_ascii=True` escaping.
+/// Appends an object key and the separator after it (`"key": `), as `json.dumps` writes it.
+pub fn write_key(out: &mut String, key: &str) {
+    write_str(out, key);
+    out.push_str(": ");
+}
+
+/// Appends a string as `json.dumps` writes it with `ensure_ascii=True`: `\"`, `\\`, the
+/// short escapes `\b \f \n \r \t`, every other code point outside U+0020..=U+007E as
+/// `\uXXXX` (lower-case hex; UTF-16 surrogate pairs above U+FFFF); `/` is not escaped.
 pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
@@ -511,6 +518,9 @@ pub fn py_int(v: &PyValue) -> Option<i64> {
 }
 
 /// Python's `int(s)` for a string, limited to ASCII digits and the `i64` range.
+///
+/// `int()` strips Unicode `White_Space` only, which is Rust's [`char::is_whitespace`]; it
+/// keeps U+001C..U+001F, unlike `str.strip()` ([`crate::python_strip`]).
 pub fn py_int_str(s: &str) -> Option<i64> {
     let t = s.trim_matches(|c: char| c.is_whitespace());
     let (neg, body) = match t.as_bytes().first() {
@@ -541,6 +551,27 @@ pub fn py_int_str(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn dumped(s: &str) -> String {
+        let mut out = String::new();
+        write_str(&mut out, s);
+        out
+    }
+
+    #[test]
+    fn strings_escape_like_python() {
+        // Expected strings produced by CPython 3.11 json.dumps.
+        assert_eq!(dumped("a/b:0"), r#""a/b:0""#);
+        assert_eq!(dumped("q\"b\\"), r#""q\"b\\""#);
+        assert_eq!(dumped("\u{8}\u{c}\n\r\t"), r#""\b\f\n\r\t""#);
+        assert_eq!(dumped("\0\u{1f}\u{7f}"), r#""\u0000\u001f\u007f""#);
+        assert_eq!(dumped("é€"), r#""\u00e9\u20ac""#);
+        assert_eq!(dumped("😀"), r#""\ud83d\ude00""#);
+        assert_eq!(dumped(""), r#""""#);
+        let mut out = String::new();
+        write_key(&mut out, "k");
+        assert_eq!(out, r#""k": "#);
+    }
 
     #[test]
     fn dumps_matches_python_text() {

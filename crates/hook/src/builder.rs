@@ -53,10 +53,6 @@ impl std::fmt::Debug for WallTime {
     }
 }
 
-/// The default name of the stop-signal object when `SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE` is
-/// not set: a rule (or a person) creates `<trial>/stop_training.smd` to stop the job.
-pub const DEFAULT_STOP_SIGNAL_FILE: &str = "stop_training.smd";
-
 /// Builds a [`Hook`].
 ///
 /// Defaults are smdebug's PyTorch hook: the PyTorch default collections, only `losses`
@@ -349,7 +345,8 @@ impl HookBuilder {
     }
 
     /// The stop-signal object, relative to the trial (default:
-    /// `$SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE`, else [`DEFAULT_STOP_SIGNAL_FILE`]).
+    /// `$SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE`, else
+    /// [`smdebug_index::DEFAULT_STOP_SIGNAL_FILE`]; see [`smdebug_index::stop_signal_key`]).
     pub fn stop_signal_file(mut self, name: impl Into<String>) -> Self {
         self.stop_signal_file = Some(name.into());
         self

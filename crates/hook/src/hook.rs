@@ -1,9 +1,7 @@
 //! [`Hook`]: the training-thread side — steps, modes, collections and the per-tensor
 //! decision. Everything it decides is handed to the writer thread as a job.
 
-use crate::builder::{
-    HookBuilder, QueuePolicy, ReductionShape, WallTime, DEFAULT_STOP_SIGNAL_FILE,
-};
+use crate::builder::{HookBuilder, QueuePolicy, ReductionShape, WallTime};
 use crate::error::{HookError, Result};
 use crate::tensorboard::clean_tag;
 use crate::writer::{self, Job, Shared, TbTarget, TensorJob, WriterConfig};
@@ -16,7 +14,7 @@ use smdebug_config::{
     ReductionConfig, SaveConfig,
 };
 use smdebug_index::{
-    collections_file_key, stop_signal_file_key, tensorboard_worker, validate_worker,
+    collections_file_key, stop_signal_key, tensorboard_worker, validate_worker,
     DEFAULT_TENSORBOARD_DIR, END_OF_JOB_FILE, RULE_STOP_SIGNAL_ENV,
 };
 use smdebug_record::Tensor;
@@ -274,12 +272,10 @@ impl Hook {
         };
         let tensorboard = tb_target.is_some();
 
-        let stop_name = b
-            .stop_signal_file
-            .clone()
-            .or_else(|| std::env::var(RULE_STOP_SIGNAL_ENV).ok())
-            .unwrap_or_else(|| DEFAULT_STOP_SIGNAL_FILE.into());
-        let stop_key = stop_signal_file_key(&stop_name)?;
+        let stop_key = stop_signal_key(
+            b.stop_signal_file.as_deref(),
+            std::env::var(RULE_STOP_SIGNAL_ENV).ok().as_deref(),
+        )?;
 
         let shared = Arc::new(Shared::default());
         // With `Block` the channel carries batches of up to `batch_jobs` jobs: as many slots

@@ -68,10 +68,9 @@ mod hook;
 pub mod tensorboard;
 mod writer;
 
-pub use builder::{HookBuilder, QueuePolicy, ReductionShape, WallTime, DEFAULT_STOP_SIGNAL_FILE};
+pub use builder::{HookBuilder, QueuePolicy, ReductionShape, WallTime};
 pub use error::{HookError, Result};
 pub use hook::{Hook, HookStats, Saved};
-pub use writer::reduction_tensor_name;
 
 /// Re-exported so a training loop needs no other smdebug crate for the common calls.
 pub use smdebug_config::{

@@ -316,33 +316,6 @@ pub(crate) fn scalar_tensor(s: Scalar, shape: ReductionShape) -> Tensor {
     }
 }
 
-/// smdebug's `get_reduction_tensor_name(..., remove_colon_index=True)`: every `:<digits>` is
-/// removed from `OP/NAME`, then `smdebug/reductions/` is prepended.
-pub fn reduction_tensor_name(name: &str, request: &ReductionRequest) -> String {
-    let joined = format!("{}/{}", request.reduction.name(), name);
-    let mut out = String::with_capacity(joined.len() + 24);
-    out.push_str("smdebug/reductions/");
-    if request.abs {
-        out.push_str("abs_");
-    }
-    let b = joined.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b':' && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
-            i += 1;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-            continue;
-        }
-        // Copy one whole UTF-8 character.
-        let ch_len = joined[i..].chars().next().map_or(1, char::len_utf8);
-        out.push_str(&joined[i..i + ch_len]);
-        i += ch_len;
-    }
-    out
-}
-
 impl Writer {
     /// Runs one job (a batch's jobs arrive here one by one).
     fn dispatch(&mut self, job: Job) {
@@ -475,12 +448,13 @@ impl Writer {
         Ok(())
     }
 
-    /// [`reduction_tensor_name`], remembered: the same tensors are reduced at every step.
+    /// [`smdebug_index::reduction_tensor_name`], remembered: the same tensors are reduced at
+    /// every step.
     fn reduction_name(&mut self, name: &str, request: &ReductionRequest) -> String {
         if let Some(tag) = self.reduction_names.get(name).and_then(|m| m.get(request)) {
             return tag.clone();
         }
-        let tag = reduction_tensor_name(name, request);
+        let tag = smdebug_index::reduction_tensor_name(name, request.reduction.name(), request.abs);
         // Bounded, for programs that invent a new tensor name at every step.
         if self.reduction_names.len() < MAX_CACHED_NAMES || self.reduction_names.contains_key(name)
         {
@@ -637,29 +611,6 @@ pub(crate) fn write_end_marker(store: &BlockingStore) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smdebug_reduce::Reduction;
-
-    #[test]
-    fn reduction_names_drop_colon_indices_like_smdebug() {
-        let r = ReductionRequest::new(Reduction::Mean, false);
-        assert_eq!(
-            reduction_tensor_name("dense/kernel:0", &r),
-            "smdebug/reductions/mean/dense/kernel"
-        );
-        let a = ReductionRequest::new(Reduction::L2, true);
-        assert_eq!(
-            reduction_tensor_name("a:1/b:22", &a),
-            "smdebug/reductions/abs_l2/a/b"
-        );
-        assert_eq!(
-            reduction_tensor_name("x:y", &r),
-            "smdebug/reductions/mean/x:y"
-        );
-        assert_eq!(
-            reduction_tensor_name("température:3", &r),
-            "smdebug/reductions/mean/température"
-        );
-    }
 
     #[test]
     fn scalar_tensors_have_the_requested_shape_and_dtype() {

@@ -97,29 +97,6 @@ pub enum LayoutError {
     },
 }
 
-/// An error parsing a trial location (a local path or `s3://bucket/prefix`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LocationError {
-    /// The location is empty once whitespace is stripped.
-    #[error("empty trial location")]
-    Empty,
-    /// An object-store location has no bucket (`s3://` or `s3:///prefix`).
-    #[error("trial location {}: no bucket after {scheme}", Abbrev(.location))]
-    EmptyBucket {
-        /// The location as given.
-        location: String,
-        /// The scheme, e.g. `s3://`.
-        scheme: &'static str,
-    },
-    /// The location contains NUL, which no file system or object store accepts.
-    #[error("trial location {}: contains NUL", Abbrev(.location))]
-    Nul {
-        /// The location as given.
-        location: String,
-    },
-}
-
 /// An error reading an index file: the file is not valid JSON, or a field is missing, has the
 /// wrong type or an impossible value. The counterpart of smdebug's `IndexReaderException`
 /// (plus the `KeyError`/`TypeError`s its reader raises for the same files).

@@ -1,11 +1,13 @@
 //! Index files (FORMAT.md §10): reading what smdebug writes, writing it byte for byte.
 
+use std::fmt::Write as _;
+
 use serde_json::{Map, Value};
-use smdebug_config::Mode;
+use smdebug_config::pyjson::{write_key, write_str};
+use smdebug_config::{python_strip, Mode};
 
 use crate::error::{IndexFileError, LayoutError};
 use crate::layout::validate_relative_key;
-use crate::pyjson;
 
 /// The JSON key this project adds to every `tensor_payload` entry it writes: the masked
 /// CRC32C of the record's payload (the serialized `Event`), so a reader can verify a value
@@ -144,62 +146,62 @@ impl IndexFile {
     fn write(&self, with_crc: bool) -> String {
         let mut out = String::with_capacity(128 + 64 * (self.tensors.len() + self.shapes.len()));
         out.push('{');
-        pyjson::push_key(&mut out, "meta");
+        write_key(&mut out, "meta");
         out.push('{');
-        pyjson::push_key(&mut out, "mode");
-        pyjson::push_str(&mut out, self.meta.mode.name());
+        write_key(&mut out, "mode");
+        write_str(&mut out, self.meta.mode.name());
         out.push_str(", ");
-        pyjson::push_key(&mut out, "mode_step");
-        pyjson::push_int(&mut out, self.meta.mode_step);
+        write_key(&mut out, "mode_step");
+        push_int(&mut out, self.meta.mode_step);
         if let Some(name) = &self.meta.event_file_name {
             out.push_str(", ");
-            pyjson::push_key(&mut out, "event_file_name");
-            pyjson::push_str(&mut out, name);
+            write_key(&mut out, "event_file_name");
+            write_str(&mut out, name);
         }
         out.push_str("}, ");
-        pyjson::push_key(&mut out, "tensor_payload");
+        write_key(&mut out, "tensor_payload");
         out.push('[');
         for (i, t) in self.tensors.iter().enumerate() {
             if i > 0 {
                 out.push_str(", ");
             }
             out.push('{');
-            pyjson::push_key(&mut out, "tensorname");
-            pyjson::push_str(&mut out, &t.name);
+            write_key(&mut out, "tensorname");
+            write_str(&mut out, &t.name);
             out.push_str(", ");
-            pyjson::push_key(&mut out, "start_idx");
-            pyjson::push_int(&mut out, t.start_idx);
+            write_key(&mut out, "start_idx");
+            push_int(&mut out, t.start_idx);
             out.push_str(", ");
-            pyjson::push_key(&mut out, "length");
-            pyjson::push_int(&mut out, t.length);
+            write_key(&mut out, "length");
+            push_int(&mut out, t.length);
             if let (true, Some(crc)) = (with_crc, t.payload_crc32c) {
                 out.push_str(", ");
-                pyjson::push_key(&mut out, PAYLOAD_CRC_KEY);
-                pyjson::push_int(&mut out, crc);
+                write_key(&mut out, PAYLOAD_CRC_KEY);
+                push_int(&mut out, crc);
             }
             out.push('}');
         }
         out.push_str("], ");
-        pyjson::push_key(&mut out, "shape_payload");
+        write_key(&mut out, "shape_payload");
         out.push('[');
         for (i, s) in self.shapes.iter().enumerate() {
             if i > 0 {
                 out.push_str(", ");
             }
             out.push('{');
-            pyjson::push_key(&mut out, "tensorname");
-            pyjson::push_str(&mut out, &s.name);
+            write_key(&mut out, "tensorname");
+            write_str(&mut out, &s.name);
             out.push_str(", ");
-            pyjson::push_key(&mut out, "originalname");
-            pyjson::push_str(&mut out, &s.original_name);
+            write_key(&mut out, "originalname");
+            write_str(&mut out, &s.original_name);
             out.push_str(", ");
-            pyjson::push_key(&mut out, "shape");
+            write_key(&mut out, "shape");
             out.push('[');
             for (j, d) in s.shape.iter().enumerate() {
                 if j > 0 {
                     out.push_str(", ");
                 }
-                pyjson::push_int(&mut out, d);
+                push_int(&mut out, d);
             }
             out.push_str("]}");
         }
@@ -222,7 +224,7 @@ fn type_name(v: &Value) -> &'static str {
 /// The mode of an index file's `meta.mode`. smdebug reads it with
 /// `ModeKeys[mode.strip()]`: exact names, surrounding whitespace allowed.
 pub(crate) fn index_mode(text: &str) -> Option<Mode> {
-    match text.trim_matches(is_python_whitespace) {
+    match python_strip(text) {
         "TRAIN" => Some(Mode::Train),
         "EVAL" => Some(Mode::Eval),
         "PREDICT" => Some(Mode::Predict),
@@ -231,9 +233,10 @@ pub(crate) fn index_mode(text: &str) -> Option<Mode> {
     }
 }
 
-/// Python's `str.strip()` whitespace: Unicode `White_Space` plus U+001C..U+001F.
-fn is_python_whitespace(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+/// Appends an integer as Python writes an `int`.
+fn push_int(out: &mut String, value: impl std::fmt::Display) {
+    // Writing into a String cannot fail.
+    let _ = write!(out, "{value}");
 }
 
 /// Largest end offset (`start_idx + length`) accepted: file offsets are signed 64-bit on

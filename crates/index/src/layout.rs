@@ -1,7 +1,7 @@
 //! Where things live in a trial (FORMAT.md §2, §4, §12), and parsing file names back.
 //!
 //! Every key here is relative to the trial root and uses `/`; join it with a
-//! [`crate::TrialLocation`] to get a local path or an object key.
+//! the trial's location (`smdebug_storage::Location`) to get a local path or an object key.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -25,8 +25,13 @@ pub const CLAIM_FILE: &str = "claim.smd";
 /// Default TensorBoard folder inside the trial when TB export is on and no folder is given.
 pub const DEFAULT_TENSORBOARD_DIR: &str = "tensorboard";
 /// Environment variable naming the SageMaker rule stop-signal file, relative to the trial
-/// prefix (`SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE`); see [`stop_signal_file_key`].
+/// prefix (`SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE`); see [`stop_signal_key`].
 pub const RULE_STOP_SIGNAL_ENV: &str = "SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE";
+/// The stop-signal object's name when neither the caller nor [`RULE_STOP_SIGNAL_ENV`] names
+/// one: a rule (or a person) creates `<trial>/stop_training.smd` to stop the job. smdebug
+/// has no default (without the variable its hook never checks); ours lets a rule stop a
+/// hook outside SageMaker.
+pub const DEFAULT_STOP_SIGNAL_FILE: &str = "stop_training.smd";
 /// Temporary suffix of files being written locally (renamed away when complete).
 pub const TEMP_SUFFIX: &str = ".tmp";
 
@@ -93,11 +98,23 @@ pub fn tensorboard_file_key(mode: Mode, step: i64, worker: &str) -> Result<Strin
     ))
 }
 
-/// The key of the rule stop-signal file, given the value of [`RULE_STOP_SIGNAL_ENV`].
+/// The key of the stop-signal object that the hook watches and a rule's stop action writes:
+/// `explicit` (a builder or action setting), else `env` (the value of
+/// [`RULE_STOP_SIGNAL_ENV`], which the caller reads so this crate stays free of process
+/// state), else [`DEFAULT_STOP_SIGNAL_FILE`].
 ///
-/// The name comes from the environment, so it is checked like any relative key
+/// The name may come from the environment, so it is checked like any relative key
 /// ([`validate_relative_key`]): it may name a file in a sub-folder, never one outside the trial.
-pub fn stop_signal_file_key(name: &str) -> Result<String, LayoutError> {
+///
+/// ```
+/// use smdebug_index::{stop_signal_key, DEFAULT_STOP_SIGNAL_FILE};
+/// assert_eq!(stop_signal_key(None, None).unwrap(), DEFAULT_STOP_SIGNAL_FILE);
+/// assert_eq!(stop_signal_key(None, Some("rules/stop")).unwrap(), "rules/stop");
+/// assert_eq!(stop_signal_key(Some("mine"), Some("rules/stop")).unwrap(), "mine");
+/// assert!(stop_signal_key(None, Some("../outside")).is_err());
+/// ```
+pub fn stop_signal_key(explicit: Option<&str>, env: Option<&str>) -> Result<String, LayoutError> {
+    let name = explicit.or(env).unwrap_or(DEFAULT_STOP_SIGNAL_FILE);
     validate_relative_key(name)?;
     Ok(name.to_owned())
 }
@@ -561,7 +578,8 @@ mod tests {
     fn relative_keys() {
         for ok in ["a", "a/b", "stop_signal.txt", "x/y.z"] {
             assert!(validate_relative_key(ok).is_ok(), "{ok}");
-            assert_eq!(stop_signal_file_key(ok).unwrap(), ok);
+            assert_eq!(stop_signal_key(Some(ok), None).unwrap(), ok);
+            assert_eq!(stop_signal_key(None, Some(ok)).unwrap(), ok);
         }
         for bad in [
             "",
@@ -575,6 +593,7 @@ mod tests {
             "a\0",
         ] {
             assert!(validate_relative_key(bad).is_err(), "{bad:?}");
+            assert!(stop_signal_key(Some(bad), Some("ok")).is_err(), "{bad:?}");
         }
     }
 

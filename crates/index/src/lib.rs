@@ -6,15 +6,11 @@
 //!
 //! ```
 //! use smdebug_config::Mode;
-//! use smdebug_index::{
-//!     classify_key, index_file_key, IndexFile, IndexMeta, TensorEntry, TrialFile, TrialLocation,
-//! };
+//! use smdebug_index::{classify_key, index_file_key, IndexFile, IndexMeta, TensorEntry, TrialFile};
 //!
-//! // Where step 1234 of worker_0 goes, in an S3 trial.
-//! let trial = TrialLocation::parse("s3://bucket/jobs/run-1")?;
+//! // Where step 1234 of worker_0 goes, relative to the trial root.
 //! let key = index_file_key(1234, "worker_0")?;
 //! assert_eq!(key, "index/000000001/000000001234_worker_0.json");
-//! assert_eq!(trial.key(&key), "jobs/run-1/index/000000001/000000001234_worker_0.json");
 //!
 //! // What a listed key is.
 //! match classify_key(&key)? {
@@ -37,11 +33,13 @@
 //!
 //! Main pieces:
 //!
-//! * [`TrialLocation`]: a local directory or `s3://` / `gs://` / `az://` `bucket/prefix`,
-//!   turning keys relative to the trial root into paths or object keys.
-//! * Keys of trial files: [`event_file_key`], [`index_file_key`], [`collections_file_key`],
-//!   [`tensorboard_file_key`], [`END_OF_JOB_FILE`], [`CLAIM_FILE`],
-//!   [`stop_signal_file_key`]; step formatting [`format_step`] / [`format_index_bucket`].
+//! * Keys of trial files, relative to the trial root (`smdebug_storage::Location` says where
+//!   the root is): [`event_file_key`], [`index_file_key`], [`collections_file_key`],
+//!   [`tensorboard_file_key`], [`END_OF_JOB_FILE`], [`CLAIM_FILE`]; step formatting
+//!   [`format_step`] / [`format_index_bucket`].
+//! * Names the writer (hook) and the readers (trial, rules) must agree on, defined here once:
+//!   reduction records ([`reduction_tensor_name`] and [`reverse_reduction_tensor_name`]) and
+//!   the stop signal ([`stop_signal_key`], [`DEFAULT_STOP_SIGNAL_FILE`]).
 //! * Worker names never become paths unchecked: [`validate_worker`] refuses `/`, `..`,
 //!   control characters and over-long names; TF device names go through
 //!   [`serialize_tf_device`].
@@ -56,22 +54,23 @@ mod error;
 mod index_fast;
 mod index_json;
 mod layout;
-mod location;
-mod pyjson;
+mod reduction;
 mod step;
 mod worker;
 
-pub use error::{IndexFileError, LayoutError, LocationError, WorkerNameProblem};
+pub use error::{IndexFileError, LayoutError, WorkerNameProblem};
 pub use index_json::{IndexFile, IndexMeta, ShapeEntry, TensorEntry, PAYLOAD_CRC_KEY};
 pub use layout::{
     classify_key, collections_file_key, event_dir_key, event_file_key, index_bucket_key,
     index_file_key, parse_collections_file_name, parse_step_file_name,
-    python_worker_from_step_file, stop_signal_file_key, tensorboard_file_key, tensorboard_worker,
+    python_worker_from_step_file, stop_signal_key, tensorboard_file_key, tensorboard_worker,
     trial_prefix_from_index_path, validate_relative_key, StepFileKind, StepFileName, TrialFile,
-    CLAIM_FILE, COLLECTIONS_DIR, DEFAULT_TENSORBOARD_DIR, END_OF_JOB_FILE, EVENTS_DIR, INDEX_DIR,
-    RULE_STOP_SIGNAL_ENV, TEMP_SUFFIX,
+    CLAIM_FILE, COLLECTIONS_DIR, DEFAULT_STOP_SIGNAL_FILE, DEFAULT_TENSORBOARD_DIR,
+    END_OF_JOB_FILE, EVENTS_DIR, INDEX_DIR, RULE_STOP_SIGNAL_ENV, TEMP_SUFFIX,
 };
-pub use location::{default_trial_name, Scheme, TrialLocation};
+pub use reduction::{
+    reduction_tensor_name, reverse_reduction_tensor_name, ReductionTensorName, REDUCTIONS_PREFIX,
+};
 pub use step::{format_index_bucket, format_step, STEPS_PER_INDEX_BUCKET};
 pub use worker::{
     deserialize_tf_device, serialize_tf_device, validate_worker, MAX_WORKER_NAME_BYTES,

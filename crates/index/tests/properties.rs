@@ -4,9 +4,9 @@ use proptest::prelude::*;
 use smdebug_config::Mode;
 use smdebug_index::{
     classify_key, collections_file_key, event_file_key, format_index_bucket, format_step,
-    index_file_key, parse_step_file_name, python_worker_from_step_file, tensorboard_file_key,
-    validate_relative_key, validate_worker, IndexFile, IndexMeta, Scheme, ShapeEntry, TensorEntry,
-    TrialFile, TrialLocation,
+    index_file_key, parse_step_file_name, python_worker_from_step_file, reduction_tensor_name,
+    reverse_reduction_tensor_name, tensorboard_file_key, validate_relative_key, validate_worker,
+    IndexFile, IndexMeta, ShapeEntry, TensorEntry, TrialFile, REDUCTIONS_PREFIX,
 };
 
 fn mode() -> impl Strategy<Value = Mode> {
@@ -207,9 +207,6 @@ proptest! {
                     prop_assert_eq!(key.split('/').count(), depth, "{:?}", key);
                     prop_assert!(!key.contains('\\'));
                     prop_assert!(key.rsplit('/').next().unwrap().len() <= 255);
-                    // Joined to a trial, the key stays below it.
-                    let trial = TrialLocation::parse("/base/trial").unwrap();
-                    prop_assert!(trial.key(&key).starts_with("/base/trial/"));
                 }
             }
         }
@@ -225,26 +222,28 @@ proptest! {
     }
 
     #[test]
-    fn object_store_locations_parse_back(
-        scheme in prop::sample::select(vec![Scheme::S3, Scheme::Gcs, Scheme::Azure]),
-        bucket in "[a-z0-9.-]{1,20}",
-        prefix in "[a-z0-9/_]{0,20}",
-        rel in "[a-z0-9_]{1,8}(/[a-z0-9_]{1,8}){0,3}",
+    fn reduction_names_read_back(
+        tensor in "[a-z/_:. 0-9\u{e9}]{0,24}",
+        op in "[a-z0-9]{1,8}",
+        abs in any::<bool>(),
     ) {
-        let text = format!("{}{bucket}/{prefix}", scheme.prefix());
-        let loc = TrialLocation::parse(&format!(" {text}\n")).unwrap();
-        prop_assert_eq!(&loc, &TrialLocation::ObjectStore { scheme, bucket: bucket.clone(), prefix: prefix.clone() });
-        let key = loc.key(&rel);
-        prop_assert!(!key.contains("//"));
-        prop_assert!(key.ends_with(&rel));
-        prop_assert_eq!(loc.uri(&rel), format!("{}{bucket}/{key}", scheme.prefix()));
+        let name = reduction_tensor_name(&tensor, &op, abs);
+        prop_assert!(name.starts_with(REDUCTIONS_PREFIX));
+        prop_assert!(!name.chars().zip(name.chars().skip(1)).any(|(a, b)| a == ':' && b.is_ascii_digit()), "{:?}", name);
+        let back = reverse_reduction_tensor_name(&name).unwrap();
+        prop_assert_eq!((back.op, back.abs), (op.as_str(), abs));
+        // The tensor comes back without its `:<digits>` parts.
+        prop_assert_eq!(reduction_tensor_name(back.tensor, &op, abs), name.clone());
+        if !tensor.contains(':') {
+            prop_assert_eq!(back.tensor, tensor.as_str());
+        }
     }
 
     #[test]
     fn classify_never_panics(key in any::<String>()) {
         let _ = classify_key(&key);
         let _ = python_worker_from_step_file(&key);
-        let _ = TrialLocation::parse(&key);
+        let _ = reverse_reduction_tensor_name(&key);
     }
 
     #[test]

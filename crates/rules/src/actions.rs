@@ -2,21 +2,18 @@
 //! (SEMANTICS.md §11.4).
 //!
 //! The stop signal is an object under the base trial (by default `stop_training.smd`, or
-//! the name in `SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE`), written through `smdebug-storage`, so
-//! it works across processes and on object storage; `smdebug-hook`'s `Hook::should_stop()`
-//! looks for the same key.
+//! the name in `SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE`; both resolved by
+//! `smdebug_index::stop_signal_key`), written through `smdebug-storage`, so it works across
+//! processes and on object storage; `smdebug-hook`'s `Hook::should_stop()` looks for the same
+//! key.
 
 use crate::error::{Result, RuleError};
 use crate::rule::Firing;
-use smdebug_index::{stop_signal_file_key, RULE_STOP_SIGNAL_ENV};
+use smdebug_index::RULE_STOP_SIGNAL_ENV;
 use smdebug_storage::{BlockingStore, Bytes};
 use smdebug_trial::Trial;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-
-/// The stop-signal object's default name, relative to the trial (the same default as
-/// `smdebug_hook::DEFAULT_STOP_SIGNAL_FILE`).
-pub const DEFAULT_STOP_SIGNAL_FILE: &str = "stop_training.smd";
 
 /// Something done when a rule fires.
 pub trait Action: Send + Sync + std::fmt::Debug {
@@ -27,13 +24,11 @@ pub trait Action: Send + Sync + std::fmt::Debug {
 }
 
 /// The key of the stop signal: `name`, else `SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE`, else
-/// [`DEFAULT_STOP_SIGNAL_FILE`] (checked to stay inside the trial).
+/// [`smdebug_index::DEFAULT_STOP_SIGNAL_FILE`] (checked to stay inside the trial), resolved by
+/// [`smdebug_index::stop_signal_key`] as the hook resolves the key it watches.
 pub fn stop_signal_key(name: Option<&str>) -> Result<String> {
-    let name = name
-        .map(str::to_owned)
-        .or_else(|| std::env::var(RULE_STOP_SIGNAL_ENV).ok())
-        .unwrap_or_else(|| DEFAULT_STOP_SIGNAL_FILE.to_owned());
-    stop_signal_file_key(&name).map_err(|e| RuleError::Action {
+    let env = std::env::var(RULE_STOP_SIGNAL_ENV).ok();
+    smdebug_index::stop_signal_key(name, env.as_deref()).map_err(|e| RuleError::Action {
         rule: String::new(),
         action: "stoptraining".into(),
         message: e.to_string(),

@@ -54,7 +54,6 @@ mod util;
 
 pub use actions::{
     parse_actions, stop_signal_key, Action, ActionConfig, Message, MessageFormat, StopTraining,
-    DEFAULT_STOP_SIGNAL_FILE,
 };
 pub use error::{Result, RuleError};
 pub use registry::{

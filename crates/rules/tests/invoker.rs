@@ -287,7 +287,7 @@ fn stop_action_from_action_json_reaches_the_hook() {
     );
     assert_eq!(
         hook.stop_signal_key(),
-        smdebug_rules::DEFAULT_STOP_SIGNAL_FILE
+        smdebug_index::DEFAULT_STOP_SIGNAL_FILE
     );
     hook.close().unwrap();
 }

@@ -15,18 +15,32 @@ use crate::Storage;
 
 /// A place that holds objects: a local folder or a bucket/container prefix.
 ///
-/// Parsed by [`Location::parse`]:
+/// Parsed by [`Location::parse`], the one parser of trial locations (the hook's `out_dir`
+/// and TensorBoard folder, the reader's trial paths, the CLI's arguments):
 ///
 /// | string | location |
 /// |---|---|
-/// | `/data/trial`, `trial`, `~/trial`, `file:///data/trial` | [`Location::Local`] (`~` is expanded with `$HOME`, as smdebug does for `out_dir`) |
-/// | `s3://bucket/prefix` | [`Location::S3`] |
+/// | `/data/trial`, `trial`, `~/trial`, `file:///data/trial` | [`Location::Local`] (`~` and `~/…` are expanded with `$HOME` as Python's `os.path.expanduser` does, which smdebug applies to local trials and `out_dir`) |
+/// | `s3://bucket/prefix` | [`Location::S3`] (smdebug's `is_s3`: the bucket runs up to the first `/`) |
 /// | `gs://bucket/prefix` | [`Location::Gcs`] |
 /// | `az://container/prefix` | [`Location::Azure`] |
 /// | `memory://name/prefix` | [`Location::Memory`]: a process-wide in-memory store per name, for tests |
 ///
-/// For object stores the prefix is normalised like smdebug does on S3: runs of `/` collapse
-/// and leading/trailing `/` go (`s3://b`, `s3://b/` and `s3://b//` all mean the whole bucket).
+/// Where this differs from smdebug 1.0.34, which knows only `s3://` and takes every other
+/// string for a local path:
+///
+/// * `scheme://…` with a scheme not in the table (`ftp://x`, `S3://b`, a typo) is an error,
+///   not a relative local folder named `ftp:`. Text before `://` that is no URL scheme
+///   (`/data/a://b`) still makes a local path, as in smdebug.
+/// * `gs://`, `az://`, `memory://` and `file://` are this project's extensions.
+/// * For object stores the prefix is normalised: runs of `/` collapse and leading/trailing `/`
+///   go (`s3://b`, `s3://b/` and `s3://b//` all mean the whole bucket). smdebug's S3 writer
+///   collapses runs too, but keeps a leading `/`: `s3://b//p` is the prefix `/p` there and `p`
+///   here (object stores cannot address a key with an empty first component).
+/// * `~user/…` is not expanded, nor is `~` when `$HOME` is unset.
+/// * Surrounding whitespace is part of the string: the reader (`smdebug_trial::create_trial`)
+///   strips it before parsing, as smdebug's `create_trial` does; the hook keeps it, as
+///   smdebug's hook does.
 ///
 /// ```
 /// use smdebug_storage::Location;
@@ -88,10 +102,17 @@ impl Location {
             location: s.to_owned(),
             reason: reason.to_owned(),
         };
-        let Some((scheme, rest)) = s.split_once("://") else {
-            if s.is_empty() {
-                return Err(bad("empty location"));
-            }
+        if s.is_empty() {
+            return Err(bad("empty location"));
+        }
+        // No file system or object store accepts it; refused here rather than at first use.
+        if s.contains('\0') {
+            return Err(bad("contains NUL"));
+        }
+        let Some((scheme, rest)) = s
+            .split_once("://")
+            .filter(|(scheme, _)| is_url_scheme(scheme))
+        else {
             return Ok(Location::Local(expand_home(s)));
         };
         let split = |rest: &str, what: &str| -> Result<(String, String)> {
@@ -303,18 +324,36 @@ impl fmt::Display for Location {
     }
 }
 
+/// RFC 3986's `scheme`: `ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`.
+fn is_url_scheme(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+/// Python's `os.path.expanduser` for `~` and `~/…`: `$HOME` without trailing `/`, then the
+/// rest from its `/` on (`/` when that leaves nothing). Anything else, and everything when
+/// `$HOME` is unset, stays as it is.
 fn expand_home(s: &str) -> PathBuf {
-    let home = || std::env::var_os("HOME").map(PathBuf::from);
-    if s == "~" {
-        if let Some(h) = home() {
-            return h;
+    let rest = match s.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ => return PathBuf::from(s),
+    };
+    let Some(home) = std::env::var_os("HOME") else {
+        return PathBuf::from(s);
+    };
+    match home.to_str() {
+        Some(home) => {
+            let expanded = format!("{}{rest}", home.trim_end_matches('/'));
+            if expanded.is_empty() {
+                PathBuf::from("/")
+            } else {
+                PathBuf::from(expanded)
+            }
         }
-    } else if let Some(rest) = s.strip_prefix("~/") {
-        if let Some(h) = home() {
-            return h.join(rest);
-        }
+        // A non-UTF-8 home: joined as a path, which differs only in doubled `/`.
+        None => PathBuf::from(home).join(rest.trim_start_matches('/')),
     }
-    PathBuf::from(s)
 }
 
 /// The process-wide in-memory store called `name`.
@@ -397,6 +436,19 @@ mod tests {
             ("/tmp/x", Location::Local("/tmp/x".into())),
             ("rel/x", Location::Local("rel/x".into())),
             ("file:///tmp/x", Location::Local("/tmp/x".into())),
+            // Text before `://` that is no URL scheme: a local path, as in smdebug.
+            ("/data/a://b", Location::Local("/data/a://b".into())),
+            ("a b://c", Location::Local("a b://c".into())),
+            ("1x://y", Location::Local("1x://y".into())),
+            ("://y", Location::Local("://y".into())),
+            ("~user/x", Location::Local("~user/x".into())),
+            (
+                "s3://bucket.with.dots/p r e",
+                Location::S3 {
+                    bucket: "bucket.with.dots".into(),
+                    prefix: "p r e".into(),
+                },
+            ),
         ];
         for (s, want) in cases {
             assert_eq!(Location::parse(s).unwrap(), want, "{s}");
@@ -409,6 +461,10 @@ mod tests {
             "http://x/y",
             "s3://b/../x",
             "file://",
+            "ftp://x",
+            "S3://b/p",
+            "a\0",
+            "s3://b/\0",
         ] {
             assert!(
                 matches!(
@@ -421,11 +477,19 @@ mod tests {
     }
 
     #[test]
-    fn expands_home() {
-        if let Some(home) = std::env::var_os("HOME") {
+    fn expands_home_like_python_expanduser() {
+        let home = std::env::var("HOME").expect("tests run with $HOME set");
+        let home = home.trim_end_matches('/');
+        let root = if home.is_empty() { "/" } else { home };
+        for (s, want) in [
+            ("~", root.to_owned()),
+            ("~/t", format!("{home}/t")),
+            ("~//t/", format!("{home}//t/")),
+        ] {
             assert_eq!(
-                Location::parse("~/t").unwrap(),
-                Location::Local(PathBuf::from(home).join("t"))
+                Location::parse(s).unwrap(),
+                Location::Local(want.into()),
+                "{s}"
             );
         }
     }
@@ -442,6 +506,56 @@ mod tests {
             let l = Location::parse(s).unwrap();
             assert_eq!(l.to_string(), s);
             assert_eq!(Location::parse(&l.to_string()).unwrap(), l);
+        }
+    }
+
+    /// A path component that is not `.` or `..` (those are refused in prefixes).
+    fn component() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        "[a-zA-Z0-9_ .:-]{1,8}".prop_filter("not . or ..", |c| c != "." && c != "..")
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn object_store_prefixes_normalise_and_round_trip(
+            scheme in proptest::sample::select(vec!["s3", "s3a", "gs", "az", "azure", "memory"]),
+            bucket in "[a-z0-9][a-z0-9.-]{0,20}",
+            parts in proptest::collection::vec((component(), 1usize..4), 0..5),
+            leading in 0usize..3,
+            trailing in 0usize..3,
+        ) {
+            let mut text = format!("{scheme}://{bucket}/{}", "/".repeat(leading));
+            for (part, slashes) in &parts {
+                text.push_str(part);
+                text.push_str(&"/".repeat(*slashes));
+            }
+            text.push_str(&"/".repeat(trailing));
+            let prefix = parts.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>().join("/");
+            let (name, prefix) = (bucket.clone(), prefix);
+            let want = match scheme {
+                "s3" | "s3a" => Location::S3 { bucket: name, prefix },
+                "gs" => Location::Gcs { bucket: name, prefix },
+                "az" | "azure" => Location::Azure { container: name, prefix },
+                _ => Location::Memory { name, prefix },
+            };
+            let parsed = Location::parse(&text).unwrap();
+            proptest::prop_assert_eq!(&parsed, &want, "{}", text);
+            proptest::prop_assert_eq!(Location::parse(&parsed.to_string()).unwrap(), parsed);
+        }
+
+        #[test]
+        fn strings_without_a_scheme_are_local_paths_as_given(s in "[^\\x00~][^\\x00]{0,40}") {
+            proptest::prop_assume!(!s.contains("://"));
+            proptest::prop_assert_eq!(Location::parse(&s).unwrap(), Location::Local(PathBuf::from(&s)));
+        }
+
+        #[test]
+        fn any_string_parses_or_is_a_typed_error(s in "\\PC{0,40}|[a-z0-9]{1,5}://\\PC{0,30}") {
+            match Location::parse(&s) {
+                Ok(Location::Local(_)) => {}
+                Ok(other) => proptest::prop_assert_eq!(Location::parse(&other.to_string()).unwrap(), other),
+                Err(e) => proptest::prop_assert!(matches!(e, StorageError::InvalidLocation { .. }), "{}", e),
+            }
         }
     }
 

@@ -65,7 +65,7 @@ mod trial;
 pub use error::{Result, TrialError};
 pub use smdebug_config::Mode;
 pub use smdebug_exceptions::{AnalysisError, StepState};
-pub use state::{reverse_reduction_name, RecordLocation, REDUCTIONS_PREFIX};
+pub use state::RecordLocation;
 pub use tensor::{ReductionValues, Tensor};
 pub use trial::{create_trial, PollPolicy, TensorFilter, Trial, TrialOptions};
 

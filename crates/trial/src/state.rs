@@ -5,12 +5,11 @@
 use smallvec::SmallVec;
 use smdebug_config::Mode;
 use smdebug_exceptions::StepState;
-use smdebug_index::{index_file_key, serialize_tf_device, IndexFile};
+use smdebug_index::{
+    index_file_key, reverse_reduction_tensor_name, serialize_tf_device, IndexFile,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-
-/// Text that marks a reduction record's name (`smdebug/reductions/…`).
-pub const REDUCTIONS_PREFIX: &str = "smdebug/reductions/";
 
 /// Where one tensor record lives: an event file and a byte range, as an index entry says.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -176,19 +175,6 @@ struct Resolved {
     entry_name: String,
     tensor: usize,
     reduction: Option<(String, bool)>,
-}
-
-/// smdebug's `reverse_reduction_tensor_name`: `(tensor, op, abs)` for a name containing
-/// [`REDUCTIONS_PREFIX`], or `None` when the text after the prefix has no `/` (Python then
-/// fails with `IndexError`; here the record stays a tensor of its own name).
-pub fn reverse_reduction_name(name: &str) -> Option<(String, String, bool)> {
-    let rest = name.split(REDUCTIONS_PREFIX).nth(1)?;
-    let (reduction, tensor) = rest.split_once('/')?;
-    let (op, abs) = match reduction.split("abs_").nth(1) {
-        Some(op) if reduction.contains("abs_") => (op.to_owned(), true),
-        _ => (reduction.to_owned(), false),
-    };
-    Some((tensor.to_owned(), op, abs))
 }
 
 /// The index bookkeeping of a trial.
@@ -491,7 +477,6 @@ impl State {
     }
 }
 
-/// `(tensor, Some((op, abs)))` for a reduction record's name, `(name, None)` otherwise.
 /// Inserts `s` unless present, allocating only when it is new (opening a trial inserts
 /// every tensor name once per step; almost all are already there).
 fn insert_str(set: &mut BTreeSet<String>, s: &str) {
@@ -500,13 +485,12 @@ fn insert_str(set: &mut BTreeSet<String>, s: &str) {
     }
 }
 
+/// `(tensor, Some((op, abs)))` for a reduction record's name, `(name, None)` otherwise.
 fn split_name(name: &str) -> (String, Option<(String, bool)>) {
-    if name.contains(REDUCTIONS_PREFIX) {
-        if let Some((tensor, op, abs)) = reverse_reduction_name(name) {
-            return (tensor, Some((op, abs)));
-        }
+    match reverse_reduction_tensor_name(name) {
+        Some(r) => (r.tensor.to_owned(), Some((r.op.to_owned(), r.abs))),
+        None => (name.to_owned(), None),
     }
-    (name.to_owned(), None)
 }
 
 #[cfg(test)]
@@ -529,26 +513,5 @@ mod tests {
         assert!(m.get(7).is_some());
         assert!(m.get(6).is_none());
         assert!(m.get(-1).is_none() && m.get(10).is_none());
-    }
-
-    #[test]
-    fn reduction_names_parse_like_smdebug() {
-        assert_eq!(
-            reverse_reduction_name("outer/smdebug/reductions/abs_min/inner"),
-            Some(("inner".into(), "min".into(), true))
-        );
-        assert_eq!(
-            reverse_reduction_name("smdebug/reductions/myabs_foo/x/y"),
-            Some(("x/y".into(), "foo".into(), true))
-        );
-        assert_eq!(
-            reverse_reduction_name("smdebug/reductions/min/smdebug/reductions/max/x"),
-            Some(("".into(), "min".into(), false))
-        );
-        assert_eq!(
-            reverse_reduction_name("smdebug/reductions/abs_l2/dense/kernel:0"),
-            Some(("dense/kernel:0".into(), "l2".into(), true))
-        );
-        assert_eq!(reverse_reduction_name("smdebug/reductions/min"), None);
     }
 }

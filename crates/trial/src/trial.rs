@@ -6,7 +6,7 @@ use crate::state::{RecordLocation, State};
 use crate::tensor::Tensor;
 use crate::{Result, TrialError, Value};
 use futures::stream::{self, StreamExt};
-use smdebug_config::{Collection, CollectionManager, Mode, PyRegex};
+use smdebug_config::{python_strip, Collection, CollectionManager, Mode, PyRegex};
 use smdebug_exceptions::{AnalysisError, StepState};
 use smdebug_index::{
     classify_key, IndexFile, IndexFileError, TrialFile, END_OF_JOB_FILE, INDEX_DIR,
@@ -126,14 +126,18 @@ pub struct Trial {
 
 impl Trial {
     /// Opens the trial at `path` (see [`create_trial`]).
+    ///
+    /// As smdebug's `create_trial`, surrounding whitespace (Python's `str.strip()`) is removed
+    /// first, and the default name is the text after the last `/` (`os.path.basename`), so
+    /// `…/run_1/` is named `""`.
     pub fn open(path: &str, options: TrialOptions) -> Result<Trial> {
-        let stripped = path.trim();
+        let stripped = python_strip(path);
         let location = Location::parse(stripped)?;
         let storage = location.open_with(&options.storage)?;
-        let name = options
-            .name
-            .clone()
-            .unwrap_or_else(|| smdebug_index::default_trial_name(stripped));
+        let name = options.name.clone().unwrap_or_else(|| {
+            let basename = stripped.rsplit('/').next().unwrap_or_default();
+            basename.to_owned()
+        });
         Trial::from_storage(storage, stripped, name, options)
     }
 

@@ -306,6 +306,24 @@ fn m102_incomplete_step_window() {
 }
 
 #[test]
+fn paths_are_stripped_like_python_and_named_after_their_last_component() {
+    let f = Fixture::new("strip", &["worker_0"]);
+    f.global(0, "worker_0");
+    f.end();
+    // U+001F and U+0085 are whitespace to Python's `str.strip()`; U+001F is not to Rust's `trim()`.
+    let t = Trial::open(
+        &format!("\u{1f} {}\n\u{85}", f.url),
+        TrialOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(t.path(), f.url);
+    assert_eq!(t.name(), "strip");
+    assert_eq!(t.steps(Mode::Global, true).unwrap(), [0]);
+    let t = Trial::open(&format!("{}/", f.url), TrialOptions::default()).unwrap();
+    assert_eq!(t.name(), "", "os.path.basename of a path ending in '/'");
+}
+
+#[test]
 fn i61_i62_range_steps() {
     let f = Fixture::new("i61", &["algo-1"]);
     (0..20).for_each(|s| f.global(s, "algo-1"));
