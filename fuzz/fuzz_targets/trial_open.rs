@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use smdebug_trial::dump::{dump_trial_with, DumpOptions};
+use smdebug_dump::{dump_trial_with, DumpOptions};
 use smdebug_trial::storage::{BlockingStore, Bytes, Location};
 use smdebug_trial::{Mode, PollPolicy, TrialOptions};
 use std::sync::OnceLock;

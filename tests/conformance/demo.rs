@@ -1,9 +1,9 @@
 //! `smdebug demo`: the trial it writes (candle adapter + hook, TensorBoard beside it) is read
 //! identically by the real Python smdebug (`tests/peer/dump.py`) and by
-//! `smdebug_trial::dump`, compared with `tests/peer/compare_dumps.py`.
+//! `smdebug_dump`, compared with `tests/peer/compare_dumps.py`.
 
 use smdebug_conformance::{check, peer_dir, peer_python, smdebug_bin, tempdir};
-use smdebug_trial::dump::{dump_trial, DumpOptions};
+use smdebug_dump::{dump_trial, DumpOptions};
 use std::path::Path;
 use std::process::Command;
 

@@ -10,3 +10,4 @@ mod reduce;
 mod rules;
 mod storage;
 mod trial;
+mod xgboost;

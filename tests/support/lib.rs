@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `SMDEBUG_PEER_PYTHON` | interpreter of the venv that holds smdebug 1.0.34 (`tests/peer/requirements.txt`) |
 //! | `SMDEBUG_TEST_S3_ENDPOINT`, `SMDEBUG_TEST_S3_BUCKET` | an S3-compatible server on 127.0.0.1 and a bucket in it; `AWS_*` credentials are set too |
-//! | `SMDEBUG_SHARED_PEER` | `../shared/peer` when it exists beside the clone: an independent second check |
+//! | `SMDEBUG_SHARED_PEER` | `../shared/peer` when it exists beside the clone: an independent second check, made only by the `#[ignore]`d tests `record::shared_peer_*`, which `cargo xtask test` runs as a step of its own (printing `shared peer check: ran` or `shared peer check: skipped: ../shared/peer absent`) |
 //!
 //! Tests that need the peer fail (they never skip) when it is missing: a green run must mean
 //! the comparison happened.

@@ -1,6 +1,7 @@
 //! Installs the Python parts the tests compare against, into virtualenvs outside the repo:
-//! the real smdebug 1.0.34 (pinned by `tests/peer/requirements.txt`) and the test tools
-//! (`tests/peer/tools-requirements.txt`: moto's S3 server, TensorBoard).
+//! the real smdebug 1.0.34 with XGBoost for its hook (pinned by
+//! `tests/peer/requirements.txt`) and the test tools (`tests/peer/tools-requirements.txt`:
+//! moto's S3 server, TensorBoard).
 use crate::util::{cache_dir, output, root};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -15,9 +16,20 @@ pub fn ensure_peer() -> Result<PathBuf> {
         &venv,
         &req,
         &["--no-deps"],
-        "import smdebug, numpy, google.protobuf",
+        "import smdebug, numpy, google.protobuf, xgboost, smdebug.xgboost",
+        &xgboost_dist_shim,
     )
     .context("setting up the Python smdebug peer")
+}
+
+/// smdebug.xgboost looks XGBoost up as the distribution `xgboost`; the lock installs the
+/// same import package from the small `xgboost-cpu` wheel, so a metadata-only
+/// `xgboost-<version>.dist-info` is written beside it (see tests/peer/xgboost_dist_shim.py).
+fn xgboost_dist_shim(python: &Path) -> Result<()> {
+    let script = root().join("tests/peer/xgboost_dist_shim.py");
+    output(Command::new(python).arg(&script))
+        .with_context(|| format!("running {}", script.display()))?;
+    Ok(())
 }
 
 /// Makes sure the tools venv (moto server, TensorBoard) exists; returns its interpreter.
@@ -29,11 +41,20 @@ pub fn ensure_tools() -> Result<PathBuf> {
         &req,
         &[],
         "import moto, tensorboard, duckdb, pyarrow, polars, pandas",
+        &|_| Ok(()),
     )
     .context("setting up the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas)")
 }
 
-fn ensure_venv(venv: &Path, req: &Path, pip_flags: &[&str], smoke: &str) -> Result<PathBuf> {
+/// Creates or updates `venv` from `req`; `after_install` runs once pip is done, before
+/// `pip check` and the `smoke` import.
+fn ensure_venv(
+    venv: &Path,
+    req: &Path,
+    pip_flags: &[&str],
+    smoke: &str,
+    after_install: &dyn Fn(&Path) -> Result<()>,
+) -> Result<PathBuf> {
     let python = venv.join("bin/python");
     let wanted = std::fs::read(req).with_context(|| format!("reading {}", req.display()))?;
     let stamp = venv.join(".smdebug-rs-requirements");
@@ -91,6 +112,7 @@ fn ensure_venv(venv: &Path, req: &Path, pip_flags: &[&str], smoke: &str) -> Resu
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         );
     }
+    after_install(&python)?;
     output(Command::new(&python).args(["-m", "pip", "check"]))
         .context("`pip check` found inconsistent dependencies")?;
     if !smoke_ok(&python) {

@@ -1,9 +1,21 @@
 //! `cargo xtask test`: the one test command. Every step fails loudly; nothing is skipped
 //! silently because a tool was missing — the tools are installed here.
-use crate::util::{cargo, run as exec, step};
+use crate::util::{cargo, output, run as exec, step};
 use crate::{fuzz, peer, services};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::time::Instant;
+
+/// Name filter of the conformance tests that compare with `../shared/peer` (ignored by
+/// default; `tests/conformance/record.rs`).
+const SHARED_PEER_TESTS: &str = "record::shared_peer_";
+
+/// The number of tests libtest reports as passed in `out` (the sum over its result lines).
+fn tests_passed(out: &str) -> usize {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("test result: ok. "))
+        .filter_map(|rest| rest.split(" passed").next()?.trim().parse::<usize>().ok())
+        .sum()
+}
 
 /// Options of `cargo xtask test` (the defaults are what CI runs).
 #[derive(clap::Args)]
@@ -60,11 +72,32 @@ pub fn run(args: TestArgs) -> Result<()> {
         .env("SMDEBUG_PEER_PYTHON", &peer_python)
         .env("SMDEBUG_TOOLS_PYTHON", &tools_python)
         .envs(s3.env());
-    let shared_peer = crate::util::root().join("../shared/peer");
-    if shared_peer.join("make_fixture.py").exists() {
-        cmd.env("SMDEBUG_SHARED_PEER", shared_peer.canonicalize()?);
-    }
     exec(&mut cmd)?;
+
+    // The optional extra check: the shared peer beside the clone (absent on a fresh clone).
+    // Its tests are ignored by default, so the run above reports them as ignored, never as
+    // passed; here they run by name, and this step says whether they did.
+    step("shared peer check (../shared/peer)");
+    let shared_peer = crate::util::root().join("../shared/peer");
+    if shared_peer.is_dir() {
+        let out = output(
+            cargo()
+                .args(["test", "-p", "smdebug-conformance", "--test", "conformance"])
+                .args(["--", "--ignored", SHARED_PEER_TESTS])
+                .env("SMDEBUG_PEER_PYTHON", &peer_python)
+                .env("SMDEBUG_TOOLS_PYTHON", &tools_python)
+                .env("SMDEBUG_SHARED_PEER", shared_peer.canonicalize()?)
+                .envs(s3.env()),
+        )?;
+        eprint!("{out}");
+        let ran = tests_passed(&out);
+        if ran == 0 {
+            bail!("shared peer check: no test matched `{SHARED_PEER_TESTS}`");
+        }
+        eprintln!("shared peer check: ran ({ran} tests passed)");
+    } else {
+        eprintln!("shared peer check: skipped: ../shared/peer absent");
+    }
     drop(s3);
 
     if !args.no_fuzz {
@@ -80,4 +113,23 @@ pub fn run(args: TestArgs) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_passed;
+
+    #[test]
+    fn counts_passed_tests_of_every_result_line() {
+        let out = "running 2 tests\ntest a ... ok\ntest b ... ok\n\n\
+                   test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 49 filtered out\n";
+        assert_eq!(tests_passed(out), 2);
+        assert_eq!(
+            tests_passed(
+                "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 51 filtered out"
+            ),
+            0
+        );
+        assert_eq!(tests_passed(""), 0);
+    }
 }

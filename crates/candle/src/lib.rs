@@ -48,6 +48,12 @@
 //! them in a [`Tap`]. Losses are `<LossName>_output_0` (matched by the `losses`
 //! collection's regex); metrics are scalars (`scalar/<name>`).
 //!
+//! # Features
+//!
+//! * `demo` (opt-in): `demo`, the small network, synthetic data and training scenarios of
+//!   `smdebug demo` and of this crate's overhead bench. The CLI enables it; an application
+//!   that only records its own model does not need it.
+//!
 //! # Cost
 //!
 //! Every call first asks the hook whether the tensor is due at this step, so a step that
@@ -58,6 +64,7 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod convert;
+#[cfg(feature = "demo")]
 pub mod demo;
 mod error;
 mod hook;

@@ -2,7 +2,7 @@
 //! `tests/peer/dump.py` prints for the Python smdebug), for comparison with
 //! `tests/peer/compare_dumps.py`.
 use anyhow::{Context, Result};
-use smdebug_trial::dump::{write_dump, DumpOptions};
+use smdebug_dump::{write_dump, DumpOptions};
 use smdebug_trial::TrialOptions;
 use std::io::Write;
 use std::time::Duration;

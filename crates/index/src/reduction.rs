@@ -80,53 +80,44 @@ mod tests {
 
     #[test]
     fn names_drop_colon_indices_like_smdebug() {
-        assert_eq!(
-            reduction_tensor_name("dense/kernel:0", "mean", false),
-            "smdebug/reductions/mean/dense/kernel"
-        );
-        assert_eq!(
-            reduction_tensor_name("a:1/b:22", "l2", true),
-            "smdebug/reductions/abs_l2/a/b"
-        );
-        assert_eq!(
-            reduction_tensor_name("x:y", "mean", false),
-            "smdebug/reductions/mean/x:y"
-        );
-        assert_eq!(
-            reduction_tensor_name("température:3", "mean", false),
-            "smdebug/reductions/mean/température"
-        );
-        // `\d` is any Unicode decimal digit in Python's `re`.
-        assert_eq!(
-            reduction_tensor_name("a:\u{663}b:\u{ff11}", "max", false),
-            "smdebug/reductions/max/ab"
-        );
+        for (tensor, op, abs, want) in [
+            ("dense/kernel:0", "mean", false, "mean/dense/kernel"),
+            ("a:1/b:22", "l2", true, "abs_l2/a/b"),
+            ("x:y", "mean", false, "mean/x:y"),
+            ("température:3", "mean", false, "mean/température"),
+            // `\d` is any Unicode decimal digit in Python's `re`.
+            ("a:\u{663}b:\u{ff11}", "max", false, "max/ab"),
+        ] {
+            let name = reduction_tensor_name(tensor, op, abs);
+            assert_eq!(name, format!("{REDUCTIONS_PREFIX}{want}"), "{tensor:?}");
+        }
     }
 
     #[test]
     fn names_parse_back_like_smdebug() {
-        assert_eq!(
-            reversed("outer/smdebug/reductions/abs_min/inner"),
-            Some(("inner", "min", true))
-        );
-        assert_eq!(
-            reversed("smdebug/reductions/myabs_foo/x/y"),
-            Some(("x/y", "foo", true))
-        );
-        assert_eq!(
-            reversed("smdebug/reductions/min/smdebug/reductions/max/x"),
-            Some(("", "min", false))
-        );
-        assert_eq!(
-            reversed("smdebug/reductions/abs_l2/dense/kernel:0"),
-            Some(("dense/kernel:0", "l2", true))
-        );
-        assert_eq!(
-            reversed("smdebug/reductions/abs_abs_x/t"),
-            Some(("t", "", true))
-        );
-        assert_eq!(reversed("smdebug/reductions/min"), None);
-        assert_eq!(reversed("plain"), None);
+        for (name, want) in [
+            (
+                "outer/smdebug/reductions/abs_min/inner",
+                Some(("inner", "min", true)),
+            ),
+            (
+                "smdebug/reductions/myabs_foo/x/y",
+                Some(("x/y", "foo", true)),
+            ),
+            (
+                "smdebug/reductions/min/smdebug/reductions/max/x",
+                Some(("", "min", false)),
+            ),
+            (
+                "smdebug/reductions/abs_l2/dense/kernel:0",
+                Some(("dense/kernel:0", "l2", true)),
+            ),
+            ("smdebug/reductions/abs_abs_x/t", Some(("t", "", true))),
+            ("smdebug/reductions/min", None),
+            ("plain", None),
+        ] {
+            assert_eq!(reversed(name), want, "{name:?}");
+        }
     }
 
     #[test]

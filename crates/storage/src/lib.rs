@@ -54,7 +54,8 @@
 //! * `s3` (default): `s3://` locations (credentials, region and endpoint from the standard
 //!   `AWS_*` environment variables; path-style requests with a custom endpoint).
 //! * `gcp`: `gs://` locations. `azure`: `az://` locations.
-//! * `testsuite` (default): [`testsuite`], the behaviour every backend must pass.
+//! * `testsuite` (opt-in): `testsuite`, the behaviour every backend must pass (for the
+//!   tests of this crate and of the conformance suite, not for applications).
 //!
 //! TLS is rustls with the `ring` provider (no `aws-lc-sys` C build). `memory://` and local
 //! paths are always available.

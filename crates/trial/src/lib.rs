@@ -48,11 +48,11 @@
 //! Main pieces: [`create_trial`] / [`Trial::open`] ([`TrialOptions`]), [`Trial`] (steps,
 //! modes, workers, collections, `has_passed_step`, `wait_for_steps`, refresh control),
 //! [`Tensor`] (values, shapes, reductions), [`TrialError`] (with the Python exception name
-//! of every failure), and [`dump`], the `smdebug-trial-dump/v1` document behind
-//! `smdebug dump`.
+//! of every failure). The `smdebug-trial-dump/v1` document behind `smdebug dump` is the
+//! crate `smdebug-dump`.
 #![deny(missing_docs, unsafe_code)]
 
-pub mod dump;
+mod collections;
 mod error;
 mod fetch;
 mod parallel;

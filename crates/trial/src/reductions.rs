@@ -91,11 +91,14 @@ pub(crate) fn compute(tensor: &str, value: &Value, op: &str, abs: bool) -> Resul
     let complex: ArrayD<Complex64> = match value {
         RTensor::Complex64(a) => a.mapv(|c| Complex64::new(f64::from(c.re), f64::from(c.im))),
         RTensor::Complex128(a) => a.clone(),
-        // numpy: np.absolute and the ufunc reductions reject strings (UFuncTypeError);
-        // np.linalg.norm fails converting them to float (ValueError).
-        _ if matches!(reduction, Reduction::L1 | Reduction::L2) && !abs => {
-            return Err(unsupported("ValueError"))
+        // numpy: np.linalg.norm first casts a non-float array to float (`x.astype(float)`,
+        // which parses each string as Python's float() does: "nan" is NaN, "1_0" is 10),
+        // then takes the norm; a string that is not a number raises ValueError.
+        RTensor::Str(a) if matches!(reduction, Reduction::L1 | Reduction::L2) && !abs => {
+            let floats = strings_to_f64(tensor, op, a)?;
+            return compute(tensor, &RTensor::Float64(floats), op, false);
         }
+        // np.absolute and the ufunc reductions reject strings (UFuncTypeError).
         _ => return Err(unsupported("UFuncTypeError")),
     };
     if abs {
@@ -105,6 +108,86 @@ pub(crate) fn compute(tensor: &str, value: &Value, op: &str, abs: bool) -> Resul
         return compute(tensor, &v, op, false);
     }
     complex_reduction(tensor, &complex, reduction, value).map_err(|()| unsupported("TypeError"))
+}
+
+/// `a.astype(float)` of a numpy string array: every element through [`python_float`]; the
+/// first one that is not a number fails as numpy does (ValueError, naming the string).
+fn strings_to_f64(tensor: &str, op: &str, a: &ArrayD<String>) -> Result<ArrayD<f64>> {
+    let mut out = Vec::with_capacity(a.len());
+    for (i, s) in a.iter().enumerate() {
+        match python_float(s) {
+            Some(x) => out.push(x),
+            None => {
+                return Err(TrialError::ValueError {
+                    message: format!(
+                        "{tensor}: reduction {op}: could not convert string to float: {s:?} \
+                         (element {i} in logical order)"
+                    ),
+                })
+            }
+        }
+    }
+    Ok(ArrayD::from_shape_vec(a.raw_dim(), out).expect("same number of elements"))
+}
+
+/// The zero of every run of Unicode decimal digits (general category Nd, Unicode 14.0, the
+/// version of Python 3.11): each run is the ten digits 0–9 in order.
+const DECIMAL_ZEROS: &[u32] = &[
+    0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6,
+    0x0D66, 0x0DE6, 0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80,
+    0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0,
+    0xFF10, 0x104A0, 0x10D30, 0x11066, 0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0,
+    0x11650, 0x116C0, 0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x16A60, 0x16AC0,
+    0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
+];
+
+fn decimal_value(c: char) -> Option<u8> {
+    let c = c as u32;
+    DECIMAL_ZEROS
+        .iter()
+        .find(|&&zero| (zero..zero + 10).contains(&c))
+        .map(|zero| (c - zero) as u8)
+}
+
+/// What float() strips: ASCII space, \t \n \v \f \r, and non-ASCII Unicode whitespace
+/// (Python maps those to spaces first; U+001C–U+001F are `isspace` but not stripped).
+fn python_space(c: char) -> bool {
+    if c.is_ascii() {
+        matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r')
+    } else {
+        c.is_whitespace()
+    }
+}
+
+/// Python 3.11's `float(s)` for a string, `None` where it raises ValueError: surrounding
+/// whitespace is stripped, Unicode decimal digits count as their ASCII digits, single
+/// underscores may separate digits (PEP 515), then an optional sign and a decimal number
+/// (`5.`, `.5`, `1e-3`) or `inf`, `infinity`, `nan` in any case. No hexadecimal.
+pub(crate) fn python_float(s: &str) -> Option<f64> {
+    let s = s.trim_matches(python_space);
+    let mut ascii = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii() {
+            ascii.push(c);
+        } else if let Some(d) = decimal_value(c) {
+            ascii.push(char::from(b'0' + d));
+        } else {
+            return None;
+        }
+    }
+    let bytes = ascii.as_bytes();
+    if bytes.contains(&b'_') {
+        let digit_at = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_digit);
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'_' && (i == 0 || !digit_at(i - 1) || !digit_at(i + 1)) {
+                return None;
+            }
+        }
+        ascii.retain(|c| c != '_');
+    }
+    // Rust's grammar is Python's: sign, digits with optional point and exponent, or
+    // inf/infinity/nan case-insensitively; neither accepts hex, spaces or "nan(...)".
+    ascii.parse::<f64>().ok()
 }
 
 /// numpy's reductions of a complex128 array (sequential sums; numpy's pairwise order only
@@ -205,9 +288,85 @@ mod tests {
             compute("s", &s, "l2", false).unwrap_err().python_name(),
             "ValueError"
         );
+        // np.absolute rejects strings before the norm sees them.
+        assert_eq!(
+            compute("s", &s, "l2", true).unwrap_err().python_name(),
+            "UFuncTypeError"
+        );
         assert_eq!(
             compute("s", &s, "median", false).unwrap_err().python_name(),
             "SMDebugValueError"
         );
+    }
+
+    fn f64_of(v: &Value) -> f64 {
+        *v.as_array::<f64>().unwrap().iter().next().unwrap()
+    }
+
+    fn strings(v: &[&str]) -> Value {
+        RTensor::Str(arr1(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>()).into_dyn())
+    }
+
+    #[test]
+    fn norms_of_numeric_strings_are_numpy_norms_of_their_floats() {
+        // What the XGBoost hook writes as trees/Category: "nan" for every numeric split.
+        let cat = strings(&["nan", "nan", "nan"]);
+        assert!(f64_of(&compute("trees/Category", &cat, "l1", false).unwrap()).is_nan());
+        assert!(f64_of(&compute("trees/Category", &cat, "l2", false).unwrap()).is_nan());
+        let v = strings(&["3", " 4.0\n", "-0"]);
+        assert_eq!(f64_of(&compute("v", &v, "l2", false).unwrap()), 5.0);
+        assert_eq!(f64_of(&compute("v", &v, "l1", false).unwrap()), 7.0);
+        // 2-D: the matrix norms of the converted array (max column sum for l1).
+        let m = RTensor::Str(
+            ndarray::arr2(&[["1".to_owned(), "-2".to_owned()], ["3".into(), "4".into()]])
+                .into_dyn(),
+        );
+        assert_eq!(f64_of(&compute("m", &m, "l1", false).unwrap()), 6.0);
+        // The other reductions still reject strings, as numpy's ufuncs do.
+        assert_eq!(
+            compute("v", &v, "sum", false).unwrap_err().python_name(),
+            "UFuncTypeError"
+        );
+        let bad = strings(&["1", "abc"]);
+        let e = compute("t", &bad, "l1", false).unwrap_err();
+        assert_eq!(e.python_name(), "ValueError");
+        assert!(e.to_string().contains("\"abc\""), "{e}");
+    }
+
+    #[test]
+    fn python_float_accepts_what_float_accepts() {
+        let ok: &[(&str, f64)] = &[
+            ("1.5", 1.5),
+            (" 1.5 ", 1.5),
+            ("1.5\n", 1.5),
+            ("\u{2003} 2 ", 2.0),
+            ("\x0b7\x0c", 7.0),
+            ("+inf", f64::INFINITY),
+            ("Infinity", f64::INFINITY),
+            ("-infinity", f64::NEG_INFINITY),
+            ("1_000", 1000.0),
+            ("1e1_0", 1e10),
+            ("1e500", f64::INFINITY),
+            ("1e-400", 0.0),
+            (".5", 0.5),
+            ("5.", 5.0),
+            ("1E+2", 100.0),
+            ("\u{661}\u{662}", 12.0),
+            ("\u{663}.\u{665}", 3.5),
+            ("\u{ff11}", 1.0),
+        ];
+        for &(s, want) in ok {
+            assert_eq!(python_float(s), Some(want), "{s:?}");
+        }
+        for s in ["nan", "NaN", "-nan", "+NAN"] {
+            assert!(python_float(s).is_some_and(f64::is_nan), "{s:?}");
+        }
+        let bad = [
+            "", " ", "abc", "0x10", "in f", "1__0", "_1", "1_", "1_.5", "1._5", "nan(1)",
+            "infinit", "1e", "e5", ".", "1,5", "\u{b2}", "\u{2155}", "1 2", "\u{1f}7",
+        ];
+        for s in bad {
+            assert_eq!(python_float(s), None, "{s:?}");
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! The `Trial`: opening a trial, refreshing its index, and the trial-level queries.
 
+use crate::collections::merge_collections;
 use crate::fetch::{fetch_values, lock, value_cache, FileCache, ValueCache};
 use crate::parallel;
 use crate::state::{RecordLocation, State};
@@ -204,24 +205,33 @@ impl Trial {
         let start = Instant::now();
         let mut pauses = self.options.poll.pauses();
         let mut wanted = 1usize;
-        let mut parsed = false;
+        // The first collections file (in key order) and what it holds: it says how many
+        // workers to wait for.
+        let mut first: Option<(String, CollectionManager)> = None;
         loop {
             let files = self.collection_files()?;
-            if !parsed && !files.is_empty() {
-                let (key, _) = &files[0];
-                let bytes = self.store.get(key)?;
-                let cm = CollectionManager::from_slice(&bytes).map_err(|source| {
-                    TrialError::Collections {
-                        file: key.clone(),
-                        source,
-                    }
-                })?;
+            if first.is_none() && !files.is_empty() {
+                let key = files[0].0.clone();
+                let cm = self.read_collections_file(&key)?;
                 let n = cm.num_workers().unwrap_or(1).max(1);
                 wanted = usize::try_from(n).unwrap_or(usize::MAX);
-                *lock(&self.collections) = cm;
-                parsed = true;
+                first = Some((key, cm));
             }
-            if parsed && files.len() >= wanted {
+            let parsed = first.is_some();
+            if let Some((first_key, cm)) = first.as_mut().filter(|_| files.len() >= wanted) {
+                // Every worker's file counts, not only the first one listed: workers may
+                // have saved different tensors (docs/src/semantics.md §8.2).
+                let mut cm = std::mem::take(cm);
+                for (key, _) in files.iter().filter(|(k, _)| k != first_key) {
+                    let other = self.read_collections_file(key)?;
+                    merge_collections(&mut cm, &other).map_err(|source| {
+                        TrialError::Collections {
+                            file: key.clone(),
+                            source,
+                        }
+                    })?;
+                }
+                *lock(&self.collections) = cm;
                 let mut st = lock(&self.state);
                 st.num_workers = wanted;
                 st.workers = files.into_iter().map(|(_, w)| w).collect();
@@ -250,6 +260,14 @@ impl Trial {
             }
             std::thread::sleep(pauses.next().unwrap_or(self.options.poll.max));
         }
+    }
+
+    fn read_collections_file(&self, key: &str) -> Result<CollectionManager> {
+        let bytes = self.store.get(key)?;
+        CollectionManager::from_slice(&bytes).map_err(|source| TrialError::Collections {
+            file: key.to_owned(),
+            source,
+        })
     }
 
     /// `(key, worker)` of every collections file, sorted by key.
@@ -572,7 +590,10 @@ impl Trial {
         lock(&self.state).num_workers
     }
 
-    /// The collections as loaded, by name (no refresh).
+    /// The collections as loaded, by name (no refresh): the union over every worker's
+    /// collections file — a tensor belongs to a collection when any worker's file says so;
+    /// a collection's other settings are those of the first file in key order. (smdebug
+    /// 1.0.34 reads only the first file `os.walk` lists.)
     pub fn collections(&self) -> BTreeMap<String, Collection> {
         lock(&self.collections)
             .collections()

@@ -4,8 +4,8 @@
 
 use ndarray::{ArrayD, IxDyn};
 use serde_json::Value as Json;
+use smdebug_dump::{dump_trial_with, write_dump, DumpOptions};
 use smdebug_storage::{BlockingStore, Location};
-use smdebug_trial::dump::{dump_trial_with, write_dump, DumpOptions};
 use smdebug_trial::synth::write_train_trial;
 use smdebug_trial::{TrialOptions, Value};
 use std::path::Path;

@@ -1,17 +1,34 @@
-//! The trial dump, schema `smdebug-trial-dump/v1`: everything the Trial/Tensor API says
-//! about a trial as one JSON document, call for call what `tests/peer/dump.py` asks the
-//! Python smdebug, so two implementations can be compared with `compare_dumps.py`.
+//! The trial dump, schema `smdebug-trial-dump/v1`: everything the Trial/Tensor API of
+//! `smdebug-trial` says about a trial as one JSON document, call for call what
+//! `tests/peer/dump.py` asks the Python smdebug, so two implementations can be compared with
+//! `compare_dumps.py`. It is what `smdebug dump` prints; the conformance suite, the fuzz
+//! target `trial_open` and the benchmarks use it as a library.
+//!
+//! It lives outside the reader so that the reader's public API and dependencies (no JSON
+//! writer, no sha256) are only what reading a trial needs.
 //!
 //! Errors are data: recorded in place as `{"error": {"type", "message"}}` where `type` is
 //! the Python exception class ([`TrialError::python_name`]).
+//!
+//! ```
+//! use smdebug_dump::{dump_trial, DumpOptions, SCHEMA};
+//!
+//! // A folder that holds no trial: the failure to open it is recorded, not raised.
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("training_job_end.ts"), b"")?;
+//! let doc = dump_trial(dir.path().to_str().unwrap(), &DumpOptions::default());
+//! assert_eq!(doc["schema"], SCHEMA);
+//! assert_eq!(doc["trial"]["error"]["type"], "MissingCollectionFiles");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs, unsafe_code)]
 
-use crate::trial::{Trial, TrialOptions};
-use crate::{Result, Tensor, TensorFilter, TrialError, Value};
 use serde_json::{json, Map, Value as Json};
 use sha2::{Digest, Sha256};
 use smdebug_config::pyjson::PyValue;
 use smdebug_config::Mode;
 use smdebug_record::Tensor as RTensor;
+use smdebug_trial::{Result, Tensor, TensorFilter, Trial, TrialError, TrialOptions, Value};
 use std::collections::BTreeSet;
 
 /// The schema name.
@@ -220,7 +237,7 @@ fn dump_parts<E>(
         Key::Top("generator"),
         json!({
             "implementation": "smdebug-rs",
-            "crate": concat!("smdebug-trial ", env!("CARGO_PKG_VERSION")),
+            "crate": concat!("smdebug-dump ", env!("CARGO_PKG_VERSION")),
             "seconds": (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
         }),
     )
