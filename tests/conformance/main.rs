@@ -2,6 +2,7 @@
 //! smdebug 1.0.34 (run by `cargo xtask test`, which sets up the peer).
 mod config;
 mod demo;
+mod export;
 mod hook;
 mod index;
 mod record;

@@ -188,7 +188,7 @@ fn dumps_from_s3_equal_python_local_dumps() {
 /// A small random recipe: 1–3 workers, a schedule of modes, a few tensors of common dtypes
 /// and shapes, collections with and without reductions, maybe skipped steps and no end
 /// marker.
-fn recipe_strategy() -> impl Strategy<Value = serde_json::Value> {
+pub(crate) fn recipe_strategy() -> impl Strategy<Value = serde_json::Value> {
     let mode = prop::sample::select(vec!["TRAIN", "EVAL", "PREDICT", "GLOBAL"]);
     let schedule = prop::collection::vec((mode, 1usize..4), 1..4);
     let dtype = prop::sample::select(vec![

@@ -36,8 +36,14 @@ fn xgboost_dist_shim(python: &Path) -> Result<()> {
 pub fn ensure_tools() -> Result<PathBuf> {
     let req = root().join("tests/peer/tools-requirements.txt");
     let venv = cache_dir().join("tools-venv");
-    ensure_venv(&venv, &req, &[], "import moto, tensorboard", &|_| Ok(()))
-        .context("setting up the test tools (moto, tensorboard)")
+    ensure_venv(
+        &venv,
+        &req,
+        &[],
+        "import moto, tensorboard, duckdb, pyarrow, polars, pandas",
+        &|_| Ok(()),
+    )
+    .context("setting up the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas)")
 }
 
 /// Creates or updates `venv` from `req`; `after_install` runs once pip is done, before

@@ -4,6 +4,7 @@
 #[cfg(feature = "demo")]
 mod demo;
 mod dump;
+mod export;
 mod inspect;
 mod roundtrip;
 mod rules;
@@ -35,6 +36,9 @@ enum Command {
     /// Print everything the Trial/Tensor API says about a trial as JSON
     /// (schema smdebug-trial-dump/v1).
     Dump(dump::Args),
+    /// Export a trial as columnar tables (tensors with statistics, reductions, scalars,
+    /// steps) in Parquet, Arrow IPC or CSV, to a local folder or an object store.
+    Export(export::Args),
     /// Print a human summary of a trial: steps, modes, workers, collections, tensors.
     Inspect(inspect::Args),
     /// Write the trial a fixture recipe (tests/peer/presets/*.json) describes, with the Rust
@@ -55,6 +59,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Roundtrip(args) => roundtrip::run(&args, &mut std::io::stdout().lock()),
         Command::Dump(args) => dump::run(&args, &mut std::io::stdout().lock()),
+        Command::Export(args) => export::run(&args, &mut std::io::stdout().lock()),
         Command::Inspect(args) => inspect::run(&args, &mut std::io::stdout().lock()),
         Command::Synth(args) => synth::run(&args, &mut std::io::stdout().lock()),
         Command::Rules(args) => rules::main(&args),

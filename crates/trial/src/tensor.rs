@@ -284,6 +284,23 @@ impl<'t> Tensor<'t> {
         Ok(out)
     }
 
+    /// Where the records one worker saved of this tensor at `step` are, as the index files
+    /// say: the raw value's first (when one was saved), then each saved reduction's in
+    /// `(op, abs)` order. For readers that need more of a record than its value (its wall
+    /// time, its size); errors as [`Tensor::value`] when the step is missing.
+    pub fn step_record_locations(
+        &self,
+        step: i64,
+        mode: Mode,
+        worker: Option<&str>,
+    ) -> Result<Vec<RecordLocation>> {
+        let d = self.step(step, mode, worker)?;
+        Ok(d.location
+            .into_iter()
+            .chain(d.reductions.into_values().flatten())
+            .collect())
+    }
+
     /// Workers that saved this tensor at the step, in the order they were first seen;
     /// `TensorUnavailableForStep` when none did.
     pub fn workers(&self, step: i64, mode: Mode) -> Result<Vec<String>> {

@@ -1,0 +1,765 @@
+//! The export itself: which rows a trial has, reading and reducing their values on a few
+//! threads, step bucket by step bucket, and handing the rows to the table writers.
+
+use smdebug_config::Mode;
+use smdebug_record::{decode_exact_record, decode_tensor_event};
+use smdebug_storage::{BlockingStore, Bytes, Location};
+use smdebug_trial::{AnalysisError, RecordLocation, TensorFilter, Trial, TrialError, TrialOptions};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::options::{ExportOptions, ValuesMode, SMALL_VALUE_ELEMENTS};
+use crate::sink::{SinkSettings, TableWriter, Written};
+use crate::stats::{scalar_f64, statistics, values_f64, Statistics};
+use crate::table::{ReductionRow, RowKey, Rows, ScalarRow, StatsSource, StepRow, Table, TensorRow};
+use crate::{ExportError, Result};
+
+/// Something the export skipped, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// What was skipped (a tensor at a step of a worker, or an index file's step).
+    pub what: String,
+    /// Why (the error, which names the file and offset).
+    pub message: String,
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Per table: rows, bytes and files written.
+    pub tables: BTreeMap<&'static str, Written>,
+    /// Records that could not be read (their rows are missing).
+    pub skipped_records: Vec<Skipped>,
+    /// Index files that could not be parsed (their steps are missing).
+    pub skipped_index_files: Vec<Skipped>,
+    /// Bytes of raw values read and reduced.
+    pub value_bytes: u64,
+    /// Wall-clock seconds the export took.
+    pub seconds: f64,
+}
+
+impl Summary {
+    /// Rows written to all tables.
+    pub fn rows(&self) -> u64 {
+        self.tables.values().map(|w| w.rows).sum()
+    }
+
+    /// Bytes written to all tables.
+    pub fn bytes(&self) -> u64 {
+        self.tables.values().map(|w| w.bytes).sum()
+    }
+}
+
+/// How far an export is: `(tensor, step, worker)` entries done out of those known so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Entries done.
+    pub done: u64,
+    /// Entries known (grows while `--follow` finds new steps).
+    pub total: u64,
+}
+
+/// Opens the trial at `trial_path` with settings for one pass over every value (a small
+/// value cache, corrupt index files skipped and reported) and exports it to `out`.
+pub fn export_trial(
+    trial_path: &str,
+    out: &str,
+    options: &ExportOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Summary> {
+    let trial = Trial::open(trial_path, trial_options())?;
+    export(&trial, out, options, progress)
+}
+
+/// The trial options [`export_trial`] and [`follow_trial`] open a trial with: each value
+/// is read once, so the cache only needs to hold what one round of threads has in hand.
+pub fn trial_options() -> TrialOptions {
+    TrialOptions {
+        cache_bytes: 0,
+        skip_corrupt_index_files: true,
+        ..TrialOptions::default()
+    }
+}
+
+/// Exports everything `trial` holds now to `out` (a local folder or an object-store URL).
+pub fn export(
+    trial: &Trial,
+    out: &str,
+    options: &ExportOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Summary> {
+    let mut run = Run::new(trial, out, options)?;
+    trial.no_refresh(|_| -> Result<()> {
+        run.check_index_files()?;
+        let plan = run.plan()?;
+        let steps: Vec<i64> = plan.all_steps().into_iter().collect();
+        run.total = plan.entries(&steps);
+        run.export_steps(&plan, &steps, progress)
+    })?;
+    run.finish()
+}
+
+/// Opens the trial at `trial_path` (waiting for it to appear) and follows it: see [`follow`].
+pub fn follow_trial(
+    trial_path: &str,
+    out: &str,
+    options: &ExportOptions,
+    poll: Duration,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Summary> {
+    let trial = Trial::open(trial_path, trial_options())?;
+    follow(&trial, out, options, poll, progress)
+}
+
+/// Exports what `trial` holds, then, every `poll`, the steps that became complete since
+/// (each round as new part files of the partitioned layout), until the training job has
+/// ended and its last steps are written. Each step is exported exactly once.
+pub fn follow(
+    trial: &Trial,
+    out: &str,
+    options: &ExportOptions,
+    poll: Duration,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Summary> {
+    let mut options = options.clone();
+    if options.layout == crate::Layout::Single {
+        return Err(ExportError::InvalidOption(
+            "following a trial appends part files: the single-file layout cannot be used".into(),
+        ));
+    }
+    options.layout = crate::Layout::Partitioned;
+    let mut run = Run::new(trial, out, &options)?;
+    let mut done: BTreeSet<i64> = BTreeSet::new();
+    loop {
+        let ended = trial.has_training_ended()?;
+        trial.refresh_data()?;
+        let round = trial.no_refresh(|_| -> Result<bool> {
+            run.check_index_files()?;
+            let plan = run.plan()?;
+            let last = trial.last_complete_step();
+            let ready: Vec<i64> = plan
+                .all_steps()
+                .into_iter()
+                .filter(|s| !done.contains(s) && (ended || *s <= last))
+                .collect();
+            if ready.is_empty() {
+                return Ok(false);
+            }
+            run.total += plan.entries(&ready);
+            run.export_steps(&plan, &ready, progress)?;
+            done.extend(ready);
+            Ok(true)
+        })?;
+        if round {
+            run.sync()?;
+        }
+        if ended {
+            break;
+        }
+        std::thread::sleep(poll);
+    }
+    run.finish()
+}
+
+/// The tensors of a trial and which of them are exported.
+struct Plan {
+    names: Vec<Arc<str>>,
+    /// Whether the tensor's rows are exported (else it only counts towards `steps`).
+    selected: Vec<bool>,
+    scalar: Vec<bool>,
+    collections: Vec<Arc<[String]>>,
+    /// Global steps of each tensor in the step range, ascending.
+    steps: Vec<Vec<i64>>,
+}
+
+impl Plan {
+    fn all_steps(&self) -> BTreeSet<i64> {
+        self.steps.iter().flatten().copied().collect()
+    }
+
+    /// How many rows of `tensors` the selected tensors can have at `steps` (an upper bound
+    /// for the progress bar: workers and modes are not known before reading).
+    fn entries(&self, steps: &[i64]) -> u64 {
+        let set: BTreeSet<i64> = steps.iter().copied().collect();
+        self.steps
+            .iter()
+            .zip(&self.selected)
+            .filter(|(_, s)| **s)
+            .map(|(st, _)| st.iter().filter(|s| set.contains(s)).count() as u64)
+            .sum()
+    }
+}
+
+/// Per (step, worker): the step's mode and mode step, and its first record (lowest offset).
+type FirstRecords = BTreeMap<(i64, Arc<str>), (Mode, i64, Option<RecordLocation>)>;
+
+/// One `(tensor, step, worker)` entry to export.
+struct Unit {
+    tensor: usize,
+    step: i64,
+    worker: Arc<str>,
+}
+
+/// What one entry yields.
+#[derive(Default)]
+struct Outcome {
+    /// The step's mode and mode step, and the first record's location (for `steps`).
+    step_info: Option<(Mode, i64, Option<RecordLocation>)>,
+    tensor: Option<TensorRow>,
+    reductions: Vec<ReductionRow>,
+    scalar: Option<ScalarRow>,
+    skipped: Vec<Skipped>,
+    value_bytes: u64,
+}
+
+/// What the reading threads share.
+struct Ctx<'t> {
+    trial: &'t Trial,
+    trial_name: Arc<str>,
+    options: ExportOptions,
+}
+
+struct Run<'t> {
+    ctx: Ctx<'t>,
+    trial: &'t Trial,
+    trial_name: Arc<str>,
+    options: ExportOptions,
+    out: BlockingStore,
+    /// Reads records' wall times through the trial's store.
+    records: BlockingStore,
+    writers: BTreeMap<Table, TableWriter>,
+    summary: Summary,
+    start: Instant,
+    total: u64,
+    done: u64,
+    last_bucket: i64,
+    threads: usize,
+    index_files_seen: BTreeSet<i64>,
+}
+
+impl<'t> Run<'t> {
+    fn new(trial: &'t Trial, out: &str, options: &ExportOptions) -> Result<Run<'t>> {
+        if options.bucket_steps <= 0 {
+            return Err(ExportError::InvalidOption(
+                "bucket_steps must be positive".into(),
+            ));
+        }
+        let location = Location::parse(out.trim()).map_err(|source| ExportError::Output {
+            location: out.into(),
+            source,
+        })?;
+        let out_store = BlockingStore::open(&location).map_err(|source| ExportError::Output {
+            location: out.into(),
+            source,
+        })?;
+        let records = BlockingStore::new(trial.storage().clone()).map_err(TrialError::from)?;
+        let settings = SinkSettings {
+            format: options.format,
+            layout: options.layout,
+            row_group_rows: options.row_group_rows.max(1),
+            part_bytes: options.part_bytes.max(1),
+        };
+        let writers = Table::ALL
+            .iter()
+            .map(|&t| (t, TableWriter::new(t, settings.clone(), "")))
+            .collect();
+        let threads = match options.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        Ok(Run {
+            ctx: Ctx {
+                trial,
+                trial_name: trial.name().into(),
+                options: options.clone(),
+            },
+            trial,
+            trial_name: trial.name().into(),
+            options: options.clone(),
+            out: out_store,
+            records,
+            writers,
+            summary: Summary::default(),
+            start: Instant::now(),
+            total: 0,
+            done: 0,
+            last_bucket: 0,
+            threads,
+            index_files_seen: BTreeSet::new(),
+        })
+    }
+
+    /// Reports index files the trial skipped; fatal with `strict`.
+    fn check_index_files(&mut self) -> Result<()> {
+        for (step, e) in self.trial.index_errors() {
+            if self.options.strict {
+                return Err(ExportError::BadIndexFile {
+                    step,
+                    message: e.to_string(),
+                });
+            }
+            if self.index_files_seen.insert(step) {
+                self.summary.skipped_index_files.push(Skipped {
+                    what: format!("index file of step {step}"),
+                    message: e.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn plan(&self) -> Result<Plan> {
+        let trial = self.trial;
+        let names = trial.tensor_names()?;
+        let selected: BTreeSet<String> = if self.options.tensors.is_none()
+            && self.options.collection.is_none()
+        {
+            names.iter().cloned().collect()
+        } else {
+            let mut keep: BTreeSet<String> = names.iter().cloned().collect();
+            if let Some(rx) = &self.options.tensors {
+                let f = TensorFilter {
+                    regex: Some(vec![rx.clone()]),
+                    ..TensorFilter::default()
+                };
+                let m: BTreeSet<String> = trial.tensor_names_filtered(&f)?.into_iter().collect();
+                keep.retain(|n| m.contains(n));
+            }
+            if let Some(c) = &self.options.collection {
+                let f = TensorFilter {
+                    collection: Some(c.clone()),
+                    ..TensorFilter::default()
+                };
+                let m: BTreeSet<String> = trial.tensor_names_filtered(&f)?.into_iter().collect();
+                keep.retain(|n| m.contains(n));
+            }
+            keep
+        };
+        let mut member: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for c in trial.collections().keys() {
+            let f = TensorFilter {
+                collection: Some(c.clone()),
+                ..TensorFilter::default()
+            };
+            for n in trial.tensor_names_filtered(&f)? {
+                member.entry(n).or_default().push(c.clone());
+            }
+        }
+        let mut plan = Plan {
+            names: Vec::with_capacity(names.len()),
+            selected: Vec::with_capacity(names.len()),
+            scalar: Vec::with_capacity(names.len()),
+            collections: Vec::with_capacity(names.len()),
+            steps: Vec::with_capacity(names.len()),
+        };
+        for n in names {
+            let colls = member.remove(&n).unwrap_or_default();
+            let scalar =
+                n.starts_with("scalar/") || colls.iter().any(|c| c == "losses" || c == "scalars");
+            let mut steps = trial.tensor(&n)?.steps(Mode::Global, true)?;
+            steps.retain(|&s| self.options.steps.contains(s));
+            plan.selected.push(selected.contains(&n));
+            plan.scalar.push(scalar);
+            plan.collections.push(colls.into());
+            plan.steps.push(steps);
+            plan.names.push(n.into());
+        }
+        Ok(plan)
+    }
+
+    /// Exports the rows of `steps` (ascending), bucket by bucket.
+    fn export_steps(
+        &mut self,
+        plan: &Plan,
+        steps: &[i64],
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<()> {
+        let width = self.options.bucket_steps;
+        let mut i = 0;
+        while i < steps.len() {
+            let bucket = steps[i].div_euclid(width);
+            let j = i + steps[i..].partition_point(|s| s.div_euclid(width) == bucket);
+            self.export_bucket(plan, &steps[i..j], bucket, progress)?;
+            i = j;
+        }
+        Ok(())
+    }
+
+    fn export_bucket(
+        &mut self,
+        plan: &Plan,
+        steps: &[i64],
+        bucket: i64,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<()> {
+        let trial = self.trial;
+        let (lo, hi) = (steps[0], steps[steps.len() - 1]);
+        // Workers of each step over all tensors (for `complete`), and the units to export.
+        let mut step_workers: BTreeMap<i64, BTreeSet<Arc<str>>> = BTreeMap::new();
+        let mut units = Vec::new();
+        for (t, name) in plan.names.iter().enumerate() {
+            let ts = &plan.steps[t];
+            let from = ts.partition_point(|&s| s < lo);
+            let to = ts.partition_point(|&s| s <= hi);
+            let tensor = trial.tensor(name)?;
+            for &g in &ts[from..to] {
+                if steps.binary_search(&g).is_err() {
+                    continue;
+                }
+                for w in tensor.workers(g, Mode::Global)? {
+                    let w: Arc<str> = w.into();
+                    step_workers.entry(g).or_default().insert(w.clone());
+                    if !self.options.workers.is_empty()
+                        && !self.options.workers.iter().any(|x| **x == *w)
+                    {
+                        continue;
+                    }
+                    units.push(Unit {
+                        tensor: t,
+                        step: g,
+                        worker: w,
+                    });
+                }
+            }
+        }
+        // The first record of each (step, worker), for `steps`.
+        let mut firsts = FirstRecords::new();
+        let chunk = (self.threads * 64).max(64);
+        for part in units.chunks(chunk) {
+            let outcomes = self.ctx.run_units(plan, part, self.threads);
+            for (u, o) in part.iter().zip(outcomes) {
+                self.take_outcome(u, o, &mut firsts, plan.selected[u.tensor])?;
+            }
+            self.flush_all(bucket, false)?;
+            progress(Progress {
+                done: self.done,
+                total: self.total.max(self.done),
+            });
+        }
+        let num_workers = trial.num_workers();
+        for ((g, w), (mode, mode_step, first)) in firsts {
+            let wall_time = first.and_then(|loc| match self.wall_time(&loc) {
+                Ok(t) => Some(t),
+                Err(message) => {
+                    self.summary.skipped_records.push(Skipped {
+                        what: format!("first record of step {g} of worker {w}"),
+                        message,
+                    });
+                    None
+                }
+            });
+            let complete = step_workers.get(&g).map_or(0, BTreeSet::len) >= num_workers;
+            let key = RowKey {
+                trial: self.trial_name.clone(),
+                worker: w,
+                mode: mode.name(),
+                mode_step,
+                step: g,
+            };
+            if let Rows::Steps(r) = self.writer(Table::Steps).rows() {
+                r.push(StepRow {
+                    key,
+                    complete,
+                    wall_time,
+                });
+            }
+        }
+        // A bucket's rows all go into its own files: write them before the next bucket's.
+        self.flush_all(bucket, true)?;
+        self.last_bucket = bucket;
+        Ok(())
+    }
+
+    fn writer(&mut self, t: Table) -> &mut TableWriter {
+        self.writers.get_mut(&t).expect("a writer per table")
+    }
+
+    fn flush_all(&mut self, bucket: i64, force: bool) -> Result<()> {
+        for w in self.writers.values_mut() {
+            w.flush(&self.out, bucket, force)?;
+        }
+        Ok(())
+    }
+
+    fn take_outcome(
+        &mut self,
+        u: &Unit,
+        o: Outcome,
+        firsts: &mut FirstRecords,
+        selected: bool,
+    ) -> Result<()> {
+        if selected {
+            self.done += 1;
+        }
+        if let Some(s) = o.skipped.first() {
+            if self.options.strict {
+                return Err(ExportError::BadRecord {
+                    what: s.what.clone(),
+                    step: u.step,
+                    worker: u.worker.to_string(),
+                    message: s.message.clone(),
+                });
+            }
+        }
+        self.summary.skipped_records.extend(o.skipped);
+        self.summary.value_bytes += o.value_bytes;
+        if let Some((mode, ms, loc)) = o.step_info {
+            let e = firsts
+                .entry((u.step, u.worker.clone()))
+                .or_insert((mode, ms, None));
+            if let Some(loc) = loc {
+                if e.2.as_ref().is_none_or(|f| loc.start < f.start) {
+                    e.2 = Some(loc);
+                }
+            }
+        }
+        if let Some(r) = o.tensor {
+            if let Rows::Tensors(rows) = self.writer(Table::Tensors).rows() {
+                rows.push(r);
+            }
+        }
+        if !o.reductions.is_empty() {
+            if let Rows::Reductions(rows) = self.writer(Table::Reductions).rows() {
+                rows.extend(o.reductions);
+            }
+        }
+        if let Some(mut r) = o.scalar {
+            let first = self
+                .trial
+                .tensor(&r.name)
+                .and_then(|t| t.step_record_locations(u.step, Mode::Global, Some(&u.worker)))
+                .map_err(|e| e.to_string())
+                .and_then(|locs| {
+                    locs.into_iter()
+                        .next()
+                        .ok_or_else(|| "no record".to_string())
+                });
+            match first.and_then(|loc| self.wall_time(&loc)) {
+                Ok(t) => r.wall_time = Some(t),
+                Err(message) => self.summary.skipped_records.push(Skipped {
+                    what: format!(
+                        "wall time of {} at step {} of worker {}",
+                        r.name, u.step, u.worker
+                    ),
+                    message,
+                }),
+            }
+            if let Rows::Scalars(rows) = self.writer(Table::Scalars).rows() {
+                rows.push(r);
+            }
+        }
+        Ok(())
+    }
+
+    /// The wall time of a record, read from its event file.
+    fn wall_time(&self, loc: &RecordLocation) -> std::result::Result<f64, String> {
+        let bytes: Bytes = self
+            .records
+            .get_range(&loc.event_file, loc.start..loc.start + loc.length)
+            .map_err(|e| e.to_string())?;
+        let rec = decode_exact_record(&bytes, loc.start)
+            .map_err(|e| format!("{}: {e}", loc.event_file))?;
+        let event =
+            decode_tensor_event(rec.payload).map_err(|e| format!("{}: {e}", loc.event_file))?;
+        Ok(event.wall_time)
+    }
+
+    /// Writes out every waiting row and closes open files (after a `--follow` round).
+    fn sync(&mut self) -> Result<()> {
+        let bucket = self.last_bucket;
+        for w in self.writers.values_mut() {
+            w.sync(&self.out, bucket)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Summary> {
+        let bucket = self.last_bucket;
+        for (t, w) in std::mem::take(&mut self.writers) {
+            let written = w.finish(&self.out, bucket)?;
+            self.summary.tables.insert(t.name(), written);
+        }
+        // Spark's marker of a complete dataset: written last, so its presence means every
+        // file above is in place.
+        self.out
+            .put("_SUCCESS", Bytes::new())
+            .map_err(|source| ExportError::Write {
+                key: "_SUCCESS".into(),
+                source,
+            })?;
+        self.summary.seconds = self.start.elapsed().as_secs_f64();
+        Ok(self.summary)
+    }
+}
+
+impl Ctx<'_> {
+    /// Reads and reduces the units on up to `threads` threads; outcomes in unit order.
+    fn run_units(&self, plan: &Plan, units: &[Unit], threads: usize) -> Vec<Outcome> {
+        let per = units.len().div_ceil(threads.max(1)).max(1);
+        if units.len() <= per {
+            return units.iter().map(|u| self.unit(plan, u)).collect();
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = units
+                .chunks(per)
+                .map(|c| s.spawn(move || c.iter().map(|u| self.unit(plan, u)).collect::<Vec<_>>()))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+
+    /// Everything one `(tensor, step, worker)` entry contributes to the tables.
+    fn unit(&self, plan: &Plan, u: &Unit) -> Outcome {
+        let mut o = Outcome::default();
+        let name = &plan.names[u.tensor];
+        let worker = Some(&*u.worker);
+        let skip = |o: &mut Outcome, what: &str, e: &dyn std::fmt::Display| {
+            o.skipped.push(Skipped {
+                what: format!(
+                    "{what} of tensor {name:?} at step {} of worker {}",
+                    u.step, u.worker
+                ),
+                message: e.to_string(),
+            });
+        };
+        let tensor = match self.trial.tensor(name) {
+            Ok(t) => t,
+            Err(e) => {
+                skip(&mut o, "index entry", &e);
+                return o;
+            }
+        };
+        let locs = match tensor.step_record_locations(u.step, Mode::Global, worker) {
+            Ok(l) => l,
+            Err(e) => {
+                skip(&mut o, "index entry", &e);
+                return o;
+            }
+        };
+        let (mode, mode_step) = match locs.first() {
+            Some(l) => (l.mode, l.mode_step),
+            None => self
+                .trial
+                .mode_modestep(u.step)
+                .ok()
+                .flatten()
+                .unwrap_or((Mode::Global, u.step)),
+        };
+        if self.options.mode.is_some_and(|m| m != mode) {
+            return o;
+        }
+        o.step_info = Some((
+            mode,
+            mode_step,
+            locs.iter().min_by_key(|l| l.start).cloned(),
+        ));
+        if !plan.selected[u.tensor] {
+            return o;
+        }
+        let key = RowKey {
+            trial: self.trial_name.clone(),
+            worker: u.worker.clone(),
+            mode: mode.name(),
+            mode_step,
+            step: u.step,
+        };
+        let value = match tensor.value(u.step, Mode::Global, worker) {
+            Ok(v) => Some(v),
+            Err(TrialError::Analysis(AnalysisError::TensorUnavailableForStep { .. })) => None,
+            Err(e) => {
+                skip(&mut o, "raw value", &e);
+                return o;
+            }
+        };
+        let saved = if locs.len() > usize::from(value.is_some()) {
+            match tensor.reduction_values(u.step, Mode::Global, worker) {
+                Ok(r) => r,
+                Err(e) => {
+                    skip(&mut o, "saved reductions", &e);
+                    Default::default()
+                }
+            }
+        } else {
+            Default::default()
+        };
+        let mut row = TensorRow {
+            key: key.clone(),
+            tensor: name.clone(),
+            collections: plan.collections[u.tensor].clone(),
+            dtype: None,
+            shape: None,
+            element_count: None,
+            source: StatsSource::None,
+            stats: Statistics::default(),
+            counts: false,
+            values: None,
+        };
+        for ((op, abs), v) in &saved {
+            o.reductions.push(ReductionRow {
+                key: key.clone(),
+                tensor: name.clone(),
+                reduction: op.clone(),
+                abs: *abs,
+                dtype: v.dtype().name(),
+                value: scalar_f64(v),
+            });
+        }
+        match &value {
+            Some(v) => {
+                o.value_bytes += (v.len() * v.dtype().item_size().unwrap_or(0)) as u64;
+                row.dtype = Some(v.dtype().name());
+                row.shape = Some(v.shape().iter().map(|&d| d as i64).collect());
+                row.element_count = Some(v.len() as i64);
+                if let Some(s) = statistics(v) {
+                    row.stats = s;
+                    row.counts = true;
+                    row.source = StatsSource::Value;
+                }
+                let keep = match self.options.values {
+                    ValuesMode::None => false,
+                    ValuesMode::Small => v.len() <= SMALL_VALUE_ELEMENTS,
+                    ValuesMode::All => true,
+                };
+                if keep {
+                    row.values = values_f64(v);
+                }
+                if plan.scalar[u.tensor] {
+                    if let Some(x) = scalar_f64(v) {
+                        o.scalar = Some(ScalarRow {
+                            key: key.clone(),
+                            name: name.clone(),
+                            wall_time: None,
+                            value: x,
+                        });
+                    }
+                }
+            }
+            None => {
+                if let Ok(shape) = tensor.shape(u.step, Mode::Global, worker) {
+                    row.element_count = Some(shape.iter().map(|&d| d as i64).product());
+                    row.shape = Some(shape.into_iter().map(|d| d as i64).collect());
+                }
+                if !saved.is_empty() {
+                    row.source = StatsSource::Reductions;
+                    let get = |op: &str| {
+                        saved
+                            .get(&(op.to_owned(), false))
+                            .and_then(|v| scalar_f64(v))
+                    };
+                    row.stats.min = get("min");
+                    row.stats.max = get("max");
+                    row.stats.mean = get("mean");
+                    row.stats.std = get("std");
+                    row.stats.l1 = get("l1");
+                    row.stats.l2 = get("l2");
+                }
+            }
+        }
+        o.tensor = Some(row);
+        o
+    }
+}

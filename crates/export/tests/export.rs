@@ -1,0 +1,244 @@
+//! The export over small hand-written trials in memory: layouts, part sizes, filters, and
+//! bad records and index files (skipped and named, or fatal with `strict`).
+
+use smdebug_config::Mode;
+use smdebug_export::{export_trial, ExportError, ExportOptions, Format, Layout, StepRange};
+use smdebug_index::{
+    collections_file_key, event_file_key, index_file_key, IndexFile, IndexMeta, TensorEntry,
+};
+use smdebug_record::{append_record, encode_tensor_event, mode_number, Footer, Tensor as Value};
+use smdebug_storage::{BlockingStore, Location};
+
+/// Writes `steps` TRAIN steps of tensors `w` (4 floats) and `loss` into `memory://NAME/run`.
+fn write_trial(name: &str, steps: i64) -> BlockingStore {
+    let store =
+        BlockingStore::open(&Location::parse(&format!("memory://{name}/run")).unwrap()).unwrap();
+    for s in 0..steps {
+        let mut events = Vec::new();
+        let mut index = IndexFile::new(IndexMeta {
+            mode: Mode::Train,
+            mode_step: s,
+            event_file_name: Some(event_file_key(s, "worker_0").unwrap()),
+        });
+        let values = [
+            (
+                "w",
+                Value::from(ndarray::arr1(&[s as f32, 0.0, -1.0, 2.5]).into_dyn()),
+            ),
+            (
+                "loss",
+                Value::from(ndarray::arr0(1.0f32 / (s + 1) as f32).into_dyn()),
+            ),
+        ];
+        for (tag, v) in values {
+            let payload =
+                encode_tensor_event(tag, &v, s, mode_number::TRAIN, s, 1.7e9 + s as f64).unwrap();
+            let rec = append_record(&mut events, &payload, Footer::Magic);
+            index.tensors.push(TensorEntry {
+                name: tag.into(),
+                start_idx: rec.offset,
+                length: rec.len,
+                payload_crc32c: Some(rec.payload_crc32c),
+            });
+        }
+        store
+            .put(&event_file_key(s, "worker_0").unwrap(), events.into())
+            .unwrap();
+        store
+            .put(
+                &index_file_key(s, "worker_0").unwrap(),
+                index.to_json().into_bytes().into(),
+            )
+            .unwrap();
+    }
+    let collections = r#"{"collections": {"losses": {"name": "losses", "include_regex": ["loss"], "tensor_names": [], "reduction_config": null, "save_config": null, "save_histogram": true}}, "_meta": {"num_workers": 1}}"#;
+    store
+        .put(
+            &collections_file_key("worker_0").unwrap(),
+            collections.into(),
+        )
+        .unwrap();
+    store
+        .put("training_job_end.ts", Default::default())
+        .unwrap();
+    store
+}
+
+fn keys(out: &str) -> Vec<String> {
+    let store = BlockingStore::open(&Location::parse(out).unwrap()).unwrap();
+    store
+        .list("", None)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect()
+}
+
+#[test]
+fn a_small_trial_is_one_file_per_table() {
+    write_trial("single", 3);
+    let s = export_trial(
+        "memory://single/run",
+        "memory://single/out",
+        &ExportOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(
+        keys("memory://single/out"),
+        [
+            "_SUCCESS",
+            "reductions.parquet",
+            "scalars.parquet",
+            "steps.parquet",
+            "tensors.parquet"
+        ]
+    );
+    assert_eq!(s.tables["tensors"].rows, 6);
+    assert_eq!(
+        s.tables["scalars"].rows, 3,
+        "loss is in the losses collection"
+    );
+    assert_eq!(s.tables["steps"].rows, 3);
+    assert_eq!(s.tables["reductions"].rows, 0);
+    assert_eq!(s.value_bytes, 3 * (16 + 4));
+}
+
+#[test]
+fn partitions_follow_step_buckets_and_parts_stay_small() {
+    write_trial("parts", 6);
+    let options = ExportOptions {
+        layout: Layout::Partitioned,
+        bucket_steps: 2,
+        format: Format::Csv,
+        row_group_rows: 1,
+        part_bytes: 1,
+        ..ExportOptions::default()
+    };
+    let s = export_trial(
+        "memory://parts/run",
+        "memory://parts/out",
+        &options,
+        &mut |_| {},
+    )
+    .unwrap();
+    let files = &s.tables["tensors"].files;
+    // One row per file (each file passes 1 byte with its first row), in its step's bucket.
+    assert_eq!(files.len(), 12);
+    for b in 0..3 {
+        let n = files
+            .iter()
+            .filter(|f| f.starts_with(&format!("tensors/step_bucket={b}/part-")))
+            .count();
+        assert_eq!(n, 4, "{files:?}");
+    }
+    let all = keys("memory://parts/out");
+    assert!(files.iter().all(|f| all.contains(f)));
+}
+
+#[test]
+fn filters_keep_the_rows_asked_for() {
+    write_trial("filters", 5);
+    let options = ExportOptions {
+        tensors: Some("^w$".into()),
+        steps: "1:4".parse::<StepRange>().unwrap(),
+        mode: Some(Mode::Train),
+        ..ExportOptions::default()
+    };
+    let s = export_trial(
+        "memory://filters/run",
+        "memory://filters/out",
+        &options,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(s.tables["tensors"].rows, 3);
+    assert_eq!(s.tables["scalars"].rows, 0);
+    assert_eq!(s.tables["steps"].rows, 3, "steps describe every tensor");
+    let eval_only = ExportOptions {
+        mode: Some(Mode::Eval),
+        ..ExportOptions::default()
+    };
+    let s = export_trial(
+        "memory://filters/run",
+        "memory://filters/out2",
+        &eval_only,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(s.tables["tensors"].rows, 0);
+}
+
+#[test]
+fn a_bad_record_is_skipped_and_named_or_fatal_when_strict() {
+    let store = write_trial("badrec", 3);
+    let key = event_file_key(1, "worker_0").unwrap();
+    let mut bytes = store.get(&key).unwrap().to_vec();
+    bytes[20] ^= 0xff; // inside the first record's payload: its CRC no longer matches
+    store.put(&key, bytes.into()).unwrap();
+    let s = export_trial(
+        "memory://badrec/run",
+        "memory://badrec/out",
+        &ExportOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(s.tables["tensors"].rows, 5);
+    assert!(!s.skipped_records.is_empty());
+    assert!(
+        s.skipped_records[0].message.contains(&key),
+        "names the file: {:?}",
+        s.skipped_records
+    );
+    let strict = ExportOptions {
+        strict: true,
+        ..ExportOptions::default()
+    };
+    let err = export_trial(
+        "memory://badrec/run",
+        "memory://badrec/out2",
+        &strict,
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, ExportError::BadRecord { step: 1, .. }),
+        "{err}"
+    );
+    assert!(
+        !keys("memory://badrec/out2").contains(&"_SUCCESS".to_string()),
+        "a failed export is not marked complete"
+    );
+}
+
+#[test]
+fn a_bad_index_file_is_skipped_and_named_or_fatal_when_strict() {
+    let store = write_trial("badindex", 3);
+    let key = index_file_key(2, "worker_0").unwrap();
+    store.put(&key, "{not json".into()).unwrap();
+    let s = export_trial(
+        "memory://badindex/run",
+        "memory://badindex/out",
+        &ExportOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(s.tables["tensors"].rows, 4);
+    assert_eq!(s.skipped_index_files.len(), 1);
+    assert!(s.skipped_index_files[0].what.contains("step 2"));
+    let strict = ExportOptions {
+        strict: true,
+        ..ExportOptions::default()
+    };
+    let err = export_trial(
+        "memory://badindex/run",
+        "memory://badindex/out2",
+        &strict,
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, ExportError::BadIndexFile { step: 2, .. }),
+        "{err}"
+    );
+}
