@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use smdebug_record::{decode_event, encode_tensor_event, tensor_event_from, Tensor};
+use smdebug_record::{decode_event, encode_tensor_event, tensor_event_from, TensorValue};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(event) = decode_event(data) else {
@@ -29,6 +29,6 @@ fuzz_target!(|data: &[u8]| {
                 back.wall_time == ev.wall_time || (back.wall_time.is_nan() && ev.wall_time.is_nan())
             );
         }
-        Err(_) => assert!(matches!(&ev.tensor, Tensor::Str(s) if s.ndim() != 1)),
+        Err(_) => assert!(matches!(&ev.tensor, TensorValue::Str(s) if s.ndim() != 1)),
     }
 });

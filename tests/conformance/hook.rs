@@ -16,7 +16,7 @@ use smdebug_conformance::{
     check, conformance_presets, peer_dir, peer_python, presets_dir, require_s3_server, smdebug_bin,
     tempdir, write_fixture, write_fixture_from_recipe,
 };
-use smdebug_record::{decode_tensor_event, masked_crc32c, records, Tensor};
+use smdebug_record::{decode_tensor_event, masked_crc32c, records, TensorValue};
 
 fn synth(recipe: &Path, out: &str, extra: &[&str]) {
     let o = Command::new(smdebug_bin())
@@ -90,11 +90,11 @@ fn files(root: &Path) -> BTreeSet<PathBuf> {
     out
 }
 
-fn as_f64s(t: &Tensor) -> Vec<f64> {
+fn as_f64s(t: &TensorValue) -> Vec<f64> {
     match t {
-        Tensor::Float16(a) => a.iter().map(|v| f64::from(*v)).collect(),
-        Tensor::Float32(a) => a.iter().map(|v| f64::from(*v)).collect(),
-        Tensor::Float64(a) => a.iter().copied().collect(),
+        TensorValue::Float16(a) => a.iter().map(|v| f64::from(*v)).collect(),
+        TensorValue::Float32(a) => a.iter().map(|v| f64::from(*v)).collect(),
+        TensorValue::Float64(a) => a.iter().copied().collect(),
         other => panic!("an l2 reduction of dtype {:?}", other.dtype()),
     }
 }
@@ -597,13 +597,17 @@ fn write_tensorboard_trial(trial: &Path) {
         for s in 0..steps {
             hook.step().unwrap();
             let w = ndarray::Array::from_shape_fn((4, 3), |(r, c)| ((r * 3 + c) * s) as f32);
-            hook.save("fc1.weight", Tensor::from(w.into_dyn())).unwrap();
+            hook.save("fc1.weight", TensorValue::from(w.into_dyn()))
+                .unwrap();
             let g = ndarray::Array::from_elem((4, 3), 0.5f32);
-            hook.save("gradient/fc1.weight", Tensor::from(g.into_dyn()))
+            hook.save("gradient/fc1.weight", TensorValue::from(g.into_dyn()))
                 .unwrap();
             let loss = ndarray::arr0(1.0f32 / (1.0 + s as f32));
-            hook.save("CrossEntropyLoss_output_0", Tensor::from(loss.into_dyn()))
-                .unwrap();
+            hook.save(
+                "CrossEntropyLoss_output_0",
+                TensorValue::from(loss.into_dyn()),
+            )
+            .unwrap();
             hook.save_scalar("lr", 0.1 * f64::from(s as u8), None);
         }
     }

@@ -22,7 +22,7 @@ use smdebug_conformance::manifest::{write_fixture_with_manifest, ManifestRecord}
 use smdebug_conformance::{conformance_presets, peer_python, run_peer_json, tempdir};
 use smdebug_record::{
     append_record, decode_record_at, decode_tensor_event, encode_tensor_event, f16, mode_number,
-    Complex64, Footer, RecordReader, Tensor, TensorEvent,
+    Complex64, Footer, RecordReader, TensorEvent, TensorValue,
 };
 use smdebug_synth::Recipe;
 
@@ -208,14 +208,14 @@ fn python_fixtures_decode_to_the_values_python_wrote_and_the_recipe_recomputes()
 /// One tensor record we write and Python reads (or writes).
 struct Case {
     tag: &'static str,
-    tensor: Tensor,
+    tensor: TensorValue,
     mode: u8,
     mode_step: i64,
     /// The dtype Python's reader returns (int8 comes back as uint8).
     python_dtype: &'static str,
 }
 
-fn case(tag: &'static str, tensor: Tensor, mode: u8, mode_step: i64) -> Case {
+fn case(tag: &'static str, tensor: TensorValue, mode: u8, mode_step: i64) -> Case {
     let python_dtype = tensor.dtype().name();
     Case {
         tag,
@@ -430,7 +430,7 @@ fn spec_record(c: &Case, wall_time: f64) -> Value {
         "wall_time": wall_time,
     });
     match &c.tensor {
-        Tensor::Str(strings) => r["strings"] = json!(strings.iter().collect::<Vec<_>>()),
+        TensorValue::Str(strings) => r["strings"] = json!(strings.iter().collect::<Vec<_>>()),
         _ => r["hex"] = json!(hex::encode(c.tensor.to_le_bytes())),
     }
     r

@@ -4,7 +4,7 @@
 
 use smdebug_conformance::{require_s3_server, run_peer_json, tempdir};
 use smdebug_hook::{HookBuilder, SaveConfig, SaveConfigMode};
-use smdebug_record::Tensor;
+use smdebug_record::TensorValue;
 use smdebug_rules::{build_rule, invoke_rule, invoke_rule_with, EndReason, StopTraining};
 use smdebug_trial::{PollPolicy, Trial, TrialOptions};
 use std::collections::BTreeMap;
@@ -28,7 +28,7 @@ fn write_trial(out: &str, nan_steps: &[i64]) {
         };
         for name in ["gradient/a", "gradient/b"] {
             let g = ndarray::arr1(&[x, 1.0f32]).into_dyn();
-            hook.save(name, Tensor::from(g)).unwrap();
+            hook.save(name, TensorValue::from(g)).unwrap();
         }
     }
     hook.close().unwrap();
@@ -136,7 +136,7 @@ fn live_rule_over_s3_fires_and_stops_the_writer() {
             last = step;
             let m = if step >= VANISH { 1e-9f32 } else { 1e-2 };
             let g = ndarray::Array1::<f32>::from_shape_fn(64, |i| if i % 2 == 0 { m } else { -m });
-            hook.save("gradient/fc.weight", Tensor::from(g.into_dyn()))
+            hook.save("gradient/fc.weight", TensorValue::from(g.into_dyn()))
                 .unwrap();
             hook.flush().unwrap();
             std::thread::sleep(Duration::from_millis(100));

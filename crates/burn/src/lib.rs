@@ -63,7 +63,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::{DType, Tensor, TensorData};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_hook::{Hook, HookStats, Mode, Saved};
-use smdebug_record::Tensor as Value;
+use smdebug_record::TensorValue;
 use thiserror::Error;
 
 /// An error of the burn adapter, naming the tensor it happened on.
@@ -100,7 +100,7 @@ pub enum BurnError {
 pub type Result<T, E = BurnError> = std::result::Result<T, E>;
 
 /// Converts burn tensor data into the hook's tensor type (see the crate docs for the cost).
-pub fn data_to_smdebug(name: &str, data: TensorData) -> Result<Value> {
+pub fn data_to_smdebug(name: &str, data: TensorData) -> Result<TensorValue> {
     let shape = data.shape().as_slice().to_vec();
     let err = |e: burn::tensor::DataError| BurnError::Data {
         name: name.to_owned(),
@@ -128,19 +128,19 @@ pub fn data_to_smdebug(name: &str, data: TensorData) -> Result<Value> {
 }
 
 /// Converts a float tensor (the autodiff wrapper included) into the hook's tensor type.
-pub fn to_smdebug<const D: usize>(name: &str, t: &Tensor<D>) -> Result<Value> {
+pub fn to_smdebug<const D: usize>(name: &str, t: &Tensor<D>) -> Result<TensorValue> {
     data_to_smdebug(name, t.to_data())
 }
 
-fn array<T>(name: &str, shape: &[usize], data: Vec<T>) -> Result<Value>
+fn array<T>(name: &str, shape: &[usize], data: Vec<T>) -> Result<TensorValue>
 where
-    Value: From<ArrayD<T>>,
+    TensorValue: From<ArrayD<T>>,
 {
     let a = ArrayD::from_shape_vec(IxDyn(shape), data).map_err(|e| BurnError::Data {
         name: name.to_owned(),
         message: e.to_string(),
     })?;
-    Ok(Value::from(a))
+    Ok(TensorValue::from(a))
 }
 
 /// Collects `(path, ParamId)` of every float parameter; the path is the stack of

@@ -1,8 +1,8 @@
-//! candle tensor → `smdebug_record::Tensor`.
+//! candle tensor → `smdebug_record::TensorValue`.
 
 use candle_core::{DType, Tensor as CTensor};
 use ndarray::{ArrayD, IxDyn};
-use smdebug_record::Tensor;
+use smdebug_record::TensorValue;
 
 use crate::error::{CandleError, Result};
 
@@ -16,7 +16,7 @@ use crate::error::{CandleError, Result};
 /// place. A non-contiguous tensor costs one more copy (candle makes it contiguous first),
 /// and `bf16` / 8-bit and smaller float formats — which smdebug's numpy writer cannot
 /// store — are widened to `f32` first (their dtype is not kept).
-pub fn to_smdebug(name: &str, t: &CTensor) -> Result<Tensor> {
+pub fn to_smdebug(name: &str, t: &CTensor) -> Result<TensorValue> {
     let shape = t.dims().to_vec();
     let flat = t.flatten_all().map_err(|source| CandleError::Candle {
         name: name.to_owned(),
@@ -64,16 +64,16 @@ pub fn scalar_value(name: &str, t: &CTensor) -> Result<f64> {
     Ok(v[0])
 }
 
-fn array<T>(name: &str, shape: &[usize], data: Vec<T>) -> Result<Tensor>
+fn array<T>(name: &str, shape: &[usize], data: Vec<T>) -> Result<TensorValue>
 where
-    Tensor: From<ArrayD<T>>,
+    TensorValue: From<ArrayD<T>>,
 {
     let a = ArrayD::from_shape_vec(IxDyn(shape), data).map_err(|e| CandleError::Shape {
         name: name.to_owned(),
         shape: shape.to_vec(),
         message: e.to_string(),
     })?;
-    Ok(Tensor::from(a))
+    Ok(TensorValue::from(a))
 }
 
 #[cfg(test)]

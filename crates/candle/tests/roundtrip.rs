@@ -7,7 +7,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{linear, Optimizer, VarBuilder, VarMap, SGD};
 use smdebug_candle::{to_smdebug, CandleHook, Recorded, Tap};
 use smdebug_hook::{HookBuilder, Mode, SaveConfig, SaveConfigMode};
-use smdebug_record::Tensor as Value;
+use smdebug_record::TensorValue;
 
 fn open(path: &std::path::Path) -> smdebug_trial::Trial {
     smdebug_trial::create_trial(path.to_str().unwrap()).unwrap()
@@ -52,7 +52,7 @@ fn parameters_gradients_losses_and_activations_round_trip() {
         .unwrap();
     let vars: BTreeMap<String, candle_core::Var> =
         varmap.data().lock().unwrap().clone().into_iter().collect();
-    let mut expected: BTreeMap<(String, i64), Value> = BTreeMap::new();
+    let mut expected: BTreeMap<(String, i64), TensorValue> = BTreeMap::new();
     hook.set_mode(Mode::Train);
     for step in 0..7i64 {
         // What the hook must save at this step, taken before the update.

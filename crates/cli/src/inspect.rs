@@ -158,7 +158,7 @@ mod tests {
     use super::*;
     use smdebug_synth::steps::{write_collections, write_end_marker, write_step, StepWrite};
     use smdebug_trial::storage::{BlockingStore, Location};
-    use smdebug_trial::Value;
+    use smdebug_trial::TensorValue;
 
     #[test]
     fn step_ranges_and_sizes() {
@@ -174,7 +174,7 @@ mod tests {
         let store = BlockingStore::open(&Location::parse(url).unwrap()).unwrap();
         write_collections(&store, "worker_0", 1).unwrap();
         for step in 0..3 {
-            let v = Value::Float32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[4, 4])));
+            let v = TensorValue::Float32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[4, 4])));
             write_step(
                 &store,
                 &StepWrite::new(step, "worker_0", Mode::Train, &[("fc.weight", v)]),

@@ -5,7 +5,7 @@ use ndarray::{ArrayD, IxDyn};
 use smdebug_config::{Framework, Mode, SaveConfig, SaveConfigMode};
 use smdebug_hook::{HookBuilder, WallTime};
 use smdebug_index::{classify_key, IndexFile, TrialFile, END_OF_JOB_FILE};
-use smdebug_record::{decode_record_at, decode_tensor_event, Tensor};
+use smdebug_record::{decode_record_at, decode_tensor_event, TensorValue};
 use smdebug_reduce::{Flavor, ReductionRequest, TensorView};
 use smdebug_storage::{BlockingStore, Location};
 use std::io::Write;
@@ -28,7 +28,7 @@ pub struct Args {
 
 /// The tensors of one step: a small two-layer model's weights, biases, gradients and loss,
 /// with values that change with the step so the read-back is checkable.
-fn tensors_for_step(step: i64) -> Vec<(&'static str, Tensor)> {
+fn tensors_for_step(step: i64) -> Vec<(&'static str, TensorValue)> {
     let s = step as f32;
     let grid = |rows: usize, cols: usize, scale: f32| {
         ArrayD::from_shape_fn(IxDyn(&[rows, cols]), |ix| {
@@ -36,15 +36,15 @@ fn tensors_for_step(step: i64) -> Vec<(&'static str, Tensor)> {
         })
     };
     vec![
-        ("fc1.weight", Tensor::from(grid(4, 3, 0.5))),
+        ("fc1.weight", TensorValue::from(grid(4, 3, 0.5))),
         (
             "fc1.bias",
-            Tensor::from(ArrayD::from_elem(IxDyn(&[4]), 0.1 * s)),
+            TensorValue::from(ArrayD::from_elem(IxDyn(&[4]), 0.1 * s)),
         ),
-        ("gradient/fc1.weight", Tensor::from(grid(4, 3, 0.01))),
+        ("gradient/fc1.weight", TensorValue::from(grid(4, 3, 0.01))),
         (
             "loss_output_0",
-            Tensor::from(ndarray::arr0(1.0f32 / (1.0 + s)).into_dyn()),
+            TensorValue::from(ndarray::arr0(1.0f32 / (1.0 + s)).into_dyn()),
         ),
     ]
 }
@@ -166,10 +166,10 @@ fn read_trial(store: &BlockingStore, out: &mut impl Write) -> Result<()> {
     Ok(())
 }
 
-fn tensor_view(t: &Tensor) -> Result<TensorView<'_>> {
+fn tensor_view(t: &TensorValue) -> Result<TensorView<'_>> {
     Ok(match t {
-        Tensor::Float32(a) => a.view().into(),
-        Tensor::Float64(a) => a.view().into(),
+        TensorValue::Float32(a) => a.view().into(),
+        TensorValue::Float64(a) => a.view().into(),
         other => bail!(
             "roundtrip writes only float tensors, read {}",
             other.dtype().name()

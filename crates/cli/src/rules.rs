@@ -359,7 +359,7 @@ mod tests {
         dir: &std::path::Path,
         include: impl FnOnce(smdebug_hook::HookBuilder) -> smdebug_hook::HookBuilder,
         steps: i64,
-        tensor: impl Fn(i64) -> (&'static str, smdebug_record::Tensor),
+        tensor: impl Fn(i64) -> (&'static str, smdebug_record::TensorValue),
     ) -> String {
         use smdebug_hook::{HookBuilder, SaveConfig, SaveConfigMode};
         let out = dir.join("trial").to_str().unwrap().to_owned();
@@ -386,7 +386,7 @@ mod tests {
             |step| {
                 let m = if step == 2 { 1e-9f32 } else { 1e-2 };
                 let g = ndarray::arr1(&[m, -m]).into_dyn();
-                ("gradient/w", smdebug_record::Tensor::from(g))
+                ("gradient/w", smdebug_record::TensorValue::from(g))
             },
         );
         let out = std::path::Path::new(out_s);
@@ -434,7 +434,10 @@ mod tests {
             1,
             |_| {
                 let nan = ndarray::Array2::from_elem((4, 2), f32::NAN).into_dyn();
-                ("dense0_relu_output_0", smdebug_record::Tensor::from(nan))
+                (
+                    "dense0_relu_output_0",
+                    smdebug_record::TensorValue::from(nan),
+                )
             },
         );
 

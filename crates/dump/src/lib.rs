@@ -27,8 +27,7 @@ use serde_json::{json, Map, Value as Json};
 use sha2::{Digest, Sha256};
 use smdebug_config::pyjson::PyValue;
 use smdebug_config::Mode;
-use smdebug_record::Tensor as RTensor;
-use smdebug_trial::{Result, Tensor, TensorFilter, Trial, TrialError, TrialOptions, Value};
+use smdebug_trial::{Result, Tensor, TensorFilter, TensorValue, Trial, TrialError, TrialOptions};
 use std::collections::BTreeSet;
 
 /// The schema name.
@@ -622,12 +621,12 @@ fn json_float(x: f64) -> Json {
 
 /// sha256 of the value's canonical bytes (C order, little-endian; bool 1 byte; complex as
 /// (re, im); strings as u32le(len) + UTF-8 per element).
-pub fn sha256(v: &Value) -> String {
+pub fn sha256(v: &TensorValue) -> String {
     hex::encode(Sha256::digest(v.to_le_bytes()))
 }
 
 /// The schema's VALUE object for a value.
-pub fn encode_value(v: &Value, max_inline: usize) -> Json {
+pub fn encode_value(v: &TensorValue, max_inline: usize) -> Json {
     let mut out = Map::new();
     out.insert("dtype".into(), json!(v.dtype().name()));
     out.insert("shape".into(), json!(v.shape()));
@@ -641,29 +640,29 @@ pub fn encode_value(v: &Value, max_inline: usize) -> Json {
     Json::Object(out)
 }
 
-fn inline(v: &Value) -> Vec<Json> {
+fn inline(v: &TensorValue) -> Vec<Json> {
     match v {
-        RTensor::Float16(a) => a.iter().map(|x| json_float(f64::from(*x))).collect(),
-        RTensor::Float32(a) => a.iter().map(|x| json_float(f64::from(*x))).collect(),
-        RTensor::Float64(a) => a.iter().map(|x| json_float(*x)).collect(),
-        RTensor::Int8(a) => a.iter().map(|x| json!(x)).collect(),
-        RTensor::Int16(a) => a.iter().map(|x| json!(x)).collect(),
-        RTensor::Int32(a) => a.iter().map(|x| json!(x)).collect(),
-        RTensor::Int64(a) => a.iter().map(|x| json!(x)).collect(),
-        RTensor::UInt8(a) => a.iter().map(|x| json!(x)).collect(),
-        RTensor::UInt16(a) => a.iter().map(|x| json!(x)).collect(),
-        RTensor::UInt32(a) => a.iter().map(|x| json!(x)).collect(),
-        RTensor::UInt64(a) => a.iter().map(|x| json!(x)).collect(),
-        RTensor::Bool(a) => a.iter().map(|x| json!(x)).collect(),
-        RTensor::Complex64(a) => a
+        TensorValue::Float16(a) => a.iter().map(|x| json_float(f64::from(*x))).collect(),
+        TensorValue::Float32(a) => a.iter().map(|x| json_float(f64::from(*x))).collect(),
+        TensorValue::Float64(a) => a.iter().map(|x| json_float(*x)).collect(),
+        TensorValue::Int8(a) => a.iter().map(|x| json!(x)).collect(),
+        TensorValue::Int16(a) => a.iter().map(|x| json!(x)).collect(),
+        TensorValue::Int32(a) => a.iter().map(|x| json!(x)).collect(),
+        TensorValue::Int64(a) => a.iter().map(|x| json!(x)).collect(),
+        TensorValue::UInt8(a) => a.iter().map(|x| json!(x)).collect(),
+        TensorValue::UInt16(a) => a.iter().map(|x| json!(x)).collect(),
+        TensorValue::UInt32(a) => a.iter().map(|x| json!(x)).collect(),
+        TensorValue::UInt64(a) => a.iter().map(|x| json!(x)).collect(),
+        TensorValue::Bool(a) => a.iter().map(|x| json!(x)).collect(),
+        TensorValue::Complex64(a) => a
             .iter()
             .map(|c| json!([json_float(f64::from(c.re)), json_float(f64::from(c.im))]))
             .collect(),
-        RTensor::Complex128(a) => a
+        TensorValue::Complex128(a) => a
             .iter()
             .map(|c| json!([json_float(c.re), json_float(c.im)]))
             .collect(),
-        RTensor::Str(a) => a.iter().map(|s| json!(s)).collect(),
+        TensorValue::Str(a) => a.iter().map(|s| json!(s)).collect(),
     }
 }
 
@@ -716,24 +715,26 @@ fn int_stats(xs: impl Iterator<Item = i128>) -> Option<Json> {
     Some(json!({"min": num(lo), "max": num(hi), "mean": json_float(sum / n as f64)}))
 }
 
-fn stats(v: &Value) -> Option<Json> {
+fn stats(v: &TensorValue) -> Option<Json> {
     Some(match v {
-        RTensor::Float16(a) => float_stats(a.iter().map(|x| f64::from(*x))),
-        RTensor::Float32(a) => float_stats(a.iter().map(|x| f64::from(*x))),
-        RTensor::Float64(a) => float_stats(a.iter().copied()),
-        RTensor::Int8(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
-        RTensor::Int16(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
-        RTensor::Int32(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
-        RTensor::Int64(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
-        RTensor::UInt8(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
-        RTensor::UInt16(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
-        RTensor::UInt32(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
-        RTensor::UInt64(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
-        RTensor::Bool(a) => {
+        TensorValue::Float16(a) => float_stats(a.iter().map(|x| f64::from(*x))),
+        TensorValue::Float32(a) => float_stats(a.iter().map(|x| f64::from(*x))),
+        TensorValue::Float64(a) => float_stats(a.iter().copied()),
+        TensorValue::Int8(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
+        TensorValue::Int16(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
+        TensorValue::Int32(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
+        TensorValue::Int64(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
+        TensorValue::UInt8(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
+        TensorValue::UInt16(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
+        TensorValue::UInt32(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
+        TensorValue::UInt64(a) => int_stats(a.iter().map(|&x| i128::from(x)))?,
+        TensorValue::Bool(a) => {
             let t = a.iter().filter(|&&b| b).count();
             json!({"true": t, "false": a.len() - t})
         }
-        RTensor::Complex64(_) | RTensor::Complex128(_) | RTensor::Str(_) => return None,
+        TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
+            return None
+        }
     })
 }
 
@@ -750,7 +751,7 @@ mod tests {
 
     #[test]
     fn values_encode_like_the_schema() {
-        let v = RTensor::Float32(arr1(&[1.5f32, f32::NAN, f32::NEG_INFINITY]).into_dyn());
+        let v = TensorValue::Float32(arr1(&[1.5f32, f32::NAN, f32::NEG_INFINITY]).into_dyn());
         let j = encode_value(&v, 64);
         assert_eq!(j["dtype"], "float32");
         assert_eq!(j["data"], json!([1.5, "NaN", "-Infinity"]));

@@ -7,7 +7,7 @@ use serde_json::Value as Json;
 use smdebug_dump::{dump_trial_with, write_dump, DumpOptions};
 use smdebug_storage::{BlockingStore, Location};
 use smdebug_synth::steps::write_train_trial;
-use smdebug_trial::{TrialOptions, Value};
+use smdebug_trial::{TensorValue, TrialOptions};
 use std::path::Path;
 use std::time::Duration;
 
@@ -57,7 +57,7 @@ fn write_trial(dir: &Path, tensors: usize) {
         (0..tensors)
             .map(|i| {
                 let v = ArrayD::from_shape_fn(IxDyn(&[2, 3]), |ix| (ix[0] + ix[1] + i) as f32);
-                (format!("t{i}"), Value::Float32(v))
+                (format!("t{i}"), TensorValue::Float32(v))
             })
             .collect()
     })

@@ -21,13 +21,13 @@
 //! ```
 //! use smdebug_config::Mode;
 //! use smdebug_index::{collections_file_key, event_file_key, index_file_key, IndexFile, IndexMeta, TensorEntry};
-//! use smdebug_record::{append_record, encode_tensor_event, mode_number, Footer, Tensor as Value};
+//! use smdebug_record::{append_record, encode_tensor_event, mode_number, Footer, TensorValue};
 //! use smdebug_storage::{BlockingStore, Location};
 //! use smdebug_export::{export_trial, ExportOptions, Format};
 //!
 //! // A one-step trial with one tensor, written by hand into an in-memory store.
 //! let store = BlockingStore::open(&Location::parse("memory://export-doc/run")?)?;
-//! let value = Value::from(ndarray::arr1(&[1.0f32, -2.0, f32::NAN]).into_dyn());
+//! let value = TensorValue::from(ndarray::arr1(&[1.0f32, -2.0, f32::NAN]).into_dyn());
 //! let payload = encode_tensor_event("loss", &value, 0, mode_number::TRAIN, 0, 1.7e9)?;
 //! let mut events = Vec::new();
 //! let rec = append_record(&mut events, &payload, Footer::Magic);

@@ -1,7 +1,7 @@
 //! The summary statistics of a raw value, from one fused pass over its elements.
 
 use half::f16;
-use smdebug_record::Tensor as Value;
+use smdebug_record::TensorValue;
 
 /// Summary statistics of one raw value (see `docs/src/export.md`, table `tensors`).
 ///
@@ -183,7 +183,7 @@ fn of_slice<T: Copy>(data: &[T], to_f64: impl Fn(T) -> f64) -> Statistics {
 }
 
 /// Statistics of a raw value; `None` for values that have none (complex numbers, strings).
-pub fn statistics(value: &Value) -> Option<Statistics> {
+pub fn statistics(value: &TensorValue) -> Option<Statistics> {
     fn flat<T: Clone>(a: &ndarray::ArrayD<T>) -> std::borrow::Cow<'_, [T]> {
         match a.as_slice() {
             Some(s) => std::borrow::Cow::Borrowed(s),
@@ -191,43 +191,47 @@ pub fn statistics(value: &Value) -> Option<Statistics> {
         }
     }
     Some(match value {
-        Value::Float16(a) => of_slice(&flat(a), f16::to_f64),
-        Value::Float32(a) => of_slice(&flat(a), f64::from),
-        Value::Float64(a) => of_slice(&flat(a), |x| x),
-        Value::Int8(a) => of_slice(&flat(a), f64::from),
-        Value::Int16(a) => of_slice(&flat(a), f64::from),
-        Value::Int32(a) => of_slice(&flat(a), f64::from),
-        Value::Int64(a) => of_slice(&flat(a), |x| x as f64),
-        Value::UInt8(a) => of_slice(&flat(a), f64::from),
-        Value::UInt16(a) => of_slice(&flat(a), f64::from),
-        Value::UInt32(a) => of_slice(&flat(a), f64::from),
-        Value::UInt64(a) => of_slice(&flat(a), |x| x as f64),
-        Value::Bool(a) => of_slice(&flat(a), |x| if x { 1.0 } else { 0.0 }),
-        Value::Complex64(_) | Value::Complex128(_) | Value::Str(_) => return None,
+        TensorValue::Float16(a) => of_slice(&flat(a), f16::to_f64),
+        TensorValue::Float32(a) => of_slice(&flat(a), f64::from),
+        TensorValue::Float64(a) => of_slice(&flat(a), |x| x),
+        TensorValue::Int8(a) => of_slice(&flat(a), f64::from),
+        TensorValue::Int16(a) => of_slice(&flat(a), f64::from),
+        TensorValue::Int32(a) => of_slice(&flat(a), f64::from),
+        TensorValue::Int64(a) => of_slice(&flat(a), |x| x as f64),
+        TensorValue::UInt8(a) => of_slice(&flat(a), f64::from),
+        TensorValue::UInt16(a) => of_slice(&flat(a), f64::from),
+        TensorValue::UInt32(a) => of_slice(&flat(a), f64::from),
+        TensorValue::UInt64(a) => of_slice(&flat(a), |x| x as f64),
+        TensorValue::Bool(a) => of_slice(&flat(a), |x| if x { 1.0 } else { 0.0 }),
+        TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
+            return None
+        }
     })
 }
 
 /// The elements of a real-valued value as `f64` (`None` for complex numbers and strings).
-pub fn values_f64(value: &Value) -> Option<Vec<f64>> {
+pub fn values_f64(value: &TensorValue) -> Option<Vec<f64>> {
     Some(match value {
-        Value::Float16(a) => a.iter().map(|x| x.to_f64()).collect(),
-        Value::Float32(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        Value::Float64(a) => a.iter().copied().collect(),
-        Value::Int8(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        Value::Int16(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        Value::Int32(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        Value::Int64(a) => a.iter().map(|&x| x as f64).collect(),
-        Value::UInt8(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        Value::UInt16(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        Value::UInt32(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        Value::UInt64(a) => a.iter().map(|&x| x as f64).collect(),
-        Value::Bool(a) => a.iter().map(|&x| if x { 1.0 } else { 0.0 }).collect(),
-        Value::Complex64(_) | Value::Complex128(_) | Value::Str(_) => return None,
+        TensorValue::Float16(a) => a.iter().map(|x| x.to_f64()).collect(),
+        TensorValue::Float32(a) => a.iter().map(|&x| f64::from(x)).collect(),
+        TensorValue::Float64(a) => a.iter().copied().collect(),
+        TensorValue::Int8(a) => a.iter().map(|&x| f64::from(x)).collect(),
+        TensorValue::Int16(a) => a.iter().map(|&x| f64::from(x)).collect(),
+        TensorValue::Int32(a) => a.iter().map(|&x| f64::from(x)).collect(),
+        TensorValue::Int64(a) => a.iter().map(|&x| x as f64).collect(),
+        TensorValue::UInt8(a) => a.iter().map(|&x| f64::from(x)).collect(),
+        TensorValue::UInt16(a) => a.iter().map(|&x| f64::from(x)).collect(),
+        TensorValue::UInt32(a) => a.iter().map(|&x| f64::from(x)).collect(),
+        TensorValue::UInt64(a) => a.iter().map(|&x| x as f64).collect(),
+        TensorValue::Bool(a) => a.iter().map(|&x| if x { 1.0 } else { 0.0 }).collect(),
+        TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
+            return None
+        }
     })
 }
 
 /// The single element of a one-element real value as `f64` (a saved reduction, a scalar).
-pub fn scalar_f64(value: &Value) -> Option<f64> {
+pub fn scalar_f64(value: &TensorValue) -> Option<f64> {
     if value.len() != 1 {
         return None;
     }
@@ -267,7 +271,7 @@ mod tests {
     }
 
     fn check(x: &[f64]) {
-        let got = statistics(&Value::from(ndarray::arr1(x).into_dyn())).unwrap();
+        let got = statistics(&TensorValue::from(ndarray::arr1(x).into_dyn())).unwrap();
         let want = naive(x);
         assert!(
             close(got.min, want.min) && close(got.max, want.max),
@@ -316,7 +320,7 @@ mod tests {
         check(&[f64::NAN, f64::INFINITY]);
         // Squares overflow: numpy's std is +inf too.
         let big = [f64::NAN, -0.25, f64::MAX, 5e-324, 0.1];
-        let s = statistics(&Value::from(ndarray::arr1(&big).into_dyn())).unwrap();
+        let s = statistics(&TensorValue::from(ndarray::arr1(&big).into_dyn())).unwrap();
         assert_eq!((s.std, s.l2), (Some(f64::INFINITY), Some(f64::INFINITY)));
     }
 
@@ -325,21 +329,21 @@ mod tests {
         // Σx² − n·mean² would lose every digit here.
         let x: Vec<f64> = (0..6000).map(|i| 1e9 + (i % 3) as f64).collect();
         check(&x);
-        let s = statistics(&Value::from(ndarray::arr1(&x).into_dyn())).unwrap();
+        let s = statistics(&TensorValue::from(ndarray::arr1(&x).into_dyn())).unwrap();
         assert!((s.std.unwrap() - (2.0f64 / 3.0).sqrt()).abs() < 1e-6);
     }
 
     #[test]
     fn integers_bools_and_non_numeric_values() {
-        let b = Value::from(ndarray::arr1(&[true, false, true]).into_dyn());
+        let b = TensorValue::from(ndarray::arr1(&[true, false, true]).into_dyn());
         let s = statistics(&b).unwrap();
         assert_eq!((s.zero_count, s.max, s.l1), (1, Some(1.0), Some(2.0)));
-        let i = Value::from(ndarray::arr1(&[i64::MIN, 0, 5]).into_dyn());
+        let i = TensorValue::from(ndarray::arr1(&[i64::MIN, 0, 5]).into_dyn());
         assert_eq!(statistics(&i).unwrap().min, Some(i64::MIN as f64));
-        let c = Value::from(ndarray::arr1(&["a".to_string()]).into_dyn());
+        let c = TensorValue::from(ndarray::arr1(&["a".to_string()]).into_dyn());
         assert_eq!(statistics(&c), None);
         assert_eq!(
-            scalar_f64(&Value::from(ndarray::arr0(2.5f32).into_dyn())),
+            scalar_f64(&TensorValue::from(ndarray::arr0(2.5f32).into_dyn())),
             Some(2.5)
         );
     }

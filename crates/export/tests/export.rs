@@ -6,7 +6,7 @@ use smdebug_export::{export_trial, ExportError, ExportOptions, Format, Layout, S
 use smdebug_index::{
     collections_file_key, event_file_key, index_file_key, IndexFile, IndexMeta, TensorEntry,
 };
-use smdebug_record::{append_record, encode_tensor_event, mode_number, Footer, Tensor as Value};
+use smdebug_record::{append_record, encode_tensor_event, mode_number, Footer, TensorValue};
 use smdebug_storage::{BlockingStore, Location};
 
 /// Writes `steps` TRAIN steps of tensors `w` (4 floats) and `loss` into `memory://NAME/run`.
@@ -23,11 +23,11 @@ fn write_trial(name: &str, steps: i64) -> BlockingStore {
         let values = [
             (
                 "w",
-                Value::from(ndarray::arr1(&[s as f32, 0.0, -1.0, 2.5]).into_dyn()),
+                TensorValue::from(ndarray::arr1(&[s as f32, 0.0, -1.0, 2.5]).into_dyn()),
             ),
             (
                 "loss",
-                Value::from(ndarray::arr0(1.0f32 / (s + 1) as f32).into_dyn()),
+                TensorValue::from(ndarray::arr0(1.0f32 / (s + 1) as f32).into_dyn()),
             ),
         ];
         for (tag, v) in values {

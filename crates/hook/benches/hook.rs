@@ -19,7 +19,7 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use ndarray::{Array2, ArrayD, IxDyn};
 use smdebug_config::{Collection, SaveConfig, SaveConfigMode};
-use smdebug_hook::{Hook, HookBuilder, Tensor};
+use smdebug_hook::{Hook, HookBuilder, TensorValue};
 use smdebug_record::{append_tensor_event, Footer};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -44,7 +44,13 @@ fn hook(dir: &std::path::Path, capacity: usize) -> Hook {
 
 /// Times `iters` saves of `value` on the training thread, in batches that fit the queue;
 /// the writer drains between batches, outside the timed region.
-fn timed_saves(h: &mut Hook, names: &[String], value: &Tensor, iters: u64, batch: u64) -> Duration {
+fn timed_saves(
+    h: &mut Hook,
+    names: &[String],
+    value: &TensorValue,
+    iters: u64,
+    batch: u64,
+) -> Duration {
     let mut total = Duration::ZERO;
     let mut done = 0;
     while done < iters {
@@ -66,7 +72,7 @@ fn save_small(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let mut h = hook(dir.path(), 1 << 16);
     let names: Vec<String> = (0..100).map(|i| format!("layer{i}.weight")).collect();
-    let value = Tensor::from(Array2::<f32>::from_elem((4, 3), 0.5).into_dyn());
+    let value = TensorValue::from(Array2::<f32>::from_elem((4, 3), 0.5).into_dyn());
     let mut g = c.benchmark_group("hook");
     g.throughput(Throughput::Elements(1));
     g.bench_function("save_small_tensor", |b| {
@@ -80,7 +86,7 @@ fn save_1mib(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let mut h = hook(dir.path(), 64);
     let names: Vec<String> = (0..8).map(|i| format!("big{i}")).collect();
-    let value = Tensor::from(ArrayD::<f32>::from_elem(IxDyn(&[512, 512]), 0.25));
+    let value = TensorValue::from(ArrayD::<f32>::from_elem(IxDyn(&[512, 512]), 0.25));
     let mut g = c.benchmark_group("hook");
     g.throughput(Throughput::Bytes(1 << 20));
     g.bench_function("save_1mib_tensor", |b| {
@@ -91,7 +97,7 @@ fn save_1mib(c: &mut Criterion) {
 }
 
 fn encode_1mib(c: &mut Criterion) {
-    let value = Tensor::from(ArrayD::<f32>::from_shape_fn(IxDyn(&[512, 512]), |i| {
+    let value = TensorValue::from(ArrayD::<f32>::from_shape_fn(IxDyn(&[512, 512]), |i| {
         i[0] as f32 * 0.5
     }));
     let mut g = c.benchmark_group("hook");
@@ -129,9 +135,9 @@ fn write_trial(c: &mut Criterion) {
         .map(|i| format!("layer_{i:02}.weight"))
         .chain((0..tensors - half).map(|i| format!("gradient/layer_{i:02}.weight")))
         .collect();
-    let values: Vec<Tensor> = (0..tensors)
+    let values: Vec<TensorValue> = (0..tensors)
         .map(|t| {
-            Tensor::from(ArrayD::<f32>::from_shape_fn(IxDyn(&[100, 100]), |i| {
+            TensorValue::from(ArrayD::<f32>::from_shape_fn(IxDyn(&[100, 100]), |i| {
                 (i[0] * 100 + i[1] + t) as f32 * 1e-4
             }))
         })
@@ -162,7 +168,7 @@ fn write_trial(c: &mut Criterion) {
                     for (n, v) in names.iter().zip(&values) {
                         h.save(n, v.clone()).unwrap();
                     }
-                    let loss = Tensor::from(ndarray::arr0(0.5f32).into_dyn());
+                    let loss = TensorValue::from(ndarray::arr0(0.5f32).into_dyn());
                     h.save("CrossEntropyLoss_output_0", loss).unwrap();
                 }
                 h.close().unwrap();

@@ -20,7 +20,7 @@ use smdebug_index::{
     collections_file_key, stop_signal_key, tensorboard_worker, validate_worker,
     DEFAULT_TENSORBOARD_DIR, END_OF_JOB_FILE, RULE_STOP_SIGNAL_ENV,
 };
-use smdebug_record::Tensor;
+use smdebug_record::TensorValue;
 use smdebug_reduce::Flavor;
 use smdebug_storage::{BlockingStore, Bytes, Location};
 use std::sync::Arc;
@@ -54,7 +54,7 @@ struct CachedScalar {
     /// `scalar/<name>`.
     name: String,
     /// The value (one element).
-    value: Tensor,
+    value: TensorValue,
     /// The event's wall time; `None` or 0 means the time it is written.
     timestamp: Option<f64>,
 }
@@ -65,7 +65,7 @@ struct CustomTensor {
     /// The tensor's name.
     name: String,
     /// Its value.
-    value: Tensor,
+    value: TensorValue,
     /// The collection it joins.
     collection: String,
 }
@@ -488,7 +488,7 @@ impl Hook {
     /// it is due, its shape, reductions and raw value are written as those collections'
     /// reduction configs say (shape → reductions → raw value, each reduction once, no raw
     /// value for empty tensors), plus TensorBoard summaries when enabled.
-    pub fn save(&mut self, name: &str, value: Tensor) -> Result<Saved> {
+    pub fn save(&mut self, name: &str, value: TensorValue) -> Result<Saved> {
         let saving = self.saving_collections(name)?;
         if saving.is_empty() {
             return Ok(Saved::NotDue);
@@ -515,7 +515,7 @@ impl Hook {
     /// collection or save-config check, even when the tensor is empty. A low-level escape
     /// for tools that reproduce smdebug's writer classes (e.g. a second value under the
     /// same name, which readers resolve to the last one).
-    pub fn write_raw_record(&mut self, name: &str, value: Tensor) -> Result<Saved> {
+    pub fn write_raw_record(&mut self, name: &str, value: TensorValue) -> Result<Saved> {
         if !self.clock.started() {
             return Err(HookError::NoStep {
                 name: name.to_owned(),
@@ -545,7 +545,7 @@ impl Hook {
     /// name is added to it). It is written as a raw tensor at the end of the current step if
     /// that step saves anything and the collection saves raw tensors — with no save-config
     /// check of its own. One value per name and step: a later call replaces an earlier one.
-    pub fn save_tensor(&mut self, name: &str, value: Tensor, collection: &str) {
+    pub fn save_tensor(&mut self, name: &str, value: TensorValue, collection: &str) {
         self.custom.retain(|c| c.name != name);
         self.custom.push(CustomTensor {
             name: name.to_owned(),
@@ -561,7 +561,7 @@ impl Hook {
     pub fn save_scalar(&mut self, name: &str, value: f64, timestamp: Option<f64>) {
         self.scalars.push(CachedScalar {
             name: format!("scalar/{name}"),
-            value: Tensor::from(ndarray::arr1(&[value]).into_dyn()),
+            value: TensorValue::from(ndarray::arr1(&[value]).into_dyn()),
             timestamp,
         });
     }
@@ -571,7 +571,7 @@ impl Hook {
     pub fn save_scalar_tensor(
         &mut self,
         name: &str,
-        value: Tensor,
+        value: TensorValue,
         timestamp: Option<f64>,
     ) -> Result<()> {
         let name = format!("scalar/{name}");
@@ -677,8 +677,8 @@ mod tests {
     use smdebug_config::SaveConfig;
     use smdebug_config::SaveConfigMode;
 
-    fn loss() -> Tensor {
-        Tensor::from(ndarray::arr1(&[1.0f32]).into_dyn())
+    fn loss() -> TensorValue {
+        TensorValue::from(ndarray::arr1(&[1.0f32]).into_dyn())
     }
 
     fn hook(dir: &std::path::Path, policy: QueuePolicy, capacity: usize) -> Hook {
@@ -750,7 +750,7 @@ mod tests {
             h.save(&format!("L{i}MSELoss_output_0"), loss()).unwrap();
             assert!(h.queue.held() == 0, "a queue of one job holds single jobs");
         }
-        let big = Tensor::from(ndarray::Array1::<f32>::zeros(MAX_PENDING_ELEMENTS).into_dyn());
+        let big = TensorValue::from(ndarray::Array1::<f32>::zeros(MAX_PENDING_ELEMENTS).into_dyn());
         h.save("BigMSELoss_output_0", big).unwrap();
         assert!(h.queue.held() == 0, "a large tensor is sent at once");
         assert_eq!(h.close().unwrap().records, n as u64 + 1);

@@ -7,7 +7,7 @@
 //! use ndarray::{arr0, Array2};
 //! use smdebug_config::{Mode, SaveConfig, SaveConfigMode};
 //! use smdebug_hook::{HookBuilder, Saved};
-//! use smdebug_record::Tensor;
+//! use smdebug_record::TensorValue;
 //!
 //! let dir = tempfile::tempdir()?;
 //! let out = dir.path().join("trial");
@@ -20,9 +20,9 @@
 //!     hook.step()?;
 //!     if hook.should_save("fc1.weight")? {
 //!         let w = Array2::<f32>::from_elem((4, 3), step as f32).into_dyn();
-//!         assert_eq!(hook.save("fc1.weight", Tensor::from(w))?, Saved::Queued);
+//!         assert_eq!(hook.save("fc1.weight", TensorValue::from(w))?, Saved::Queued);
 //!     }
-//!     hook.save("CrossEntropyLoss_output_0", Tensor::from(arr0(0.5f32).into_dyn()))?;
+//!     hook.save("CrossEntropyLoss_output_0", TensorValue::from(arr0(0.5f32).into_dyn()))?;
 //!     hook.save_scalar("lr", 0.01, None);
 //! }
 //! let stats = hook.close()?;
@@ -80,5 +80,5 @@ pub use hook::{Hook, HookStats, Saved};
 pub use smdebug_config::{
     Collection, Framework, IncludeWorkers, Mode, ReductionConfig, SaveConfig, SaveConfigMode,
 };
-pub use smdebug_record::Tensor;
+pub use smdebug_record::TensorValue;
 pub use smdebug_reduce::Flavor;

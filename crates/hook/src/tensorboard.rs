@@ -2,7 +2,7 @@
 //! the default histogram buckets and the histogram itself.
 
 use smdebug_record::proto::HistogramProto;
-use smdebug_record::Tensor;
+use smdebug_record::TensorValue;
 use std::sync::OnceLock;
 
 /// smdebug's `_clean_tag`: every character other than `-`, `/`, `.` and word characters
@@ -44,25 +44,26 @@ pub fn default_bucket_edges() -> &'static [f64] {
 
 /// The elements of a numeric tensor as `f64` (C order); `None` for bool, complex and string
 /// tensors, which smdebug does not histogram (bool) or cannot (the others).
-pub fn values_f64(t: &Tensor) -> Option<Vec<f64>> {
+pub fn values_f64(t: &TensorValue) -> Option<Vec<f64>> {
     fn conv<T: Copy>(a: &ndarray::ArrayD<T>, f: impl Fn(T) -> f64) -> Vec<f64> {
         a.iter().map(|&x| f(x)).collect()
     }
     Some(match t {
-        Tensor::Float16(a) => conv(a, f64::from),
-        Tensor::Float32(a) => conv(a, f64::from),
-        Tensor::Float64(a) => conv(a, |x| x),
-        Tensor::Int8(a) => conv(a, f64::from),
-        Tensor::Int16(a) => conv(a, f64::from),
-        Tensor::Int32(a) => conv(a, f64::from),
-        Tensor::Int64(a) => conv(a, |x| x as f64),
-        Tensor::UInt8(a) => conv(a, f64::from),
-        Tensor::UInt16(a) => conv(a, f64::from),
-        Tensor::UInt32(a) => conv(a, f64::from),
-        Tensor::UInt64(a) => conv(a, |x| x as f64),
-        Tensor::Bool(_) | Tensor::Complex64(_) | Tensor::Complex128(_) | Tensor::Str(_) => {
-            return None
-        }
+        TensorValue::Float16(a) => conv(a, f64::from),
+        TensorValue::Float32(a) => conv(a, f64::from),
+        TensorValue::Float64(a) => conv(a, |x| x),
+        TensorValue::Int8(a) => conv(a, f64::from),
+        TensorValue::Int16(a) => conv(a, f64::from),
+        TensorValue::Int32(a) => conv(a, f64::from),
+        TensorValue::Int64(a) => conv(a, |x| x as f64),
+        TensorValue::UInt8(a) => conv(a, f64::from),
+        TensorValue::UInt16(a) => conv(a, f64::from),
+        TensorValue::UInt32(a) => conv(a, f64::from),
+        TensorValue::UInt64(a) => conv(a, |x| x as f64),
+        TensorValue::Bool(_)
+        | TensorValue::Complex64(_)
+        | TensorValue::Complex128(_)
+        | TensorValue::Str(_) => return None,
     })
 }
 

@@ -14,7 +14,7 @@ use smdebug_index::{
     TensorEntry, END_OF_JOB_FILE,
 };
 use smdebug_record::{
-    append_record, append_tensor_event, histogram_event, scalar_event, Footer, Message, Tensor,
+    append_record, append_tensor_event, histogram_event, scalar_event, Footer, Message, TensorValue,
 };
 use smdebug_reduce::{Flavor, ReductionRequest, Scalar, TensorView};
 use smdebug_storage::{BlockingStore, Bytes, StorageError};
@@ -32,7 +32,7 @@ pub(crate) struct TensorJob {
     /// The tensor's name.
     pub name: String,
     /// Its value.
-    pub value: Tensor,
+    pub value: TensorValue,
     /// The global step.
     pub step: i64,
     /// The mode.
@@ -306,23 +306,27 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     }
 }
 
-fn reduce_tensor(t: &Tensor, requests: &[ReductionRequest], flavor: Flavor) -> Vec<Option<Scalar>> {
+fn reduce_tensor(
+    t: &TensorValue,
+    requests: &[ReductionRequest],
+    flavor: Flavor,
+) -> Vec<Option<Scalar>> {
     let view: TensorView<'_> = match t {
-        Tensor::Float16(a) => a.view().into(),
-        Tensor::Float32(a) => a.view().into(),
-        Tensor::Float64(a) => a.view().into(),
-        Tensor::Int8(a) => a.view().into(),
-        Tensor::Int16(a) => a.view().into(),
-        Tensor::Int32(a) => a.view().into(),
-        Tensor::Int64(a) => a.view().into(),
-        Tensor::UInt8(a) => a.view().into(),
-        Tensor::UInt16(a) => a.view().into(),
-        Tensor::UInt32(a) => a.view().into(),
-        Tensor::UInt64(a) => a.view().into(),
-        Tensor::Bool(a) => a.view().into(),
+        TensorValue::Float16(a) => a.view().into(),
+        TensorValue::Float32(a) => a.view().into(),
+        TensorValue::Float64(a) => a.view().into(),
+        TensorValue::Int8(a) => a.view().into(),
+        TensorValue::Int16(a) => a.view().into(),
+        TensorValue::Int32(a) => a.view().into(),
+        TensorValue::Int64(a) => a.view().into(),
+        TensorValue::UInt8(a) => a.view().into(),
+        TensorValue::UInt16(a) => a.view().into(),
+        TensorValue::UInt32(a) => a.view().into(),
+        TensorValue::UInt64(a) => a.view().into(),
+        TensorValue::Bool(a) => a.view().into(),
         // smdebug-reduce has no complex or string kernels; these reductions are skipped as
         // the hook skips a reduction numpy cannot compute.
-        Tensor::Complex64(_) | Tensor::Complex128(_) | Tensor::Str(_) => {
+        TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
             return vec![None; requests.len()]
         }
     };
@@ -334,7 +338,7 @@ fn reduce_tensor(t: &Tensor, requests: &[ReductionRequest], flavor: Flavor) -> V
 
 /// A reduction result as the tensor smdebug stores: 0-d (PyTorch/TF hooks) or shape `[1]`
 /// (the numpy path through `make_numpy_array`), in the result's dtype.
-pub(crate) fn scalar_tensor(s: Scalar, shape: ReductionShape) -> Tensor {
+pub(crate) fn scalar_tensor(s: Scalar, shape: ReductionShape) -> TensorValue {
     fn arr<T: Clone>(v: T, shape: ReductionShape) -> ndarray::ArrayD<T> {
         match shape {
             ReductionShape::Scalar => ndarray::arr0(v).into_dyn(),
@@ -342,18 +346,18 @@ pub(crate) fn scalar_tensor(s: Scalar, shape: ReductionShape) -> Tensor {
         }
     }
     match s {
-        Scalar::Bool(v) => Tensor::from(arr(v, shape)),
-        Scalar::I8(v) => Tensor::from(arr(v, shape)),
-        Scalar::I16(v) => Tensor::from(arr(v, shape)),
-        Scalar::I32(v) => Tensor::from(arr(v, shape)),
-        Scalar::I64(v) => Tensor::from(arr(v, shape)),
-        Scalar::U8(v) => Tensor::from(arr(v, shape)),
-        Scalar::U16(v) => Tensor::from(arr(v, shape)),
-        Scalar::U32(v) => Tensor::from(arr(v, shape)),
-        Scalar::U64(v) => Tensor::from(arr(v, shape)),
-        Scalar::F16(v) => Tensor::from(arr(v, shape)),
-        Scalar::F32(v) => Tensor::from(arr(v, shape)),
-        Scalar::F64(v) => Tensor::from(arr(v, shape)),
+        Scalar::Bool(v) => TensorValue::from(arr(v, shape)),
+        Scalar::I8(v) => TensorValue::from(arr(v, shape)),
+        Scalar::I16(v) => TensorValue::from(arr(v, shape)),
+        Scalar::I32(v) => TensorValue::from(arr(v, shape)),
+        Scalar::I64(v) => TensorValue::from(arr(v, shape)),
+        Scalar::U8(v) => TensorValue::from(arr(v, shape)),
+        Scalar::U16(v) => TensorValue::from(arr(v, shape)),
+        Scalar::U32(v) => TensorValue::from(arr(v, shape)),
+        Scalar::U64(v) => TensorValue::from(arr(v, shape)),
+        Scalar::F16(v) => TensorValue::from(arr(v, shape)),
+        Scalar::F32(v) => TensorValue::from(arr(v, shape)),
+        Scalar::F64(v) => TensorValue::from(arr(v, shape)),
     }
 }
 
@@ -435,7 +439,7 @@ impl Writer {
     fn write_record(
         &mut self,
         name: String,
-        value: &Tensor,
+        value: &TensorValue,
         step: i64,
         mode: Mode,
         mode_step: i64,

@@ -6,7 +6,7 @@ use ndarray::{arr0, arr1, Array2};
 use smdebug_config::{
     Collection, ConfigError, Mode, Reduction, ReductionConfig, SaveConfig, SaveConfigMode,
 };
-use smdebug_hook::{HookBuilder, HookError, QueuePolicy, Saved, Tensor, WriterError};
+use smdebug_hook::{HookBuilder, HookError, QueuePolicy, Saved, TensorValue, WriterError};
 use smdebug_index::IndexFile;
 use smdebug_record::{decode_record_at, decode_tensor_event, TensorEvent};
 use smdebug_storage::{BlockingStore, Bytes, Location};
@@ -55,12 +55,12 @@ fn tags(trial: &Path, step: i64) -> Vec<String> {
     events(trial, step).into_iter().map(|e| e.tag).collect()
 }
 
-fn f32t(v: f32) -> Tensor {
-    Tensor::from(arr0(v).into_dyn())
+fn f32t(v: f32) -> TensorValue {
+    TensorValue::from(arr0(v).into_dyn())
 }
 
-fn weights(v: f32) -> Tensor {
-    Tensor::from(Array2::<f32>::from_elem((2, 3), v).into_dyn())
+fn weights(v: f32) -> TensorValue {
+    TensorValue::from(Array2::<f32>::from_elem((2, 3), v).into_dyn())
 }
 
 #[test]
@@ -175,7 +175,7 @@ fn reductions_shapes_and_raw_values_follow_the_collection_configs() {
         .build()
         .unwrap();
     hook.step().unwrap();
-    let act = Tensor::from(arr1(&[1.0f32, -3.0, 2.0]).into_dyn());
+    let act = TensorValue::from(arr1(&[1.0f32, -3.0, 2.0]).into_dyn());
     hook.save("act:0", act).unwrap();
     hook.step().unwrap();
     hook.save("only_shape", weights(2.0)).unwrap();
@@ -221,7 +221,7 @@ fn empty_tensors_get_shape_and_reductions_but_no_raw_value() {
         .build()
         .unwrap();
     hook.step().unwrap();
-    let empty = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
+    let empty = TensorValue::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
     hook.save("x:0", empty).unwrap();
     hook.close().unwrap();
     // numpy: the mean of nothing is NaN, its min raises (skipped).
@@ -262,7 +262,7 @@ fn cached_scalars_land_in_the_next_step_that_saves() {
     );
     assert_eq!(step(3), [("scalar/lr".to_owned(), 103.0)]);
     let v = &events(&t, 3)[0].tensor;
-    assert_eq!(v, &Tensor::from(arr1(&[3.0f64]).into_dyn()));
+    assert_eq!(v, &TensorValue::from(arr1(&[3.0f64]).into_dyn()));
 }
 
 #[test]
@@ -302,7 +302,7 @@ fn the_drop_policy_counts_what_it_drops() {
         .build()
         .unwrap();
     hook.step().unwrap();
-    let big = Tensor::from(Array2::<f32>::from_elem((512, 512), 1.0).into_dyn());
+    let big = TensorValue::from(Array2::<f32>::from_elem((512, 512), 1.0).into_dyn());
     let mut dropped = 0;
     let mut queued = 0;
     for i in 0..200 {
@@ -603,7 +603,7 @@ fn a_tensor_smdebug_cannot_encode_fails_the_writer_with_its_name() {
         .unwrap();
     hook.step().unwrap();
     let strings = ndarray::Array2::from_elem((2, 2), String::from("x")).into_dyn();
-    hook.write_raw_record("labels", Tensor::Str(strings))
+    hook.write_raw_record("labels", TensorValue::Str(strings))
         .unwrap();
     let err = hook.flush().unwrap_err();
     assert!(

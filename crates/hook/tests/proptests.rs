@@ -5,7 +5,7 @@
 use ndarray::arr0;
 use proptest::prelude::*;
 use smdebug_config::{Mode, SaveConfig, SaveConfigMode};
-use smdebug_hook::{HookBuilder, Tensor};
+use smdebug_hook::{HookBuilder, TensorValue};
 use smdebug_index::{index_file_key, IndexFile};
 
 fn mode_strategy() -> impl Strategy<Value = Mode> {
@@ -63,7 +63,7 @@ proptest! {
                 }
                 let ms = if mode == Mode::Global { g } else { ms };
                 prop_assert_eq!((hook.global_step(), hook.mode_step()), (g, ms));
-                hook.save("CrossEntropyLoss_output_0", Tensor::from(arr0(1.0f32).into_dyn())).unwrap();
+                hook.save("CrossEntropyLoss_output_0", TensorValue::from(arr0(1.0f32).into_dyn())).unwrap();
                 if model_should_save(interval, start, end, &save_steps, ms) {
                     expected.push((g, mode, ms));
                 }

@@ -6,7 +6,7 @@ use smdebug_config::{
     ConfigError, HookConfig, TENSORBOARD_CONFIG_FILE_PATH_ENV, TRAINING_JOB_NAME_ENV,
 };
 
-use smdebug_hook::{HookBuilder, HookError, Tensor};
+use smdebug_hook::{HookBuilder, HookError, TensorValue};
 
 #[test]
 fn the_tensorboard_config_of_a_sagemaker_job_is_used_and_a_malformed_one_refused() {
@@ -52,7 +52,7 @@ fn the_tensorboard_config_of_a_sagemaker_job_is_used_and_a_malformed_one_refused
         .build()
         .unwrap();
     hook.step().unwrap();
-    let loss = Tensor::from(ndarray::arr0(0.5f32).into_dyn());
+    let loss = TensorValue::from(ndarray::arr0(0.5f32).into_dyn());
     hook.save("CrossEntropyLoss_output_0", loss).unwrap();
     hook.close().unwrap();
     // The loss as a TensorBoard scalar, in the folder the TensorBoard config names.

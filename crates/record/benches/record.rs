@@ -3,7 +3,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use smdebug_record::{
     append_record, decode_record_at, decode_tensor_event, encode_tensor_event, mode_number, Footer,
-    RecordReader, RecordWriter, Tensor,
+    RecordReader, RecordWriter, TensorValue,
 };
 use std::hint::black_box;
 
@@ -67,7 +67,7 @@ fn framing(c: &mut Criterion) {
 fn tensor_decode(c: &mut Criterion) {
     let mut group = c.benchmark_group("record");
     let values: Vec<f32> = (0..MIB / 4).map(|i| i as f32 * 0.5).collect();
-    let tensor = Tensor::from(ndarray::Array1::from(values).into_dyn());
+    let tensor = TensorValue::from(ndarray::Array1::from(values).into_dyn());
     let payload =
         encode_tensor_event("fc1.weight", &tensor, 10, mode_number::TRAIN, 10, 1.7e9).unwrap();
     group.throughput(Throughput::Bytes(MIB as u64));

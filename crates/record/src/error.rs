@@ -8,24 +8,24 @@ use std::fmt;
 /// [`RecordReader::with_name`](crate::RecordReader::with_name) or [`Error::with_file`];
 /// `offset` is the byte offset of the start of the record (its length field) in that input.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Location {
+pub struct Position {
     /// Name of the input (usually a path or object key), if known.
     pub file: Option<String>,
     /// Byte offset of the start of the record concerned, if known.
     pub offset: Option<u64>,
 }
 
-impl Location {
+impl Position {
     /// A location at `offset` in an unnamed input.
     pub fn at(offset: u64) -> Self {
-        Location {
+        Position {
             file: None,
             offset: Some(offset),
         }
     }
 }
 
-impl fmt::Display for Location {
+impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.file, self.offset) {
             (Some(file), Some(offset)) => write!(f, "{file} at byte {offset}"),
@@ -68,7 +68,7 @@ pub enum Error {
     #[error("{at}: length CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     BadLengthCrc {
         /// Where the record starts.
-        at: Location,
+        at: Position,
         /// The masked CRC found in the file.
         stored: u32,
         /// The masked CRC of the 8 length bytes.
@@ -79,7 +79,7 @@ pub enum Error {
     #[error("{at}: payload CRC mismatch: expected {expected:#010x}, computed {computed:#010x}")]
     BadDataCrc {
         /// Where the record starts.
-        at: Location,
+        at: Position,
         /// The masked CRC found in the footer or supplied by the caller.
         expected: u32,
         /// The masked CRC of the payload.
@@ -89,7 +89,7 @@ pub enum Error {
     #[error("{at}: record truncated in its {part}: {needed} bytes needed, {available} available")]
     Truncated {
         /// Where the record starts.
-        at: Location,
+        at: Position,
         /// Which part was cut short.
         part: RecordPart,
         /// Bytes that part needs.
@@ -102,7 +102,7 @@ pub enum Error {
     #[error("{at}: declared payload length {declared} exceeds the {available} bytes available")]
     LengthBeyondInput {
         /// Where the record starts.
-        at: Location,
+        at: Position,
         /// Payload length from the length field.
         declared: u64,
         /// Payload bytes available after the header.
@@ -113,7 +113,7 @@ pub enum Error {
     #[error("{at}: expected a record of {expected} bytes, its framing says {actual}")]
     LengthMismatch {
         /// Where the record starts.
-        at: Location,
+        at: Position,
         /// Length the caller gave (including the 16 framing bytes).
         expected: u64,
         /// Length from the record's own length field plus 16.
@@ -123,7 +123,7 @@ pub enum Error {
     #[error("{at}: range of {length} bytes does not fit in the {available}-byte input")]
     RangeOutOfBounds {
         /// The start of the range.
-        at: Location,
+        at: Position,
         /// Length of the range.
         length: u64,
         /// Length of the input.
@@ -133,7 +133,7 @@ pub enum Error {
     #[error("{at}: cannot decode {message} protobuf: {source}")]
     Protobuf {
         /// Where the record starts.
-        at: Location,
+        at: Position,
         /// The message type being decoded (`"Event"`).
         message: &'static str,
         /// What prost reported.
@@ -145,7 +145,7 @@ pub enum Error {
     #[error("{at}: unsupported tensor dtype {dtype}")]
     UnsupportedDType {
         /// Where the record starts.
-        at: Location,
+        at: Position,
         /// The raw `DataType` number.
         dtype: i32,
     },
@@ -154,7 +154,7 @@ pub enum Error {
     #[error("{at}: malformed tensor: {reason}")]
     MalformedTensor {
         /// Where the record starts.
-        at: Location,
+        at: Position,
         /// What was wrong.
         reason: String,
     },
@@ -163,7 +163,7 @@ pub enum Error {
     #[error("{at}: cannot encode tensor: {reason}")]
     UnencodableTensor {
         /// Where (usually unknown when encoding).
-        at: Location,
+        at: Position,
         /// Why.
         reason: String,
     },
@@ -172,7 +172,7 @@ pub enum Error {
     #[error("{at}: unexpected event: {reason}")]
     UnexpectedEvent {
         /// Where the record starts.
-        at: Location,
+        at: Position,
         /// What was missing or wrong.
         reason: String,
     },
@@ -180,7 +180,7 @@ pub enum Error {
     #[error("{at}: I/O error: {source}")]
     Io {
         /// Where the record starts.
-        at: Location,
+        at: Position,
         /// The underlying error.
         #[source]
         source: std::io::Error,
@@ -189,7 +189,7 @@ pub enum Error {
 
 impl Error {
     /// Where the error happened.
-    pub fn location(&self) -> &Location {
+    pub fn location(&self) -> &Position {
         match self {
             Error::BadLengthCrc { at, .. }
             | Error::BadDataCrc { at, .. }
@@ -206,7 +206,7 @@ impl Error {
         }
     }
 
-    fn location_mut(&mut self) -> &mut Location {
+    fn location_mut(&mut self) -> &mut Position {
         match self {
             Error::BadLengthCrc { at, .. }
             | Error::BadDataCrc { at, .. }
@@ -243,14 +243,14 @@ impl Error {
 
     pub(crate) fn malformed(reason: impl Into<String>) -> Self {
         Error::MalformedTensor {
-            at: Location::default(),
+            at: Position::default(),
             reason: reason.into(),
         }
     }
 
     pub(crate) fn unexpected_event(reason: impl Into<String>) -> Self {
         Error::UnexpectedEvent {
-            at: Location::default(),
+            at: Position::default(),
             reason: reason.into(),
         }
     }

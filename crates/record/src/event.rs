@@ -5,7 +5,7 @@ use crate::framing::{append_record_with, Footer, RecordInfo, FRAMING_LEN};
 use crate::proto::{
     event, summary, summary_metadata, Event, HistogramProto, Summary, SummaryMetadata,
 };
-use crate::tensor::Tensor;
+use crate::tensor::TensorValue;
 use prost::encoding::{self, encode_key, encode_varint, encoded_len_varint, key_len, WireType};
 use prost::Message;
 
@@ -36,7 +36,7 @@ pub struct TensorEvent {
     /// The Summary tag: the tensor name (raw tensor or reduction name).
     pub tag: String,
     /// The value.
-    pub tensor: Tensor,
+    pub tensor: TensorValue,
     /// Global step (0 when the event omits it).
     pub step: i64,
     /// Mode number, 1..=4 ([`mode_number`]); GLOBAL (4) when the event has no `mode` entry.
@@ -61,10 +61,10 @@ fn check_mode(mode: i64) -> Result<u8> {
 /// metadata holds the plugin entries `mode_step` then `mode` as decimal text.
 ///
 /// Fails for a mode outside 1..=4 and for tensors smdebug cannot encode
-/// (see [`Tensor::to_proto`]).
+/// (see [`TensorValue::to_proto`]).
 pub fn tensor_event(
     tag: &str,
-    tensor: &Tensor,
+    tensor: &TensorValue,
     step: i64,
     mode: u8,
     mode_step: i64,
@@ -106,8 +106,8 @@ fn mode_metadata(mode: u8, mode_step: i64) -> Result<SummaryMetadata> {
 /// [`tensor_event`] serialized: the payload of one record of an `events/` file.
 ///
 /// ```
-/// use smdebug_record::{encode_tensor_event, decode_tensor_event, mode_number, Tensor};
-/// let value = Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+/// use smdebug_record::{encode_tensor_event, decode_tensor_event, mode_number, TensorValue};
+/// let value = TensorValue::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
 /// let payload = encode_tensor_event("a", &value, 3, mode_number::TRAIN, 1, 1.6e9)?;
 /// assert_eq!(payload.len(), 72); // the worked example of FORMAT.md §6.2
 /// let back = decode_tensor_event(&payload)?;
@@ -117,7 +117,7 @@ fn mode_metadata(mode: u8, mode_step: i64) -> Result<SummaryMetadata> {
 /// ```
 pub fn encode_tensor_event(
     tag: &str,
-    tensor: &Tensor,
+    tensor: &TensorValue,
     step: i64,
     mode: u8,
     mode_step: i64,
@@ -131,8 +131,8 @@ pub fn encode_tensor_event(
 /// `append_record(out, &encode_tensor_event(..)?, footer)` with one copy of the tensor less.
 ///
 /// ```
-/// use smdebug_record::{append_record, append_tensor_event, encode_tensor_event, Footer, Tensor};
-/// let value = Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+/// use smdebug_record::{append_record, append_tensor_event, encode_tensor_event, Footer, TensorValue};
+/// let value = TensorValue::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
 /// let mut direct = Vec::new();
 /// let info = append_tensor_event(&mut direct, "a", &value, 3, 1, 1, 1.6e9, Footer::Magic)?;
 /// let mut copied = Vec::new();
@@ -145,7 +145,7 @@ pub fn encode_tensor_event(
 pub fn append_tensor_event(
     out: &mut Vec<u8>,
     tag: &str,
-    tensor: &Tensor,
+    tensor: &TensorValue,
     step: i64,
     mode: u8,
     mode_step: i64,
@@ -239,8 +239,8 @@ pub fn decode_tensor_event(payload: &[u8]) -> Result<TensorEvent> {
 /// tensor less than decoding from a slice.
 ///
 /// ```
-/// use smdebug_record::{decode_tensor_event_bytes, encode_tensor_event, Tensor};
-/// let value = Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+/// use smdebug_record::{decode_tensor_event_bytes, encode_tensor_event, TensorValue};
+/// let value = TensorValue::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
 /// let payload = encode_tensor_event("a", &value, 3, 1, 1, 1.6e9)?;
 /// assert_eq!(decode_tensor_event_bytes(payload.into())?.tensor, value);
 /// # Ok::<(), smdebug_record::Error>(())
@@ -266,7 +266,7 @@ pub fn tensor_event_from(event: &Event) -> Result<TensorEvent> {
         .first()
         .ok_or_else(|| Error::unexpected_event("summary holds no value"))?;
     let tensor = match &value.value {
-        Some(summary::value::Value::Tensor(t)) => Tensor::from_proto(t)?,
+        Some(summary::value::Value::Tensor(t)) => TensorValue::from_proto(t)?,
         _ => {
             return Err(Error::unexpected_event(format!(
                 "summary value {:?} holds no tensor",

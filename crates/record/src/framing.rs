@@ -2,7 +2,7 @@
 //!
 //! Writers choose the footer ([`Footer`]); readers accept both kinds and verify the real ones.
 use crate::crc::{masked_crc32c, MAGIC_FOOTER};
-use crate::error::{Error, Location, RecordPart, Result};
+use crate::error::{Error, Position, RecordPart, Result};
 use std::io::{Read, Write};
 
 /// Bytes of framing around each payload: 8 length + 4 length CRC + 4 footer.
@@ -177,7 +177,7 @@ impl<W: Write> RecordWriter<W> {
         let payload_len = payload.len() as u64;
         let (footer_value, crc) = footer_and_crc(payload, self.footer);
         let io = |source| Error::Io {
-            at: Location::at(offset),
+            at: Position::at(offset),
             source,
         };
         self.inner.write_all(&header(payload_len)).map_err(io)?;
@@ -197,7 +197,7 @@ impl<W: Write> RecordWriter<W> {
     /// Flushes the underlying writer.
     pub fn flush(&mut self) -> Result<()> {
         self.inner.flush().map_err(|source| Error::Io {
-            at: Location::at(self.offset),
+            at: Position::at(self.offset),
             source,
         })
     }
@@ -234,7 +234,7 @@ fn check_footer(payload: &[u8], stored: u32, offset: u64) -> Result<Footer> {
         Ok(Footer::Crc)
     } else {
         Err(Error::BadDataCrc {
-            at: Location::at(offset),
+            at: Position::at(offset),
             expected: stored,
             computed,
         })
@@ -251,7 +251,7 @@ fn check_header(h: &[u8; HEADER_LEN], offset: u64) -> Result<u64> {
     let computed = masked_crc32c(&len_bytes);
     if stored != computed {
         return Err(Error::BadLengthCrc {
-            at: Location::at(offset),
+            at: Position::at(offset),
             stored,
             computed,
         });
@@ -265,7 +265,7 @@ fn verify_expected(payload: &[u8], expected: u32, offset: u64) -> Result<()> {
         Ok(())
     } else {
         Err(Error::BadDataCrc {
-            at: Location::at(offset),
+            at: Position::at(offset),
             expected,
             computed,
         })
@@ -343,7 +343,7 @@ impl RecordRef<'_> {
 /// the offset of `buf[0]` in the whole input; it only goes into [`RecordRef::offset`] and
 /// error locations.
 pub fn parse_record(buf: &[u8], base_offset: u64) -> Result<RecordRef<'_>> {
-    let at = || Location::at(base_offset);
+    let at = || Position::at(base_offset);
     if buf.len() < HEADER_LEN {
         return Err(Error::Truncated {
             at: at(),
@@ -407,7 +407,7 @@ pub fn decode_record_at(file: &[u8], start: u64, length: u64) -> Result<RecordRe
         Some(end) if end <= available => {}
         _ => {
             return Err(Error::RangeOutOfBounds {
-                at: Location::at(start),
+                at: Position::at(start),
                 length,
                 available,
             })
@@ -424,7 +424,7 @@ pub fn decode_exact_record(bytes: &[u8], base_offset: u64) -> Result<RecordRef<'
     let rec = parse_record(bytes, base_offset)?;
     if rec.len() != bytes.len() as u64 {
         return Err(Error::LengthMismatch {
-            at: Location::at(base_offset),
+            at: Position::at(base_offset),
             expected: bytes.len() as u64,
             actual: rec.len(),
         });
@@ -570,7 +570,7 @@ impl<R: Read> RecordReader<R> {
         }
         if got < HEADER_LEN {
             return Err(Error::Truncated {
-                at: Location::at(offset),
+                at: Position::at(offset),
                 part: RecordPart::Header,
                 needed: HEADER_LEN as u64,
                 available: got as u64,
@@ -586,7 +586,7 @@ impl<R: Read> RecordReader<R> {
             let got = self.fill(&mut payload[start..])?;
             if got < chunk {
                 return Err(Error::Truncated {
-                    at: Location::at(offset),
+                    at: Position::at(offset),
                     part: RecordPart::Payload,
                     needed: declared,
                     available: (start + got) as u64,
@@ -598,7 +598,7 @@ impl<R: Read> RecordReader<R> {
         let got = self.fill(&mut f)?;
         if got < FOOTER_LEN {
             return Err(Error::Truncated {
-                at: Location::at(offset),
+                at: Position::at(offset),
                 part: RecordPart::Footer,
                 needed: FOOTER_LEN as u64,
                 available: got as u64,
@@ -622,7 +622,7 @@ impl<R: Read> RecordReader<R> {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(source) => {
                     return Err(Error::Io {
-                        at: Location::at(self.offset),
+                        at: Position::at(self.offset),
                         source,
                     })
                 }
@@ -696,7 +696,7 @@ mod tests {
         assert!(matches!(err, Error::BadLengthCrc { .. }), "{err}");
         assert_eq!(
             err.location(),
-            &Location {
+            &Position {
                 file: Some("f.tfevents".into()),
                 offset: Some(19)
             }

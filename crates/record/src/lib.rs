@@ -10,7 +10,7 @@
 //!   files) or [`Footer::Crc`] (TensorBoard); readers ([`RecordReader`] over any `Read`,
 //!   [`decode_record_at`] for an index entry's range, [`records`] over a slice) accept both.
 //! * [`proto`]: the prost messages (`Event`, `Summary`, `TensorProto`, ...).
-//! * [`Tensor`] / [`DType`]: every dtype smdebug writes, encoded exactly as smdebug does.
+//! * [`TensorValue`] / [`DType`]: every dtype smdebug writes, encoded exactly as smdebug does.
 //! * [`encode_tensor_event`] / [`decode_tensor_event`]: the whole tensor record payload.
 //!
 //! # Example
@@ -21,10 +21,10 @@
 //! use ndarray::arr2;
 //! use smdebug_record::{
 //!     append_record, decode_record_at, decode_tensor_event, encode_tensor_event, mode_number,
-//!     Footer, Tensor,
+//!     Footer, TensorValue,
 //! };
 //!
-//! let weights = Tensor::from(arr2(&[[1.0f32, 2.0], [3.0, 4.0]]).into_dyn());
+//! let weights = TensorValue::from(arr2(&[[1.0f32, 2.0], [3.0, 4.0]]).into_dyn());
 //! let payload = encode_tensor_event("fc1.weight", &weights, 10, mode_number::TRAIN, 10, 1.7e9)?;
 //!
 //! let mut file = Vec::new();
@@ -56,7 +56,7 @@ pub mod proto;
 mod tensor;
 
 pub use crc::{mask, masked_crc32c, unmask, MAGIC_FOOTER};
-pub use error::{Error, Location, RecordPart, Result};
+pub use error::{Error, Position, RecordPart, Result};
 pub use event::{
     append_tensor_event, decode_event, decode_tensor_event, decode_tensor_event_bytes,
     encode_tensor_event, file_version_event, graph_event, histogram_event, mode_number,
@@ -68,7 +68,7 @@ pub use framing::{
     parse_record, records, Footer, Record, RecordInfo, RecordReader, RecordRef, RecordWriter,
     SliceRecords, FOOTER_LEN, FRAMING_LEN, HEADER_LEN,
 };
-pub use tensor::{DType, Element, Tensor};
+pub use tensor::{DType, Element, TensorValue};
 
 /// Re-exported so users name element types without adding the crates themselves.
 pub use half::f16;

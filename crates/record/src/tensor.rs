@@ -1,4 +1,4 @@
-//! The tensor codec: [`Tensor`] (an `ndarray::ArrayD` of one of smdebug's dtypes) to and from
+//! The tensor codec: [`TensorValue`] (an `ndarray::ArrayD` of one of smdebug's dtypes) to and from
 //! `TensorProto`, exactly as smdebug 1.0.34 encodes it.
 use crate::error::{Error, Result};
 use crate::proto::{tensor_shape_proto, DataType, TensorProto, TensorShapeProto};
@@ -171,10 +171,10 @@ pub trait Element: Copy + Default + fmt::Debug + 'static {
     fn vec_from_le(bytes: &[u8]) -> Vec<Self> {
         bytes.chunks_exact(Self::SIZE).map(Self::from_le).collect()
     }
-    /// Wraps an array of this type in a [`Tensor`].
-    fn into_tensor(array: ArrayD<Self>) -> Tensor;
+    /// Wraps an array of this type in a [`TensorValue`].
+    fn into_tensor(array: ArrayD<Self>) -> TensorValue;
     /// The array inside `tensor` if it holds this type.
-    fn array_of(tensor: &Tensor) -> Option<&ArrayD<Self>>;
+    fn array_of(tensor: &TensorValue) -> Option<&ArrayD<Self>>;
 }
 
 /// `N` bytes from the front of `bytes` (callers pass chunks of exactly the element size).
@@ -205,12 +205,12 @@ macro_rules! plain_element {
                 // Copies byte-wise into an aligned allocation: `bytes` need not be aligned.
                 bytemuck::pod_collect_to_vec(&bytes[..bytes.len() / $size * $size])
             }
-            fn into_tensor(array: ArrayD<Self>) -> Tensor {
-                Tensor::$dtype(array)
+            fn into_tensor(array: ArrayD<Self>) -> TensorValue {
+                TensorValue::$dtype(array)
             }
-            fn array_of(tensor: &Tensor) -> Option<&ArrayD<Self>> {
+            fn array_of(tensor: &TensorValue) -> Option<&ArrayD<Self>> {
                 match tensor {
-                    Tensor::$dtype(a) => Some(a),
+                    TensorValue::$dtype(a) => Some(a),
                     _ => None,
                 }
             }
@@ -240,12 +240,12 @@ impl Element for bool {
     fn from_le(bytes: &[u8]) -> Self {
         bytes[0] != 0
     }
-    fn into_tensor(array: ArrayD<Self>) -> Tensor {
-        Tensor::Bool(array)
+    fn into_tensor(array: ArrayD<Self>) -> TensorValue {
+        TensorValue::Bool(array)
     }
-    fn array_of(tensor: &Tensor) -> Option<&ArrayD<Self>> {
+    fn array_of(tensor: &TensorValue) -> Option<&ArrayD<Self>> {
         match tensor {
-            Tensor::Bool(a) => Some(a),
+            TensorValue::Bool(a) => Some(a),
             _ => None,
         }
     }
@@ -276,12 +276,12 @@ macro_rules! complex_element {
                 // Copies byte-wise into an aligned allocation: `bytes` need not be aligned.
                 bytemuck::pod_collect_to_vec(&bytes[..bytes.len() / (2 * $half) * (2 * $half)])
             }
-            fn into_tensor(array: ArrayD<Self>) -> Tensor {
-                Tensor::$dtype(array)
+            fn into_tensor(array: ArrayD<Self>) -> TensorValue {
+                TensorValue::$dtype(array)
             }
-            fn array_of(tensor: &Tensor) -> Option<&ArrayD<Self>> {
+            fn array_of(tensor: &TensorValue) -> Option<&ArrayD<Self>> {
                 match tensor {
-                    Tensor::$dtype(a) => Some(a),
+                    TensorValue::$dtype(a) => Some(a),
                     _ => None,
                 }
             }
@@ -295,7 +295,7 @@ complex_element!(Complex64, f64, Complex128, 8);
 /// A tensor value of any dtype smdebug writes: one variant per [`DType`], each holding an
 /// n-dimensional array (0-d arrays and arrays with a zero-length axis included).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Tensor {
+pub enum TensorValue {
     /// float16.
     Float16(ArrayD<f16>),
     /// float32.
@@ -332,56 +332,56 @@ pub enum Tensor {
 macro_rules! dispatch {
     ($self:expr, $a:ident => $body:expr, $s:ident => $str:expr) => {
         match $self {
-            Tensor::Float16($a) => $body,
-            Tensor::Float32($a) => $body,
-            Tensor::Float64($a) => $body,
-            Tensor::Int8($a) => $body,
-            Tensor::Int16($a) => $body,
-            Tensor::Int32($a) => $body,
-            Tensor::Int64($a) => $body,
-            Tensor::UInt8($a) => $body,
-            Tensor::UInt16($a) => $body,
-            Tensor::UInt32($a) => $body,
-            Tensor::UInt64($a) => $body,
-            Tensor::Bool($a) => $body,
-            Tensor::Complex64($a) => $body,
-            Tensor::Complex128($a) => $body,
-            Tensor::Str($s) => $str,
+            TensorValue::Float16($a) => $body,
+            TensorValue::Float32($a) => $body,
+            TensorValue::Float64($a) => $body,
+            TensorValue::Int8($a) => $body,
+            TensorValue::Int16($a) => $body,
+            TensorValue::Int32($a) => $body,
+            TensorValue::Int64($a) => $body,
+            TensorValue::UInt8($a) => $body,
+            TensorValue::UInt16($a) => $body,
+            TensorValue::UInt32($a) => $body,
+            TensorValue::UInt64($a) => $body,
+            TensorValue::Bool($a) => $body,
+            TensorValue::Complex64($a) => $body,
+            TensorValue::Complex128($a) => $body,
+            TensorValue::Str($s) => $str,
         }
     };
 }
 
-impl<T: Element> From<ArrayD<T>> for Tensor {
+impl<T: Element> From<ArrayD<T>> for TensorValue {
     fn from(array: ArrayD<T>) -> Self {
         T::into_tensor(array)
     }
 }
 
-impl From<ArrayD<String>> for Tensor {
+impl From<ArrayD<String>> for TensorValue {
     fn from(array: ArrayD<String>) -> Self {
-        Tensor::Str(array)
+        TensorValue::Str(array)
     }
 }
 
-impl Tensor {
+impl TensorValue {
     /// Its dtype.
     pub fn dtype(&self) -> DType {
         match self {
-            Tensor::Float16(_) => DType::Float16,
-            Tensor::Float32(_) => DType::Float32,
-            Tensor::Float64(_) => DType::Float64,
-            Tensor::Int8(_) => DType::Int8,
-            Tensor::Int16(_) => DType::Int16,
-            Tensor::Int32(_) => DType::Int32,
-            Tensor::Int64(_) => DType::Int64,
-            Tensor::UInt8(_) => DType::UInt8,
-            Tensor::UInt16(_) => DType::UInt16,
-            Tensor::UInt32(_) => DType::UInt32,
-            Tensor::UInt64(_) => DType::UInt64,
-            Tensor::Bool(_) => DType::Bool,
-            Tensor::Complex64(_) => DType::Complex64,
-            Tensor::Complex128(_) => DType::Complex128,
-            Tensor::Str(_) => DType::Str,
+            TensorValue::Float16(_) => DType::Float16,
+            TensorValue::Float32(_) => DType::Float32,
+            TensorValue::Float64(_) => DType::Float64,
+            TensorValue::Int8(_) => DType::Int8,
+            TensorValue::Int16(_) => DType::Int16,
+            TensorValue::Int32(_) => DType::Int32,
+            TensorValue::Int64(_) => DType::Int64,
+            TensorValue::UInt8(_) => DType::UInt8,
+            TensorValue::UInt16(_) => DType::UInt16,
+            TensorValue::UInt32(_) => DType::UInt32,
+            TensorValue::UInt64(_) => DType::UInt64,
+            TensorValue::Bool(_) => DType::Bool,
+            TensorValue::Complex64(_) => DType::Complex64,
+            TensorValue::Complex128(_) => DType::Complex128,
+            TensorValue::Str(_) => DType::Str,
         }
     }
 
@@ -403,8 +403,8 @@ impl Tensor {
     /// The array if the tensor holds elements of type `T`.
     ///
     /// ```
-    /// use smdebug_record::Tensor;
-    /// let t = Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+    /// use smdebug_record::TensorValue;
+    /// let t = TensorValue::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
     /// assert_eq!(t.as_array::<f32>().unwrap().sum(), 3.0);
     /// assert!(t.as_array::<f64>().is_none());
     /// ```
@@ -430,16 +430,16 @@ impl Tensor {
     }
 
     /// Appends the numeric values' little-endian bytes (the `tensor_content` of
-    /// [`Tensor::to_proto`]) to `out`; nothing for strings.
+    /// [`TensorValue::to_proto`]) to `out`; nothing for strings.
     pub fn write_le(&self, out: &mut Vec<u8>) {
         dispatch!(self, a => write_le(a, out), _s => {})
     }
 
-    /// [`Tensor::to_proto`] without `tensor_content`, and the content's length in bytes:
+    /// [`TensorValue::to_proto`] without `tensor_content`, and the content's length in bytes:
     /// for numeric tensors only (`None` for strings), so that a writer can append the
-    /// content itself with [`Tensor::write_le`].
+    /// content itself with [`TensorValue::write_le`].
     pub(crate) fn to_proto_header(&self, tag: &str) -> Option<(TensorProto, usize)> {
-        if matches!(self, Tensor::Str(_)) {
+        if matches!(self, TensorValue::Str(_)) {
             return None;
         }
         let proto = TensorProto {
@@ -459,7 +459,7 @@ impl Tensor {
     pub fn to_proto(&self, tag: &str) -> Result<TensorProto> {
         let tensor_shape = Some(shape_proto(tag, self.shape()));
         Ok(match self {
-            Tensor::Str(s) => {
+            TensorValue::Str(s) => {
                 if s.ndim() != 1 {
                     return Err(Error::UnencodableTensor {
                         at: Default::default(),
@@ -494,7 +494,7 @@ impl Tensor {
     /// uint32, uint64 and complex64), a tensor with zero elements decodes to an empty
     /// array (Python returns `None` or raises), string tensors of any rank decode, and a
     /// fallback list whose length matches the shape is reshaped to it.
-    pub fn from_proto(proto: &TensorProto) -> Result<Tensor> {
+    pub fn from_proto(proto: &TensorProto) -> Result<TensorValue> {
         let shape = decode_shape(proto)?;
         let count = element_count(&shape)?;
         let dtype = match (proto.dtype, proto.string_val.is_empty()) {
@@ -508,7 +508,7 @@ impl Tensor {
             })?,
         };
         Ok(match dtype {
-            DType::Float16 => Tensor::Float16(numeric(proto, &shape, count, |p| {
+            DType::Float16 => TensorValue::Float16(numeric(proto, &shape, count, |p| {
                 Some(
                     p.half_val
                         .iter()
@@ -517,42 +517,42 @@ impl Tensor {
                         .collect(),
                 )
             })?),
-            DType::Float32 => Tensor::Float32(numeric(proto, &shape, count, |p| {
+            DType::Float32 => TensorValue::Float32(numeric(proto, &shape, count, |p| {
                 Some(p.float_val.clone())
             })?),
-            DType::Float64 => Tensor::Float64(numeric(proto, &shape, count, |p| {
+            DType::Float64 => TensorValue::Float64(numeric(proto, &shape, count, |p| {
                 Some(p.double_val.clone())
             })?),
-            DType::Int8 => Tensor::Int8(numeric(proto, &shape, count, |p| {
+            DType::Int8 => TensorValue::Int8(numeric(proto, &shape, count, |p| {
                 p.int_val.iter().map(|&v| i8::try_from(v).ok()).collect()
             })?),
-            DType::Int16 => Tensor::Int16(numeric(proto, &shape, count, |p| {
+            DType::Int16 => TensorValue::Int16(numeric(proto, &shape, count, |p| {
                 p.int_val.iter().map(|&v| i16::try_from(v).ok()).collect()
             })?),
             DType::Int32 => {
-                Tensor::Int32(numeric(proto, &shape, count, |p| Some(p.int_val.clone()))?)
+                TensorValue::Int32(numeric(proto, &shape, count, |p| Some(p.int_val.clone()))?)
             }
-            DType::Int64 => Tensor::Int64(numeric(proto, &shape, count, |p| {
+            DType::Int64 => TensorValue::Int64(numeric(proto, &shape, count, |p| {
                 Some(p.int64_val.clone())
             })?),
-            DType::UInt8 => Tensor::UInt8(numeric(proto, &shape, count, |p| {
+            DType::UInt8 => TensorValue::UInt8(numeric(proto, &shape, count, |p| {
                 p.int_val.iter().map(|&v| u8::try_from(v).ok()).collect()
             })?),
-            DType::UInt16 => Tensor::UInt16(numeric(proto, &shape, count, |p| {
+            DType::UInt16 => TensorValue::UInt16(numeric(proto, &shape, count, |p| {
                 p.int_val.iter().map(|&v| u16::try_from(v).ok()).collect()
             })?),
-            DType::UInt32 => Tensor::UInt32(numeric(proto, &shape, count, |_| None)?),
-            DType::UInt64 => Tensor::UInt64(numeric(proto, &shape, count, |_| None)?),
+            DType::UInt32 => TensorValue::UInt32(numeric(proto, &shape, count, |_| None)?),
+            DType::UInt64 => TensorValue::UInt64(numeric(proto, &shape, count, |_| None)?),
             DType::Bool => {
-                Tensor::Bool(numeric(proto, &shape, count, |p| Some(p.bool_val.clone()))?)
+                TensorValue::Bool(numeric(proto, &shape, count, |p| Some(p.bool_val.clone()))?)
             }
-            DType::Complex64 => Tensor::Complex64(numeric(proto, &shape, count, |p| {
+            DType::Complex64 => TensorValue::Complex64(numeric(proto, &shape, count, |p| {
                 pairs(&p.scomplex_val).map(|v| v.map(|(re, im)| Complex32::new(re, im)).collect())
             })?),
-            DType::Complex128 => Tensor::Complex128(numeric(proto, &shape, count, |p| {
+            DType::Complex128 => TensorValue::Complex128(numeric(proto, &shape, count, |p| {
                 pairs(&p.dcomplex_val).map(|v| v.map(|(re, im)| Complex64::new(re, im)).collect())
             })?),
-            DType::Str => Tensor::Str(strings(proto, &shape, count)?),
+            DType::Str => TensorValue::Str(strings(proto, &shape, count)?),
         })
     }
 }

@@ -32,17 +32,17 @@ fn unhex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-fn python_values() -> Vec<Tensor> {
+fn python_values() -> Vec<TensorValue> {
     vec![
-        Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn()),
-        Tensor::from(ndarray::arr0(7i64).into_dyn()),
-        Tensor::from(
+        TensorValue::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn()),
+        TensorValue::from(ndarray::arr0(7i64).into_dyn()),
+        TensorValue::from(
             ndarray::arr1(&["foo".to_owned(), "barz".to_owned(), String::new()]).into_dyn(),
         ),
-        Tensor::from(ndarray::arr2(&[[f16::from_f32(1.5), f16::from_f32(-2.0)]]).into_dyn()),
-        Tensor::from(ArrayD::<f32>::zeros(IxDyn(&[0, 3]))),
-        Tensor::from(ndarray::arr1(&[Complex64::new(1.0, 2.0)]).into_dyn()),
-        Tensor::from(ndarray::arr1(&[true, false, true]).into_dyn()),
+        TensorValue::from(ndarray::arr2(&[[f16::from_f32(1.5), f16::from_f32(-2.0)]]).into_dyn()),
+        TensorValue::from(ArrayD::<f32>::zeros(IxDyn(&[0, 3]))),
+        TensorValue::from(ndarray::arr1(&[Complex64::new(1.0, 2.0)]).into_dyn()),
+        TensorValue::from(ndarray::arr1(&[true, false, true]).into_dyn()),
     ]
 }
 
@@ -87,7 +87,7 @@ fn reader_decodes_python_records() {
 fn missing_metadata_means_global_and_the_global_step() {
     let mut ev = tensor_event(
         "t",
-        &Tensor::from(ndarray::arr1(&[1i32]).into_dyn()),
+        &TensorValue::from(ndarray::arr1(&[1i32]).into_dyn()),
         9,
         mode_number::TRAIN,
         2,
@@ -103,7 +103,7 @@ fn missing_metadata_means_global_and_the_global_step() {
 
 #[test]
 fn invalid_mode_is_rejected_both_ways() {
-    let t = Tensor::from(ndarray::arr1(&[1i32]).into_dyn());
+    let t = TensorValue::from(ndarray::arr1(&[1i32]).into_dyn());
     assert!(matches!(
         tensor_event("t", &t, 0, 5, 0, 0.0),
         Err(Error::UnexpectedEvent { .. })
@@ -164,7 +164,7 @@ fn tensorboard_events_have_the_expected_wire_form() {
 
 #[test]
 fn string_tensors_must_be_one_dimensional_to_encode() {
-    let t = Tensor::Str(ArrayD::from_elem(IxDyn(&[]), "x".to_owned()));
+    let t = TensorValue::Str(ArrayD::from_elem(IxDyn(&[]), "x".to_owned()));
     assert!(matches!(
         t.to_proto("t"),
         Err(Error::UnencodableTensor { .. })
@@ -192,8 +192,8 @@ fn python_fallback_fields_are_decoded() {
         ..Default::default()
     };
     assert_eq!(
-        Tensor::from_proto(&p).unwrap(),
-        Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn())
+        TensorValue::from_proto(&p).unwrap(),
+        TensorValue::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn())
     );
     // Python returns a 1-D array of the listed values whatever the shape says.
     let p = TensorProto {
@@ -203,8 +203,8 @@ fn python_fallback_fields_are_decoded() {
         ..Default::default()
     };
     assert_eq!(
-        Tensor::from_proto(&p).unwrap(),
-        Tensor::from(ndarray::arr0(5i64).into_dyn())
+        TensorValue::from_proto(&p).unwrap(),
+        TensorValue::from(ndarray::arr0(5i64).into_dyn())
     );
     let p = TensorProto {
         dtype: proto::DataType::DtInt32 as i32,
@@ -213,8 +213,8 @@ fn python_fallback_fields_are_decoded() {
         ..Default::default()
     };
     assert_eq!(
-        Tensor::from_proto(&p).unwrap(),
-        Tensor::from(ndarray::arr1(&[4i32, 5]).into_dyn())
+        TensorValue::from_proto(&p).unwrap(),
+        TensorValue::from(ndarray::arr1(&[4i32, 5]).into_dyn())
     );
     let p = TensorProto {
         dtype: proto::DataType::DtBool as i32,
@@ -223,8 +223,8 @@ fn python_fallback_fields_are_decoded() {
         ..Default::default()
     };
     assert_eq!(
-        Tensor::from_proto(&p).unwrap(),
-        Tensor::from(ndarray::arr1(&[true]).into_dyn())
+        TensorValue::from_proto(&p).unwrap(),
+        TensorValue::from(ndarray::arr1(&[true]).into_dyn())
     );
     // No content and no values for a non-empty shape: an error, not a panic.
     let p = TensorProto {
@@ -233,26 +233,26 @@ fn python_fallback_fields_are_decoded() {
         ..Default::default()
     };
     assert!(matches!(
-        Tensor::from_proto(&p),
+        TensorValue::from_proto(&p),
         Err(Error::MalformedTensor { .. })
     ));
 }
 
 #[test]
 fn malformed_tensors_are_typed_errors() {
-    let base = Tensor::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn())
+    let base = TensorValue::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn())
         .to_proto("t")
         .unwrap();
     let mut p = base.clone();
     p.tensor_content.truncate(p.tensor_content.len() - 1);
     assert!(matches!(
-        Tensor::from_proto(&p),
+        TensorValue::from_proto(&p),
         Err(Error::MalformedTensor { .. })
     ));
     let mut p = base.clone();
     p.tensor_shape.as_mut().unwrap().dim[0].size = -1;
     assert!(matches!(
-        Tensor::from_proto(&p),
+        TensorValue::from_proto(&p),
         Err(Error::MalformedTensor { .. })
     ));
     let mut p = base.clone();
@@ -263,42 +263,42 @@ fn malformed_tensors_are_typed_errors() {
         })
         .collect();
     assert!(matches!(
-        Tensor::from_proto(&p),
+        TensorValue::from_proto(&p),
         Err(Error::MalformedTensor { .. })
     ));
     for dtype in [14, 20, 21, 101, 999, -3] {
         let mut p = base.clone();
         p.dtype = dtype;
         assert!(
-            matches!(Tensor::from_proto(&p), Err(Error::UnsupportedDType { dtype: d, .. }) if d == dtype),
+            matches!(TensorValue::from_proto(&p), Err(Error::UnsupportedDType { dtype: d, .. }) if d == dtype),
             "dtype {dtype}"
         );
     }
-    let mut p = Tensor::Str(ndarray::arr1(&["ok".to_owned()]).into_dyn())
+    let mut p = TensorValue::Str(ndarray::arr1(&["ok".to_owned()]).into_dyn())
         .to_proto("s")
         .unwrap();
     p.string_val[0] = vec![0xFF];
     assert!(matches!(
-        Tensor::from_proto(&p),
+        TensorValue::from_proto(&p),
         Err(Error::MalformedTensor { .. })
     ));
 }
 
 #[test]
 fn empty_string_tensor_decodes_to_an_empty_array() {
-    let t = Tensor::Str(ArrayD::from_shape_vec(IxDyn(&[0]), vec![]).unwrap());
+    let t = TensorValue::Str(ArrayD::from_shape_vec(IxDyn(&[0]), vec![]).unwrap());
     let p = t.to_proto("s").unwrap();
     assert_eq!(p.dtype, 0);
     assert!(p.string_val.is_empty());
-    assert_eq!(Tensor::from_proto(&p).unwrap(), t);
+    assert_eq!(TensorValue::from_proto(&p).unwrap(), t);
 }
 
 #[test]
 fn int8_decodes_as_signed() {
-    let t = Tensor::from(ndarray::arr1(&[-1i8, 127, -128]).into_dyn());
+    let t = TensorValue::from(ndarray::arr1(&[-1i8, 127, -128]).into_dyn());
     let p = t.to_proto("q").unwrap();
     assert_eq!(p.tensor_content[..], [0xFF, 0x7F, 0x80]);
-    assert_eq!(Tensor::from_proto(&p).unwrap(), t);
+    assert_eq!(TensorValue::from_proto(&p).unwrap(), t);
 }
 
 #[test]
@@ -306,11 +306,11 @@ fn raw_bytes_follow_c_order_even_for_fortran_layout() {
     let c = ndarray::arr2(&[[1u16, 2, 3], [4, 5, 6]]);
     let f = c.t().to_owned().reversed_axes(); // same values, Fortran layout
     assert_eq!(c, f);
-    let a = Tensor::from(c.into_dyn());
-    let b = Tensor::from(f.into_dyn());
+    let a = TensorValue::from(c.into_dyn());
+    let b = TensorValue::from(f.into_dyn());
     assert_eq!(a.to_le_bytes(), b.to_le_bytes());
     assert_eq!(a.to_le_bytes(), [1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0]);
-    let s = Tensor::Str(ndarray::arr1(&["ab".to_owned(), String::new()]).into_dyn());
+    let s = TensorValue::Str(ndarray::arr1(&["ab".to_owned(), String::new()]).into_dyn());
     assert_eq!(s.to_le_bytes(), [2, 0, 0, 0, b'a', b'b', 0, 0, 0, 0]);
 }
 
@@ -367,26 +367,26 @@ fn array<T: std::fmt::Debug + Clone>(
     })
 }
 
-fn any_tensor() -> impl Strategy<Value = Tensor> {
+fn any_tensor() -> impl Strategy<Value = TensorValue> {
     prop_oneof![
-        array(any::<u16>().prop_map(f16::from_bits)).prop_map(Tensor::from),
-        array(any::<f32>()).prop_map(Tensor::from),
-        array(any::<f64>()).prop_map(Tensor::from),
-        array(any::<i8>()).prop_map(Tensor::from),
-        array(any::<i16>()).prop_map(Tensor::from),
-        array(any::<i32>()).prop_map(Tensor::from),
-        array(any::<i64>()).prop_map(Tensor::from),
-        array(any::<u8>()).prop_map(Tensor::from),
-        array(any::<u16>()).prop_map(Tensor::from),
-        array(any::<u32>()).prop_map(Tensor::from),
-        array(any::<u64>()).prop_map(Tensor::from),
-        array(any::<bool>()).prop_map(Tensor::from),
+        array(any::<u16>().prop_map(f16::from_bits)).prop_map(TensorValue::from),
+        array(any::<f32>()).prop_map(TensorValue::from),
+        array(any::<f64>()).prop_map(TensorValue::from),
+        array(any::<i8>()).prop_map(TensorValue::from),
+        array(any::<i16>()).prop_map(TensorValue::from),
+        array(any::<i32>()).prop_map(TensorValue::from),
+        array(any::<i64>()).prop_map(TensorValue::from),
+        array(any::<u8>()).prop_map(TensorValue::from),
+        array(any::<u16>()).prop_map(TensorValue::from),
+        array(any::<u32>()).prop_map(TensorValue::from),
+        array(any::<u64>()).prop_map(TensorValue::from),
+        array(any::<bool>()).prop_map(TensorValue::from),
         array((any::<f32>(), any::<f32>()).prop_map(|(r, i)| Complex32::new(r, i)))
-            .prop_map(Tensor::from),
+            .prop_map(TensorValue::from),
         array((any::<f64>(), any::<f64>()).prop_map(|(r, i)| Complex64::new(r, i)))
-            .prop_map(Tensor::from),
+            .prop_map(TensorValue::from),
         prop::collection::vec(".{0,6}", 0..5)
-            .prop_map(|v| Tensor::Str(ArrayD::from_shape_vec(IxDyn(&[v.len()]), v).unwrap())),
+            .prop_map(|v| TensorValue::Str(ArrayD::from_shape_vec(IxDyn(&[v.len()]), v).unwrap())),
     ]
 }
 

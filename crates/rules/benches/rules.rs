@@ -41,14 +41,14 @@ fn bench(c: &mut Criterion) {
         .map(|i| format!("gradient/layer{i}.weight"))
         .collect();
     for step in 0..steps {
-        let values: Vec<(&str, smdebug_record::Tensor)> = names
+        let values: Vec<(&str, smdebug_record::TensorValue)> = names
             .iter()
             .enumerate()
             .map(|(i, n)| {
                 let a = ndarray::Array2::<f32>::from_shape_fn((100, 100), |(r, c)| {
                     ((r * 100 + c + i + step as usize) % 17) as f32 * 1e-3 - 8e-3
                 });
-                (n.as_str(), smdebug_record::Tensor::from(a.into_dyn()))
+                (n.as_str(), smdebug_record::TensorValue::from(a.into_dyn()))
             })
             .collect();
         write_step(

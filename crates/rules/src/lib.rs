@@ -21,7 +21,7 @@
 //! store.put(&smdebug_index::collections_file_key("worker_0")?, cm.to_json().into())?;
 //! for (step, m) in [(0, 0.01), (1, 0.01), (2, 5e-8)] {
 //!     let g = ndarray::arr1(&[m, -m, m, -m]).into_dyn();
-//!     let tensors = [("g", smdebug_record::Tensor::from(g))];
+//!     let tensors = [("g", smdebug_record::TensorValue::from(g))];
 //!     write_step(&store, &StepWrite { step, worker: "worker_0", mode: Mode::Global,
 //!         mode_step: step, tensors: &tensors, shapes: &[] })?;
 //! }

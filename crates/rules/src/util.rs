@@ -4,27 +4,29 @@
 use crate::error::{Result, RuleError};
 use ndarray::ArrayD;
 use smdebug_config::Mode;
-use smdebug_record::Tensor as Value;
+use smdebug_record::TensorValue;
 use smdebug_trial::{TensorFilter, Trial};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// The value as float64 (bools as 0/1); `None` for complex numbers and strings.
-pub fn to_f64(v: &Value) -> Option<ArrayD<f64>> {
+pub fn to_f64(v: &TensorValue) -> Option<ArrayD<f64>> {
     Some(match v {
-        Value::Float16(a) => a.mapv(|x| x.to_f64()),
-        Value::Float32(a) => a.mapv(f64::from),
-        Value::Float64(a) => a.clone(),
-        Value::Int8(a) => a.mapv(f64::from),
-        Value::Int16(a) => a.mapv(f64::from),
-        Value::Int32(a) => a.mapv(f64::from),
-        Value::Int64(a) => a.mapv(|x| x as f64),
-        Value::UInt8(a) => a.mapv(f64::from),
-        Value::UInt16(a) => a.mapv(f64::from),
-        Value::UInt32(a) => a.mapv(f64::from),
-        Value::UInt64(a) => a.mapv(|x| x as f64),
-        Value::Bool(a) => a.mapv(|x| if x { 1.0 } else { 0.0 }),
-        Value::Complex64(_) | Value::Complex128(_) | Value::Str(_) => return None,
+        TensorValue::Float16(a) => a.mapv(|x| x.to_f64()),
+        TensorValue::Float32(a) => a.mapv(f64::from),
+        TensorValue::Float64(a) => a.clone(),
+        TensorValue::Int8(a) => a.mapv(f64::from),
+        TensorValue::Int16(a) => a.mapv(f64::from),
+        TensorValue::Int32(a) => a.mapv(f64::from),
+        TensorValue::Int64(a) => a.mapv(|x| x as f64),
+        TensorValue::UInt8(a) => a.mapv(f64::from),
+        TensorValue::UInt16(a) => a.mapv(f64::from),
+        TensorValue::UInt32(a) => a.mapv(f64::from),
+        TensorValue::UInt64(a) => a.mapv(|x| x as f64),
+        TensorValue::Bool(a) => a.mapv(|x| if x { 1.0 } else { 0.0 }),
+        TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
+            return None
+        }
     })
 }
 
@@ -80,7 +82,12 @@ pub fn select(
 
 /// The raw value of `name` at `step` (of `mode`), or `None` when the tensor has no raw
 /// value there (the rule then skips that tensor: docs/src/rules.md §0.1).
-pub fn value_at(trial: &Trial, name: &str, step: i64, mode: Mode) -> Result<Option<Arc<Value>>> {
+pub fn value_at(
+    trial: &Trial,
+    name: &str,
+    step: i64,
+    mode: Mode,
+) -> Result<Option<Arc<TensorValue>>> {
     let t = match trial.tensor(name) {
         Ok(t) => t,
         Err(e) => {

@@ -5,7 +5,7 @@ use crate::support::*;
 use smdebug_config::Mode;
 use smdebug_rules::build_rule;
 
-fn pm(x: f64) -> smdebug_record::Tensor {
+fn pm(x: f64) -> smdebug_record::TensorValue {
     v(&[x, -x, x, -x])
 }
 
@@ -644,7 +644,7 @@ fn images(steps: i64, channel_values: [f64; 3]) -> Vec<i64> {
     for (c, &x) in channel_values.iter().enumerate() {
         a.index_axis_mut(ndarray::Axis(1), c).fill(x);
     }
-    let t = smdebug_record::Tensor::from(a.into_dyn());
+    let t = smdebug_record::TensorValue::from(a.into_dyn());
     for s in 0..steps {
         w.step(s, &[("hybridsequential0_input_0", t.clone())]);
     }
@@ -666,7 +666,7 @@ fn nlp_sequence_ratio() {
     let run = |row: &[i64], p: &[(&str, &str)]| {
         let vals: Vec<i64> = (0..4).flat_map(|_| row.iter().copied()).collect();
         let w = TrialWriter::new();
-        let t = smdebug_record::Tensor::from(
+        let t = smdebug_record::TensorValue::from(
             ndarray::Array2::from_shape_vec((4, 10), vals)
                 .unwrap()
                 .into_dyn(),
@@ -701,7 +701,7 @@ fn feature_importance_overweight() {
             .map(|i| format!("feature_importance/gain/f{i}"))
             .collect();
         let gain_vals = [0.9, 0.1, 0.0, 0.0, 0.0, 0.0];
-        let mut t: Vec<(&str, smdebug_record::Tensor)> = names
+        let mut t: Vec<(&str, smdebug_record::TensorValue)> = names
             .iter()
             .zip(weights)
             .map(|(n, x)| (n.as_str(), v(&[x])))

@@ -268,7 +268,7 @@ fn stop_action_from_action_json_reaches_the_hook() {
         .build()
         .unwrap();
     hook.step().unwrap();
-    let g = smdebug_record::Tensor::from(ndarray::arr1(&[f64::NAN, 1.0]).into_dyn());
+    let g = smdebug_record::TensorValue::from(ndarray::arr1(&[f64::NAN, 1.0]).into_dyn());
     hook.save("gradient/fc.weight", g).unwrap();
     hook.step().unwrap();
     hook.flush().unwrap();

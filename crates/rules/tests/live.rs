@@ -3,7 +3,7 @@
 //! makes the writer's `should_stop()` turn true.
 
 use smdebug_hook::{HookBuilder, SaveConfig, SaveConfigMode};
-use smdebug_record::Tensor;
+use smdebug_record::TensorValue;
 use smdebug_rules::{build_rule, invoke_rule_with, EndReason, StopTraining};
 use smdebug_trial::{PollPolicy, Trial, TrialOptions};
 use std::sync::{Arc, Mutex};
@@ -46,7 +46,7 @@ pub fn live_run(out: &str, step_pause: Duration) -> (i64, Duration, i64) {
                 });
                 hook.save(
                     &format!("gradient/fc{layer}.weight"),
-                    Tensor::from(g.into_dyn()),
+                    TensorValue::from(g.into_dyn()),
                 )
                 .unwrap();
             }

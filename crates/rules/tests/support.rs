@@ -1,7 +1,7 @@
 //! Writing small trials with exactly the tensors a scenario names.
 
 use smdebug_config::{Collection, CollectionManager, Mode};
-use smdebug_record::Tensor as Value;
+use smdebug_record::TensorValue;
 use smdebug_rules::{invoke_rule, Rule};
 use smdebug_storage::{BlockingStore, Location};
 use smdebug_synth::steps::{write_end_marker, write_step, StepWrite};
@@ -48,7 +48,13 @@ impl TrialWriter {
             .unwrap();
     }
 
-    pub fn step_mode(&self, step: i64, mode: Mode, mode_step: i64, tensors: &[(&str, Value)]) {
+    pub fn step_mode(
+        &self,
+        step: i64,
+        mode: Mode,
+        mode_step: i64,
+        tensors: &[(&str, TensorValue)],
+    ) {
         write_step(
             &self.store,
             &StepWrite {
@@ -63,7 +69,7 @@ impl TrialWriter {
         .unwrap();
     }
 
-    pub fn step(&self, step: i64, tensors: &[(&str, Value)]) {
+    pub fn step(&self, step: i64, tensors: &[(&str, TensorValue)]) {
         self.step_mode(step, Mode::Global, step, tensors);
     }
 
@@ -79,20 +85,20 @@ impl TrialWriter {
     }
 }
 
-pub fn v(values: &[f64]) -> Value {
-    Value::from(ndarray::arr1(values).into_dyn())
+pub fn v(values: &[f64]) -> TensorValue {
+    TensorValue::from(ndarray::arr1(values).into_dyn())
 }
 
-pub fn shaped(shape: &[usize], values: Vec<f64>) -> Value {
-    Value::from(ndarray::ArrayD::from_shape_vec(shape.to_vec(), values).unwrap())
+pub fn shaped(shape: &[usize], values: Vec<f64>) -> TensorValue {
+    TensorValue::from(ndarray::ArrayD::from_shape_vec(shape.to_vec(), values).unwrap())
 }
 
-pub fn filled(shape: &[usize], x: f64) -> Value {
-    Value::from(ndarray::ArrayD::from_elem(shape.to_vec(), x))
+pub fn filled(shape: &[usize], x: f64) -> TensorValue {
+    TensorValue::from(ndarray::ArrayD::from_elem(shape.to_vec(), x))
 }
 
-pub fn ints(values: &[i64]) -> Value {
-    Value::from(ndarray::arr1(values).into_dyn())
+pub fn ints(values: &[i64]) -> TensorValue {
+    TensorValue::from(ndarray::arr1(values).into_dyn())
 }
 
 pub fn params(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

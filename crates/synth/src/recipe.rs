@@ -9,7 +9,7 @@ use std::path::Path;
 use smdebug_config::pyjson::{self, PyValue};
 use smdebug_config::{Collection, Mode, Reduction, ReductionConfig, SaveConfig, SaveConfigMode};
 use smdebug_hook::ReductionShape;
-use smdebug_record::{DType, Tensor};
+use smdebug_record::{DType, TensorValue};
 
 use crate::error::{Result, SynthError};
 use crate::values::generate;
@@ -274,13 +274,13 @@ impl Recipe {
 
     /// The value tensor `t` holds at global step `g` for worker index `w`: what its raw
     /// record at that step holds.
-    pub fn values(&self, t: usize, g: i64, w: usize) -> Result<Tensor> {
+    pub fn values(&self, t: usize, g: i64, w: usize) -> Result<TensorValue> {
         let spec = self.tensors.get(t).ok_or(SynthError::NoSuchTensor(t))?;
         generate(spec, self.seed, t as u64, g, w as u64)
     }
 
     /// The second value of a `duplicate` tensor (generated with worker index `w + 1000`).
-    pub fn duplicate_values(&self, t: usize, g: i64, w: usize) -> Result<Tensor> {
+    pub fn duplicate_values(&self, t: usize, g: i64, w: usize) -> Result<TensorValue> {
         self.values(t, g, w + 1000)
     }
 

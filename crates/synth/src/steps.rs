@@ -9,14 +9,14 @@
 //!
 //! ```
 //! use smdebug_config::Mode;
-//! use smdebug_record::Tensor;
+//! use smdebug_record::TensorValue;
 //! use smdebug_storage::{BlockingStore, Location};
 //! use smdebug_synth::steps::{write_step, write_train_trial, StepWrite};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let store = BlockingStore::open(&Location::parse(dir.path().to_str().unwrap())?)?;
 //! write_train_trial(&store, 3, |step| {
-//!     vec![("w", Tensor::from(ndarray::arr1(&[step as f32, 1.0]).into_dyn()))]
+//!     vec![("w", TensorValue::from(ndarray::arr1(&[step as f32, 1.0]).into_dyn()))]
 //! })?;
 //! assert!(dir.path().join("index/000000000/000000000002_worker_0.json").exists());
 //! assert!(dir.path().join("training_job_end.ts").exists());
@@ -28,7 +28,7 @@ use smdebug_index::{
     collections_file_key, event_file_key, index_file_key, IndexFile, IndexMeta, ShapeEntry,
     TensorEntry, END_OF_JOB_FILE,
 };
-use smdebug_record::{append_record, encode_tensor_event, Footer, Tensor};
+use smdebug_record::{append_record, encode_tensor_event, Footer, TensorValue};
 use smdebug_storage::{BlockingStore, Bytes};
 
 use crate::error::Result;
@@ -46,7 +46,7 @@ pub struct StepWrite<'a> {
     pub mode_step: i64,
     /// Tensor records, in file order (reduction records are named
     /// `smdebug/reductions/[abs_]OP/NAME`).
-    pub tensors: &'a [(&'a str, Tensor)],
+    pub tensors: &'a [(&'a str, TensorValue)],
     /// Shapes recorded in the index only.
     pub shapes: &'a [(&'a str, Vec<u64>)],
 }
@@ -54,7 +54,12 @@ pub struct StepWrite<'a> {
 impl<'a> StepWrite<'a> {
     /// `tensors` of one worker at `step` in `mode`, with the global step as mode step and
     /// no shape-only entries (change fields for anything else).
-    pub fn new(step: i64, worker: &'a str, mode: Mode, tensors: &'a [(&'a str, Tensor)]) -> Self {
+    pub fn new(
+        step: i64,
+        worker: &'a str,
+        mode: Mode,
+        tensors: &'a [(&'a str, TensorValue)],
+    ) -> Self {
         StepWrite {
             step,
             worker,
@@ -141,12 +146,12 @@ pub fn write_end_marker(store: &BlockingStore) -> Result<()> {
 pub fn write_train_trial<N: AsRef<str>>(
     store: &BlockingStore,
     steps: i64,
-    mut tensors: impl FnMut(i64) -> Vec<(N, Tensor)>,
+    mut tensors: impl FnMut(i64) -> Vec<(N, TensorValue)>,
 ) -> Result<()> {
     write_collections(store, "worker_0", 1)?;
     for step in 0..steps {
-        let (names, values): (Vec<N>, Vec<Tensor>) = tensors(step).into_iter().unzip();
-        let refs: Vec<(&str, Tensor)> = names.iter().map(AsRef::as_ref).zip(values).collect();
+        let (names, values): (Vec<N>, Vec<TensorValue>) = tensors(step).into_iter().unzip();
+        let refs: Vec<(&str, TensorValue)> = names.iter().map(AsRef::as_ref).zip(values).collect();
         write_step(store, &StepWrite::new(step, "worker_0", Mode::Train, &refs))?;
     }
     write_end_marker(store)

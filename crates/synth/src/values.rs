@@ -16,7 +16,7 @@
 
 use half::f16;
 use ndarray::{ArrayD, IxDyn};
-use smdebug_record::{Complex32, Complex64, DType, Tensor};
+use smdebug_record::{Complex32, Complex64, DType, TensorValue};
 
 use crate::error::{Result, SynthError};
 use crate::recipe::{Pattern, RecipeNumber, TensorSpec};
@@ -169,7 +169,13 @@ fn is_float(dtype: DType) -> bool {
 
 /// The value tensor `spec` (index `t` in its recipe) holds at global step `g` for worker
 /// index `w`, as `gen_values` makes it.
-pub(crate) fn generate(spec: &TensorSpec, seed: u64, t: u64, g: i64, w: u64) -> Result<Tensor> {
+pub(crate) fn generate(
+    spec: &TensorSpec,
+    seed: u64,
+    t: u64,
+    g: i64,
+    w: u64,
+) -> Result<TensorValue> {
     let err = |message: String| SynthError::Value {
         tensor: spec.name.clone(),
         message,
@@ -189,7 +195,7 @@ pub(crate) fn generate(spec: &TensorSpec, seed: u64, t: u64, g: i64, w: u64) -> 
             .map(|i| format!("s{g}_{i}_{}", r(i) % 1000))
             .collect();
         return ArrayD::from_shape_vec(shape, words)
-            .map(Tensor::from)
+            .map(TensorValue::from)
             .map_err(|e| err(e.to_string()));
     }
     let mut cells: Vec<Cell> = match spec.pattern {
@@ -255,25 +261,25 @@ pub(crate) fn generate(spec: &TensorSpec, seed: u64, t: u64, g: i64, w: u64) -> 
     // `as` from i128 wraps, as numpy's cast to a narrower integer type does.
     macro_rules! int_tensor {
         ($t:ty) => {
-            Tensor::from(array(
+            TensorValue::from(array(
                 shape,
                 ints(&cells)?.into_iter().map(|i| i as $t).collect(),
             ))
         };
     }
     Ok(match dtype {
-        DType::Float16 => Tensor::from(array(shape, floats().map(f64_to_f16).collect())),
-        DType::Float32 => Tensor::from(array(shape, floats().map(|f| f as f32).collect())),
-        DType::Float64 => Tensor::from(array(shape, floats().collect())),
-        DType::Complex64 => Tensor::from(array(
+        DType::Float16 => TensorValue::from(array(shape, floats().map(f64_to_f16).collect())),
+        DType::Float32 => TensorValue::from(array(shape, floats().map(|f| f as f32).collect())),
+        DType::Float64 => TensorValue::from(array(shape, floats().collect())),
+        DType::Complex64 => TensorValue::from(array(
             shape,
             floats().map(|f| Complex32::new(f as f32, 0.0)).collect(),
         )),
-        DType::Complex128 => Tensor::from(array(
+        DType::Complex128 => TensorValue::from(array(
             shape,
             floats().map(|f| Complex64::new(f, 0.0)).collect(),
         )),
-        DType::Bool => Tensor::from(array(shape, cells.iter().map(|c| c.truthy()).collect())),
+        DType::Bool => TensorValue::from(array(shape, cells.iter().map(|c| c.truthy()).collect())),
         DType::Int8 => int_tensor!(i8),
         DType::UInt8 => int_tensor!(u8),
         DType::Int16 => int_tensor!(i16),

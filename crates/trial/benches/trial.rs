@@ -23,7 +23,7 @@ use ndarray::{ArrayD, Dimension, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::{BlockingStore, Location};
 use smdebug_synth::steps::write_train_trial;
-use smdebug_trial::{Trial, TrialOptions, Value};
+use smdebug_trial::{TensorValue, Trial, TrialOptions};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -69,7 +69,7 @@ fn write_trial(dir: &Path, steps: usize, tensors: usize, side: usize) {
                     let k = ix.slice().iter().fold(0usize, |a, &b| a * 31 + b);
                     ((k + i) as f32 * 0.001 + step as f32).sin()
                 });
-                (n.as_str(), Value::Float32(v))
+                (n.as_str(), TensorValue::Float32(v))
             })
             .collect()
     })

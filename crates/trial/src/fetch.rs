@@ -4,7 +4,7 @@
 
 use crate::parallel;
 use crate::state::RecordLocation;
-use crate::{Result, TrialError, Value};
+use crate::{Result, TensorValue, TrialError};
 use futures::stream::{self, StreamExt};
 use smdebug_record::{decode_exact_record, decode_tensor_event_bytes, HEADER_LEN};
 use smdebug_storage::{BlockingStore, Bytes};
@@ -81,7 +81,7 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Bounded<K, V> {
 }
 
 /// Decoded values by record.
-pub(crate) type ValueCache = Bounded<CacheKey, Arc<Value>>;
+pub(crate) type ValueCache = Bounded<CacheKey, Arc<TensorValue>>;
 
 /// A record as the index names it: event file, offset and the step the index file is for
 /// (so a record listed by a duplicated index file is checked again, not served from cache).
@@ -97,9 +97,9 @@ pub(crate) fn value_cache(budget: usize) -> ValueCache {
 }
 
 /// Approximate heap size of a value.
-pub(crate) fn value_bytes(v: &Value) -> usize {
+pub(crate) fn value_bytes(v: &TensorValue) -> usize {
     match v {
-        Value::Str(a) => a.iter().map(|s| s.len() + 24).sum(),
+        TensorValue::Str(a) => a.iter().map(|s| s.len() + 24).sum(),
         other => other.len() * other.dtype().item_size().unwrap_or(8),
     }
 }
@@ -160,7 +160,7 @@ fn slice_ranges(whole: &Bytes, ranges: &[Range<u64>]) -> Option<Vec<Bytes>> {
 }
 
 /// Decodes one record's bytes as the index entry `loc` describes it.
-pub(crate) fn decode_value(loc: &RecordLocation, bytes: &Bytes) -> Result<Value> {
+pub(crate) fn decode_value(loc: &RecordLocation, bytes: &Bytes) -> Result<TensorValue> {
     let file = || loc.event_file.to_string();
     let record = decode_exact_record(bytes, loc.start).map_err(|e| e.with_file(file()))?;
     if let Some(crc) = loc.payload_crc32c {
@@ -198,8 +198,8 @@ pub(crate) fn fetch_values(
     cache: &Mutex<ValueCache>,
     readahead: &Mutex<FileCache>,
     locs: &[&RecordLocation],
-) -> Vec<Result<Arc<Value>>> {
-    let mut out: Vec<Option<Result<Arc<Value>>>> = Vec::with_capacity(locs.len());
+) -> Vec<Result<Arc<TensorValue>>> {
+    let mut out: Vec<Option<Result<Arc<TensorValue>>>> = Vec::with_capacity(locs.len());
     let mut by_file: HashMap<Arc<str>, Vec<usize>> = HashMap::new();
     {
         let cache = lock(cache);
@@ -330,7 +330,7 @@ fn file_results(
     locs: &[&RecordLocation],
     idx: &[usize],
     read: smdebug_storage::Result<Vec<Bytes>>,
-) -> Vec<(usize, Option<Result<Arc<Value>>>)> {
+) -> Vec<(usize, Option<Result<Arc<TensorValue>>>)> {
     match read {
         Ok(parts) => idx
             .iter()
@@ -355,9 +355,9 @@ fn store_results(
     store: &BlockingStore,
     cache: &Mutex<ValueCache>,
     locs: &[&RecordLocation],
-    mut out: Vec<Option<Result<Arc<Value>>>>,
-    decoded: impl Iterator<Item = (usize, Option<Result<Arc<Value>>>)>,
-) -> Vec<Result<Arc<Value>>> {
+    mut out: Vec<Option<Result<Arc<TensorValue>>>>,
+    decoded: impl Iterator<Item = (usize, Option<Result<Arc<TensorValue>>>)>,
+) -> Vec<Result<Arc<TensorValue>>> {
     let mut cache = lock(cache);
     for (i, r) in decoded {
         let r = r.unwrap_or_else(|| single_read(store, locs[i]).map(Arc::new));
@@ -378,7 +378,7 @@ fn store_results(
 }
 
 /// Reads one record on its own.
-fn single_read(store: &BlockingStore, loc: &RecordLocation) -> Result<Value> {
+fn single_read(store: &BlockingStore, loc: &RecordLocation) -> Result<TensorValue> {
     let range = loc.start..loc.start.saturating_add(loc.length);
     let bytes = store.get_range(&loc.event_file, range)?;
     decode_value(loc, &bytes)

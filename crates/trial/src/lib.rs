@@ -14,12 +14,12 @@
 //! use smdebug_config::Mode;
 //! use smdebug_exceptions::StepState;
 //! use smdebug_index::{collections_file_key, event_file_key, index_file_key, IndexFile, IndexMeta, TensorEntry};
-//! use smdebug_record::{append_record, encode_tensor_event, mode_number, Footer, Tensor as Value};
+//! use smdebug_record::{append_record, encode_tensor_event, mode_number, Footer, TensorValue};
 //! use smdebug_storage::{BlockingStore, Location};
 //!
 //! // A one-step trial written by hand into an in-memory store.
 //! let store = BlockingStore::open(&Location::parse("memory://trial-doc/run")?)?;
-//! let value = Value::from(ndarray::arr1(&[1.0f32, -2.0, 3.0]).into_dyn());
+//! let value = TensorValue::from(ndarray::arr1(&[1.0f32, -2.0, 3.0]).into_dyn());
 //! let payload = encode_tensor_event("loss", &value, 0, mode_number::TRAIN, 0, 0.0)?;
 //! let mut events = Vec::new();
 //! let rec = append_record(&mut events, &payload, Footer::Magic);
@@ -73,4 +73,4 @@ pub use trial::{create_trial, PollPolicy, TensorFilter, Trial, TrialOptions};
 pub use smdebug_storage as storage;
 
 /// A decoded tensor value (an n-dimensional array of one of smdebug's dtypes).
-pub type Value = smdebug_record::Tensor;
+pub use smdebug_record::TensorValue;

@@ -2,9 +2,9 @@
 //! (`get_numpy_reduction`): numpy semantics via `smdebug-reduce` (`Flavor::Numpy`), plus the
 //! complex and string cases that crate does not cover.
 
-use crate::{Result, TrialError, Value};
+use crate::{Result, TrialError};
 use ndarray::{ArrayD, IxDyn};
-use smdebug_record::{Complex64, Tensor as RTensor};
+use smdebug_record::{Complex64, TensorValue};
 use smdebug_reduce::{Flavor, Reduction, ReductionRequest, Scalar, TensorView};
 
 /// Parses one of the nine reduction names the Python trial accepts
@@ -18,45 +18,52 @@ pub(crate) fn parse_op(name: &str) -> Result<Reduction> {
         })
 }
 
-fn view(v: &Value) -> Option<TensorView<'_>> {
+fn view(v: &TensorValue) -> Option<TensorView<'_>> {
     Some(match v {
-        RTensor::Float16(a) => TensorView::F16(a.view()),
-        RTensor::Float32(a) => TensorView::F32(a.view()),
-        RTensor::Float64(a) => TensorView::F64(a.view()),
-        RTensor::Int8(a) => TensorView::I8(a.view()),
-        RTensor::Int16(a) => TensorView::I16(a.view()),
-        RTensor::Int32(a) => TensorView::I32(a.view()),
-        RTensor::Int64(a) => TensorView::I64(a.view()),
-        RTensor::UInt8(a) => TensorView::U8(a.view()),
-        RTensor::UInt16(a) => TensorView::U16(a.view()),
-        RTensor::UInt32(a) => TensorView::U32(a.view()),
-        RTensor::UInt64(a) => TensorView::U64(a.view()),
-        RTensor::Bool(a) => TensorView::Bool(a.view()),
-        RTensor::Complex64(_) | RTensor::Complex128(_) | RTensor::Str(_) => return None,
+        TensorValue::Float16(a) => TensorView::F16(a.view()),
+        TensorValue::Float32(a) => TensorView::F32(a.view()),
+        TensorValue::Float64(a) => TensorView::F64(a.view()),
+        TensorValue::Int8(a) => TensorView::I8(a.view()),
+        TensorValue::Int16(a) => TensorView::I16(a.view()),
+        TensorValue::Int32(a) => TensorView::I32(a.view()),
+        TensorValue::Int64(a) => TensorView::I64(a.view()),
+        TensorValue::UInt8(a) => TensorView::U8(a.view()),
+        TensorValue::UInt16(a) => TensorView::U16(a.view()),
+        TensorValue::UInt32(a) => TensorView::U32(a.view()),
+        TensorValue::UInt64(a) => TensorView::U64(a.view()),
+        TensorValue::Bool(a) => TensorView::Bool(a.view()),
+        TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
+            return None
+        }
     })
 }
 
 /// A reduction result as a 0-d value (numpy returns a scalar of that dtype).
-fn scalar_value(s: Scalar) -> Value {
+fn scalar_value(s: Scalar) -> TensorValue {
     let d = IxDyn(&[]);
     match s {
-        Scalar::Bool(x) => RTensor::Bool(ArrayD::from_elem(d, x)),
-        Scalar::I8(x) => RTensor::Int8(ArrayD::from_elem(d, x)),
-        Scalar::I16(x) => RTensor::Int16(ArrayD::from_elem(d, x)),
-        Scalar::I32(x) => RTensor::Int32(ArrayD::from_elem(d, x)),
-        Scalar::I64(x) => RTensor::Int64(ArrayD::from_elem(d, x)),
-        Scalar::U8(x) => RTensor::UInt8(ArrayD::from_elem(d, x)),
-        Scalar::U16(x) => RTensor::UInt16(ArrayD::from_elem(d, x)),
-        Scalar::U32(x) => RTensor::UInt32(ArrayD::from_elem(d, x)),
-        Scalar::U64(x) => RTensor::UInt64(ArrayD::from_elem(d, x)),
-        Scalar::F16(x) => RTensor::Float16(ArrayD::from_elem(d, x)),
-        Scalar::F32(x) => RTensor::Float32(ArrayD::from_elem(d, x)),
-        Scalar::F64(x) => RTensor::Float64(ArrayD::from_elem(d, x)),
+        Scalar::Bool(x) => TensorValue::Bool(ArrayD::from_elem(d, x)),
+        Scalar::I8(x) => TensorValue::Int8(ArrayD::from_elem(d, x)),
+        Scalar::I16(x) => TensorValue::Int16(ArrayD::from_elem(d, x)),
+        Scalar::I32(x) => TensorValue::Int32(ArrayD::from_elem(d, x)),
+        Scalar::I64(x) => TensorValue::Int64(ArrayD::from_elem(d, x)),
+        Scalar::U8(x) => TensorValue::UInt8(ArrayD::from_elem(d, x)),
+        Scalar::U16(x) => TensorValue::UInt16(ArrayD::from_elem(d, x)),
+        Scalar::U32(x) => TensorValue::UInt32(ArrayD::from_elem(d, x)),
+        Scalar::U64(x) => TensorValue::UInt64(ArrayD::from_elem(d, x)),
+        Scalar::F16(x) => TensorValue::Float16(ArrayD::from_elem(d, x)),
+        Scalar::F32(x) => TensorValue::Float32(ArrayD::from_elem(d, x)),
+        Scalar::F64(x) => TensorValue::Float64(ArrayD::from_elem(d, x)),
     }
 }
 
 /// `get_numpy_reduction(op, value, abs)`.
-pub(crate) fn compute(tensor: &str, value: &Value, op: &str, abs: bool) -> Result<Value> {
+pub(crate) fn compute(
+    tensor: &str,
+    value: &TensorValue,
+    op: &str,
+    abs: bool,
+) -> Result<TensorValue> {
     let reduction = parse_op(op)?;
     let request = ReductionRequest::new(reduction, abs);
     if let Some(v) = view(value) {
@@ -79,14 +86,14 @@ pub(crate) fn compute(tensor: &str, value: &Value, op: &str, abs: bool) -> Resul
         python,
     };
     let complex: ArrayD<Complex64> = match value {
-        RTensor::Complex64(a) => a.mapv(|c| Complex64::new(f64::from(c.re), f64::from(c.im))),
-        RTensor::Complex128(a) => a.clone(),
+        TensorValue::Complex64(a) => a.mapv(|c| Complex64::new(f64::from(c.re), f64::from(c.im))),
+        TensorValue::Complex128(a) => a.clone(),
         // numpy: np.linalg.norm first casts a non-float array to float (`x.astype(float)`,
         // which parses each string as Python's float() does: "nan" is NaN, "1_0" is 10),
         // then takes the norm; a string that is not a number raises ValueError.
-        RTensor::Str(a) if matches!(reduction, Reduction::L1 | Reduction::L2) && !abs => {
+        TensorValue::Str(a) if matches!(reduction, Reduction::L1 | Reduction::L2) && !abs => {
             let floats = strings_to_f64(tensor, op, a)?;
-            return compute(tensor, &RTensor::Float64(floats), op, false);
+            return compute(tensor, &TensorValue::Float64(floats), op, false);
         }
         // np.absolute and the ufunc reductions reject strings (UFuncTypeError).
         _ => return Err(unsupported("UFuncTypeError")),
@@ -94,7 +101,7 @@ pub(crate) fn compute(tensor: &str, value: &Value, op: &str, abs: bool) -> Resul
     if abs {
         // |z| is a float64 array: the ordinary numpy path applies.
         let magnitudes = complex.mapv(|c| c.norm());
-        let v = RTensor::Float64(magnitudes);
+        let v = TensorValue::Float64(magnitudes);
         return compute(tensor, &v, op, false);
     }
     complex_reduction(tensor, &complex, reduction, value).map_err(|()| unsupported("TypeError"))
@@ -186,11 +193,11 @@ fn complex_reduction(
     tensor: &str,
     a: &ArrayD<Complex64>,
     reduction: Reduction,
-    original: &Value,
-) -> std::result::Result<Value, ()> {
+    original: &TensorValue,
+) -> std::result::Result<TensorValue, ()> {
     let d = IxDyn(&[]);
-    let c = |z: Complex64| Ok(RTensor::Complex128(ArrayD::from_elem(d.clone(), z)));
-    let f = |x: f64| Ok(RTensor::Float64(ArrayD::from_elem(d.clone(), x)));
+    let c = |z: Complex64| Ok(TensorValue::Complex128(ArrayD::from_elem(d.clone(), z)));
+    let f = |x: f64| Ok(TensorValue::Float64(ArrayD::from_elem(d.clone(), x)));
     let n = a.len();
     let sum: Complex64 = a.iter().fold(Complex64::new(0.0, 0.0), |s, &z| s + z);
     let mean = sum / n as f64;
@@ -224,7 +231,7 @@ fn complex_reduction(
         Reduction::Variance => f(var),
         Reduction::Std => f(var.sqrt()),
         Reduction::L1 | Reduction::L2 if a.ndim() == 1 => {
-            let mags = RTensor::Float64(a.mapv(|z| z.norm()));
+            let mags = TensorValue::Float64(a.mapv(|z| z.norm()));
             compute(
                 tensor,
                 &mags,
@@ -238,7 +245,7 @@ fn complex_reduction(
             .map_err(|_| ())
         }
         Reduction::L1 if a.ndim() == 2 => {
-            let mags = RTensor::Float64(a.mapv(|z| z.norm()));
+            let mags = TensorValue::Float64(a.mapv(|z| z.norm()));
             compute(tensor, &mags, "l1", false).map_err(|_| ())
         }
         _ => {
@@ -255,7 +262,7 @@ mod tests {
 
     #[test]
     fn complex_and_string_reductions() {
-        let z = RTensor::Complex128(
+        let z = TensorValue::Complex128(
             arr1(&[Complex64::new(1.0, 2.0), Complex64::new(3.0, -1.0)]).into_dyn(),
         );
         let sum = compute("z", &z, "sum", false).unwrap();
@@ -271,7 +278,7 @@ mod tests {
         let l1 = compute("z", &z, "l1", false).unwrap();
         let want = 5f64.sqrt() + 10f64.sqrt();
         assert!((l1.as_array::<f64>().unwrap().iter().next().unwrap() - want).abs() < 1e-12);
-        let s = RTensor::Str(arr1(&["a".to_owned()]).into_dyn());
+        let s = TensorValue::Str(arr1(&["a".to_owned()]).into_dyn());
         let e = compute("s", &s, "min", false).unwrap_err();
         assert_eq!(e.python_name(), "UFuncTypeError");
         assert_eq!(
@@ -289,12 +296,12 @@ mod tests {
         );
     }
 
-    fn f64_of(v: &Value) -> f64 {
+    fn f64_of(v: &TensorValue) -> f64 {
         *v.as_array::<f64>().unwrap().iter().next().unwrap()
     }
 
-    fn strings(v: &[&str]) -> Value {
-        RTensor::Str(arr1(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>()).into_dyn())
+    fn strings(v: &[&str]) -> TensorValue {
+        TensorValue::Str(arr1(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>()).into_dyn())
     }
 
     #[test]
@@ -307,7 +314,7 @@ mod tests {
         assert_eq!(f64_of(&compute("v", &v, "l2", false).unwrap()), 5.0);
         assert_eq!(f64_of(&compute("v", &v, "l1", false).unwrap()), 7.0);
         // 2-D: the matrix norms of the converted array (max column sum for l1).
-        let m = RTensor::Str(
+        let m = TensorValue::Str(
             ndarray::arr2(&[["1".to_owned(), "-2".to_owned()], ["3".into(), "4".into()]])
                 .into_dyn(),
         );

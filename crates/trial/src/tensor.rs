@@ -3,7 +3,7 @@
 use crate::fetch::lock;
 use crate::state::{RecordLocation, State, StepData};
 use crate::trial::Trial;
-use crate::{reductions, Result, TrialError, Value};
+use crate::{reductions, Result, TensorValue, TrialError};
 use smdebug_config::Mode;
 use smdebug_exceptions::{AnalysisError, StepState};
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ pub struct Tensor<'t> {
 }
 
 /// The saved reductions of one step: `(op, abs)` → value.
-pub type ReductionValues = BTreeMap<(String, bool), Arc<Value>>;
+pub type ReductionValues = BTreeMap<(String, bool), Arc<TensorValue>>;
 
 impl<'t> Tensor<'t> {
     pub(crate) fn new(trial: &'t Trial, name: &str) -> Self {
@@ -168,7 +168,7 @@ impl<'t> Tensor<'t> {
         }
     }
 
-    fn fetch_one(&self, loc: &RecordLocation) -> Result<Arc<Value>> {
+    fn fetch_one(&self, loc: &RecordLocation) -> Result<Arc<TensorValue>> {
         self.trial.fetch(&[loc]).pop().unwrap_or_else(|| {
             Err(TrialError::tensor_unavailable_for_step(
                 loc.tag.as_str(),
@@ -181,7 +181,7 @@ impl<'t> Tensor<'t> {
 
     /// The raw value at `step` (a mode step unless `mode` is GLOBAL) of `worker` (default:
     /// the alphabetically first worker that has the step).
-    pub fn value(&self, step: i64, mode: Mode, worker: Option<&str>) -> Result<Arc<Value>> {
+    pub fn value(&self, step: i64, mode: Mode, worker: Option<&str>) -> Result<Arc<TensorValue>> {
         let d = self.step(step, mode, worker)?;
         match &d.location {
             Some(loc) => self.fetch_one(loc),
@@ -225,7 +225,7 @@ impl<'t> Tensor<'t> {
         mode: Mode,
         worker: Option<&str>,
         abs: bool,
-    ) -> Result<Arc<Value>> {
+    ) -> Result<Arc<TensorValue>> {
         let d = self.step(step, mode, worker)?;
         if let Some(Some(loc)) = d.reductions.get(&(op.to_owned(), abs)) {
             return self.fetch_one(loc);
@@ -259,7 +259,11 @@ impl<'t> Tensor<'t> {
     }
 
     /// `{step: value}` over the complete steps of `mode`, read together.
-    pub fn values(&self, mode: Mode, worker: Option<&str>) -> Result<BTreeMap<i64, Arc<Value>>> {
+    pub fn values(
+        &self,
+        mode: Mode,
+        worker: Option<&str>,
+    ) -> Result<BTreeMap<i64, Arc<TensorValue>>> {
         let steps = self.steps(mode, false)?;
         let mut locs = Vec::with_capacity(steps.len());
         for &s in &steps {

@@ -5,7 +5,7 @@ use crate::fetch::{fetch_values, lock, value_cache, FileCache, ValueCache};
 use crate::parallel;
 use crate::state::{RecordLocation, State};
 use crate::tensor::Tensor;
-use crate::{Result, TrialError, Value};
+use crate::{Result, TensorValue, TrialError};
 use futures::stream::{self, StreamExt};
 use smdebug_config::{python_strip, Collection, CollectionManager, Mode, PyRegex};
 use smdebug_exceptions::{AnalysisError, StepState};
@@ -694,7 +694,7 @@ impl Trial {
 
     /// Reads many records at once (grouped per event file, files read concurrently) and
     /// caches them; used by the bulk queries.
-    pub(crate) fn fetch(&self, locs: &[&RecordLocation]) -> Vec<Result<Arc<Value>>> {
+    pub(crate) fn fetch(&self, locs: &[&RecordLocation]) -> Vec<Result<Arc<TensorValue>>> {
         fetch_values(&self.store, &self.cache, &self.readahead, locs)
     }
 

@@ -7,13 +7,13 @@ use common::{memory_store, spied_trial};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_synth::steps::{write_collections, write_step, StepWrite};
-use smdebug_trial::{TrialOptions, Value};
+use smdebug_trial::{TensorValue, TrialOptions};
 
 #[test]
 fn cached_values_are_read_once_and_clear_cache_drops_them() {
     let (url, location, writer) = memory_store("cache");
     write_collections(&writer, "worker_0", 1).unwrap();
-    let value = Value::Float32(ArrayD::from_shape_fn(IxDyn(&[3, 2]), |i| i[0] as f32 - 0.5));
+    let value = TensorValue::Float32(ArrayD::from_shape_fn(IxDyn(&[3, 2]), |i| i[0] as f32 - 0.5));
     write_step(
         &writer,
         &StepWrite::new(0, "worker_0", Mode::Train, &[("w", value.clone())]),

@@ -7,12 +7,12 @@ use smdebug_index::TensorEntry;
 use smdebug_index::{collections_file_key, event_file_key, index_file_key, IndexFile, IndexMeta};
 use smdebug_record::{append_record, encode_tensor_event, mode_number, Footer};
 use smdebug_storage::{BlockingStore, Location};
-use smdebug_trial::{create_trial, TensorFilter, Value};
+use smdebug_trial::{create_trial, TensorFilter, TensorValue};
 
 /// Worker `worker` saved `tensor` at step 0 and lists it in collection `c`, plus one
 /// collection of its own (`only_<worker>`).
 fn write_worker(store: &BlockingStore, worker: &str, tensor: &str) {
-    let value = Value::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+    let value = TensorValue::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
     let payload = encode_tensor_event(tensor, &value, 0, mode_number::TRAIN, 0, 0.0).unwrap();
     let mut events = Vec::new();
     let rec = append_record(&mut events, &payload, Footer::Magic);

@@ -6,7 +6,7 @@ use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::{BlockingStore, Location};
 use smdebug_synth::steps::write_train_trial;
-use smdebug_trial::{Trial, TrialError, TrialOptions, Value};
+use smdebug_trial::{TensorValue, Trial, TrialError, TrialOptions};
 use std::path::Path;
 
 const STEPS: i64 = 7;
@@ -22,7 +22,7 @@ fn write_trial(dir: &Path) {
                 let v = ArrayD::from_shape_fn(IxDyn(&[4, 4]), |ix| {
                     (step * 100 + i as i64 * 10) as f32 + ix[0] as f32 + ix[1] as f32 / 10.0
                 });
-                (*n, Value::Float32(v))
+                (*n, TensorValue::Float32(v))
             })
             .collect()
     })

@@ -9,10 +9,10 @@ use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::BlockingStore;
 use smdebug_synth::steps::{write_collections, write_step, StepWrite};
-use smdebug_trial::{TrialOptions, Value};
+use smdebug_trial::{TensorValue, TrialOptions};
 
 fn write(store: &BlockingStore, step: i64) {
-    let v = Value::Float32(ArrayD::from_elem(IxDyn(&[2]), step as f32));
+    let v = TensorValue::Float32(ArrayD::from_elem(IxDyn(&[2]), step as f32));
     write_step(
         store,
         &StepWrite::new(step, "worker_0", Mode::Train, &[("w", v)]),

@@ -9,7 +9,7 @@ use smdebug_config::Mode;
 use smdebug_exceptions::{AnalysisError, StepState};
 use smdebug_storage::{BlockingStore, Location};
 use smdebug_synth::steps::{write_collections, write_end_marker, write_step, StepWrite};
-use smdebug_trial::{Trial, TrialError, TrialOptions, Value};
+use smdebug_trial::{TensorValue, Trial, TrialError, TrialOptions};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +17,7 @@ const STEPS: i64 = 12;
 const WORKERS: [&str; 2] = ["worker_0", "worker_1"];
 
 fn write(store: &BlockingStore, step: i64, worker: &str) {
-    let v = Value::Float32(ArrayD::from_elem(IxDyn(&[8]), step as f32));
+    let v = TensorValue::Float32(ArrayD::from_elem(IxDyn(&[8]), step as f32));
     write_step(
         store,
         &StepWrite::new(step, worker, Mode::Train, &[("w", v)]),

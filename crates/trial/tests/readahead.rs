@@ -11,7 +11,7 @@ use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::Location;
 use smdebug_synth::steps::write_train_trial;
-use smdebug_trial::{TrialOptions, Value};
+use smdebug_trial::{TensorValue, TrialOptions};
 use std::sync::Arc;
 
 const STEPS: i64 = 4;
@@ -26,7 +26,7 @@ fn write_trial(name: &str, side: usize) -> (String, Location) {
                 let v = ArrayD::from_shape_fn(IxDyn(&[side, side]), |ix| {
                     (ix[0] * side + ix[1] + i) as f32 + step as f32 * 0.5
                 });
-                (format!("t{i:02}"), Value::Float32(v))
+                (format!("t{i:02}"), TensorValue::Float32(v))
             })
             .collect()
     })
@@ -35,7 +35,11 @@ fn write_trial(name: &str, side: usize) -> (String, Location) {
 }
 
 /// Every value, tensor by tensor, and how many ranged reads it took.
-fn read_all(url: &str, location: &Location, readahead_bytes: usize) -> (Vec<Arc<Value>>, usize) {
+fn read_all(
+    url: &str,
+    location: &Location,
+    readahead_bytes: usize,
+) -> (Vec<Arc<TensorValue>>, usize) {
     let options = TrialOptions {
         cache_bytes: 0,
         readahead_bytes,

@@ -6,7 +6,7 @@ use smdebug_config::Mode;
 use smdebug_exceptions::{AnalysisError, StepState};
 use smdebug_storage::{BlockingStore, Location};
 use smdebug_synth::steps::{write_collections, write_end_marker, write_step, StepWrite};
-use smdebug_trial::{Trial, TrialError, TrialOptions, Value};
+use smdebug_trial::{TensorValue, Trial, TrialError, TrialOptions};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use StepState::{Available as A, NotYetAvailable as N, Unavailable as U};
@@ -36,8 +36,8 @@ impl Fixture {
     }
 
     fn step(&self, step: i64, worker: &str, mode: Mode, mode_step: i64, names: &[&str]) {
-        let v = |s: i64| Value::Float32(ArrayD::from_elem(ndarray::IxDyn(&[2, 2]), s as f32));
-        let tensors: Vec<(&str, Value)> = names.iter().map(|n| (*n, v(step))).collect();
+        let v = |s: i64| TensorValue::Float32(ArrayD::from_elem(ndarray::IxDyn(&[2, 2]), s as f32));
+        let tensors: Vec<(&str, TensorValue)> = names.iter().map(|n| (*n, v(step))).collect();
         write_step(
             &self.store,
             &StepWrite {
@@ -581,8 +581,8 @@ fn n105_to_n107_many_collection_files() {
 #[test]
 fn s151_raw_value_and_shape_both_kept_and_reductions() {
     let f = Fixture::new("s151", &["worker_0"]);
-    let v = Value::Float32(ndarray::arr2(&[[1.0f32, -2.0], [3.0, -4.0]]).into_dyn());
-    let saved_max = Value::Float32(ndarray::arr1(&[99.0f32]).into_dyn());
+    let v = TensorValue::Float32(ndarray::arr2(&[[1.0f32, -2.0], [3.0, -4.0]]).into_dyn());
+    let saved_max = TensorValue::Float32(ndarray::arr1(&[99.0f32]).into_dyn());
     write_step(
         &f.store,
         &StepWrite {
