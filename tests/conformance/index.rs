@@ -172,7 +172,7 @@ fn fixture_files_are_classified_and_parsed_like_smdebug() {
     assert!(index_files > 50, "only {index_files} index files checked");
 }
 
-/// Masked CRC32C (FORMAT.md §5), bitwise: the test must not share code with what it checks.
+/// Masked CRC32C (docs/src/format.md §5), bitwise: the test must not share code with what it checks.
 fn masked_crc32c(data: &[u8]) -> u32 {
     let mut crc = !0u32;
     for &b in data {

@@ -436,7 +436,7 @@ fn spec_record(c: &Case, wall_time: f64) -> Value {
     r
 }
 
-/// FORMAT.md §6.2, verified there against smdebug: `a` = [1, 2] float32, step 3, TRAIN,
+/// docs/src/format.md §6.2, verified there against smdebug: `a` = [1, 2] float32, step 3, TRAIN,
 /// mode step 1, wall_time 1600000000.0 — one 88-byte record.
 const WORKED_EXAMPLE: &str = concat!(
     "4800000000000000fe92489d",             // len = 72, masked length CRC
@@ -511,7 +511,7 @@ fn our_event_files_are_byte_identical_to_python_filewriter() {
     assert_eq!(
         hex::encode(python_worked),
         WORKED_EXAMPLE,
-        "FORMAT.md §6.2 worked example"
+        "docs/src/format.md §6.2 worked example"
     );
 }
 

@@ -26,11 +26,11 @@ pub(crate) const NUMERIC_IGNORES: &[&str] = &[
 fn py_bug_ignores(preset: &str) -> Vec<&'static str> {
     match preset {
         // Raw tensor and shape saved in one step: Python's index reader keeps only the
-        // shape and loses the value (FORMAT.md §10.5); we return the value, and with it
+        // shape and loses the value (docs/src/format.md §10.5); we return the value, and with it
         // every computed reduction.
         "reductions" => vec!["/tensors/both~1x/*"],
         "quirks" => vec![
-            // int8 decoded as uint8 by Python (FORMAT.md §7.4); we decode int8.
+            // int8 decoded as uint8 by Python (docs/src/format.md §7.4); we decode int8.
             "/tensors/dtype~1int8/*",
             // int16/uint16/uint32/uint64/complex64: Python's read table lacks them
             // (KeyError); we decode them.
@@ -48,7 +48,7 @@ fn py_bug_ignores(preset: &str) -> Vec<&'static str> {
 }
 
 /// `tensor_names(mode=M)` for a mode the trial never saw raises KeyError in Python
-/// (SEMANTICS.md §8.6 [PY-BUG]); we return no names. The exact paths come from the
+/// (docs/src/semantics.md §8.6 [PY-BUG]); we return no names. The exact paths come from the
 /// Python dump, so nothing else under `tensor_names_by_mode` is skipped.
 pub(crate) fn mode_keyerror_ignores(py: &serde_json::Value) -> Vec<String> {
     let mut out = Vec::new();

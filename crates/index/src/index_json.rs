@@ -1,4 +1,4 @@
-//! Index files (FORMAT.md §10): reading what smdebug writes, writing it byte for byte.
+//! Index files (docs/src/format.md §10): reading what smdebug writes, writing it byte for byte.
 
 use std::fmt::Write as _;
 

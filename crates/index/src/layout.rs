@@ -1,4 +1,4 @@
-//! Where things live in a trial (FORMAT.md §2, §4, §12), and parsing file names back.
+//! Where things live in a trial (docs/src/format.md §2, §4, §12), and parsing file names back.
 //!
 //! Every key here is relative to the trial root and uses `/`; join it with a
 //! the trial's location (`smdebug_storage::Location`) to get a local path or an object key.
@@ -455,7 +455,7 @@ mod tests {
 
     #[test]
     fn python_worker_parsing() {
-        // TESTS.md B.8–B.10
+        // docs/src/testing.md B.8–B.10
         assert_eq!(
             python_worker_from_step_file("/tmp/ts-logs/index/000000001/000000001230_worker_2.json")
                 .unwrap(),
@@ -508,7 +508,7 @@ mod tests {
 
     #[test]
     fn collections_names() {
-        // TESTS.md B.11, B.12
+        // docs/src/testing.md B.11, B.12
         assert_eq!(
             parse_collections_file_name("/tmp/collections/000000000/job-worker_1_collections.json")
                 .unwrap(),
@@ -599,7 +599,7 @@ mod tests {
 
     #[test]
     fn prefix_from_index_file() {
-        // TESTS.md C.14
+        // docs/src/testing.md B.14
         assert_eq!(
             trial_prefix_from_index_path(
                 "/opt/ml/testing/run_1/index/000000000/000000000000_worker_0.json"

@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn tf_devices_roundtrip() {
-        // TESTS.md B.13
+        // docs/src/testing.md B.13
         for d in ["/device:GPU:0", "/replica:0/task:0/device:GPU:0"] {
             assert_eq!(deserialize_tf_device(&serialize_tf_device(d)), d);
         }

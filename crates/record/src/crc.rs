@@ -25,7 +25,7 @@ pub fn unmask(masked: u32) -> u32 {
 ///
 /// ```
 /// use smdebug_record::masked_crc32c;
-/// // The length field of a record with a 72-byte payload (FORMAT.md §5).
+/// // The length field of a record with a 72-byte payload (docs/src/format.md §5).
 /// assert_eq!(masked_crc32c(&72u64.to_le_bytes()).to_le_bytes(), [0xFE, 0x92, 0x48, 0x9D]);
 /// ```
 pub fn masked_crc32c(data: &[u8]) -> u32 {

@@ -109,7 +109,7 @@ fn mode_metadata(mode: u8, mode_step: i64) -> Result<SummaryMetadata> {
 /// use smdebug_record::{encode_tensor_event, decode_tensor_event, mode_number, TensorValue};
 /// let value = TensorValue::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
 /// let payload = encode_tensor_event("a", &value, 3, mode_number::TRAIN, 1, 1.6e9)?;
-/// assert_eq!(payload.len(), 72); // the worked example of FORMAT.md §6.2
+/// assert_eq!(payload.len(), 72); // the worked example of docs/src/format.md §6.2
 /// let back = decode_tensor_event(&payload)?;
 /// assert_eq!((back.tag.as_str(), back.step, back.mode, back.mode_step), ("a", 3, 1, 1));
 /// assert_eq!(back.tensor, value);

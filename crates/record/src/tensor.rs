@@ -43,7 +43,7 @@ pub enum DType {
 }
 
 impl DType {
-    /// Every dtype, in the order of the table in FORMAT.md §7.2.
+    /// Every dtype, in the order of the table in docs/src/format.md §7.2.
     pub const ALL: [DType; 15] = [
         DType::Float16,
         DType::Float32,

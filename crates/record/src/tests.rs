@@ -9,7 +9,7 @@ use proptest::prelude::*;
 /// Whole `events/` files written by Python smdebug 1.0.34 (`FileWriter.write_tensor` with
 /// `timestamp=1600000000.0`, numpy 1.26), one tensor each: (tag, step, mode, mode step, hex).
 const PYTHON_RECORDS: &[(&str, i64, u8, i64, &str)] = &[
-    // float32 [1, 2], step 3, TRAIN, mode step 1: the worked example of FORMAT.md §6.2.
+    // float32 [1, 2], step 3, TRAIN, mode step 1: the worked example of docs/src/format.md §6.2.
     ("a", 3, 1, 1, "4800000000000000fe92489d090000000084d7d74110032a3b0a390a0161421708011209120708021203615f3222080000803f000000404a1b0a0e0a096d6f64655f737465701201310a090a046d6f6465120131b3c02d06"),
     // 0-d int64 7, step 0 (omitted), GLOBAL: the 77-byte example.
     ("x", 0, 4, 0, "3d000000000000006049f1ec090000000084d7d7412a320a300a0178420e08091200220807000000000000004a1b0a0e0a096d6f64655f737465701201300a090a046d6f6465120134b3c02d06"),

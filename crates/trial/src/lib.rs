@@ -7,7 +7,7 @@
 //! its record (grouped per file and read concurrently on object stores, CRC-checked, cached
 //! with a memory bound). New index files are found with incremental listings that start
 //! after the last key seen. Semantics — completeness, `has_passed_step`, the errors raised
-//! where — are those of smdebug 1.0.34 (`SEMANTICS.md` §8–10), except where the original has
+//! where — are those of smdebug 1.0.34 (`docs/src/semantics.md` §8–10), except where the original has
 //! a bug (see the README).
 //!
 //! ```

@@ -1,6 +1,6 @@
 //! The trial's bookkeeping of what the index files said, without any I/O: which tensor has
 //! which step for which worker and where its record is, the step maps, completeness,
-//! `last_complete_step` and the listing token (SEMANTICS.md §8.3–8.4, §8.7).
+//! `last_complete_step` and the listing token (docs/src/semantics.md §8.3–8.4, §8.7).
 
 use smallvec::SmallVec;
 use smdebug_config::Mode;
@@ -369,7 +369,7 @@ impl State {
         names
     }
 
-    /// smdebug's `_update_last_index_token` (SEMANTICS.md §8.4), called after a listing.
+    /// smdebug's `_update_last_index_token` (docs/src/semantics.md §8.4), called after a listing.
     pub fn update_last_index_token(&mut self, window: i64) {
         let token_step = self
             .last_index_token
@@ -444,7 +444,7 @@ impl State {
             .collect()
     }
 
-    /// SEMANTICS.md §8.7, over the current state (the caller refreshes first).
+    /// docs/src/semantics.md §8.7, over the current state (the caller refreshes first).
     pub fn has_passed_step(&self, step: i64, mode: Mode) -> StepState {
         let steps = self.all_steps(mode);
         let i = steps.partition_point(|&s| s < step);

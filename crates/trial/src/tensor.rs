@@ -1,4 +1,4 @@
-//! The `Tensor` handle: one tensor's steps, values, shapes and reductions (SEMANTICS.md §9).
+//! The `Tensor` handle: one tensor's steps, values, shapes and reductions (docs/src/semantics.md §9).
 
 use crate::fetch::lock;
 use crate::state::{RecordLocation, State, StepData};

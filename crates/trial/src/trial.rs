@@ -449,7 +449,7 @@ impl Trial {
         self.tensor_names_filtered(&TensorFilter::default())
     }
 
-    /// smdebug's `tensor_names(step=, mode=, regex=, collection=)` (SEMANTICS.md §8.6).
+    /// smdebug's `tensor_names(step=, mode=, regex=, collection=)` (docs/src/semantics.md §8.6).
     pub fn tensor_names_filtered(&self, filter: &TensorFilter) -> Result<Vec<String>> {
         let mut st = lock(&self.state);
         self.maybe_refresh_locked(&mut st)?;
@@ -631,7 +631,7 @@ impl Trial {
             .collect()
     }
 
-    /// SEMANTICS.md §8.7 (refreshes first).
+    /// docs/src/semantics.md §8.7 (refreshes first).
     pub fn has_passed_step(&self, step: i64, mode: Mode) -> Result<StepState> {
         let mut st = lock(&self.state);
         self.maybe_refresh_locked(&mut st)?;

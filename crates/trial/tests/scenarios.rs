@@ -1,4 +1,4 @@
-//! The reader behaviours smdebug's own test-suite checks (TESTS.md sections I–N and S),
+//! The reader behaviours smdebug's own test-suite checks (docs/src/testing.md sections I–N and S),
 //! on trials written with `smdebug_synth::steps` into in-memory stores.
 
 use ndarray::ArrayD;
@@ -657,7 +657,7 @@ fn wait_for_steps_keeps_the_refresh_setting() {
 
 #[test]
 fn has_passed_step_in_a_mode_without_the_python_key_error() {
-    // SEMANTICS.md §8.7 [PY-BUG]: Python raises KeyError: 1 for has_passed_step(1, EVAL).
+    // docs/src/semantics.md §8.7 [PY-BUG]: Python raises KeyError: 1 for has_passed_step(1, EVAL).
     let f = Fixture::new("keyerror", &["worker_0", "worker_1"]);
     f.step(10, "worker_0", Mode::Eval, 0, &["t"]);
     f.step(10, "worker_1", Mode::Eval, 0, &["t"]);
