@@ -15,6 +15,8 @@
 //! | [`hook`] | smdebug-hook | the writer: `Hook`, what a training job calls |
 //! | [`trial`] | smdebug-trial | the reader: `Trial` and `Tensor` over a (live) run |
 //! | [`rules`] | smdebug-rules | the rule engine and the 20 built-in rules |
+//! | [`dump`] | smdebug-dump | the `smdebug-trial-dump/v1` JSON document of a trial |
+//! | `export` (feature `export`) | smdebug-export | a trial as Parquet / Arrow IPC / CSV tables |
 //! | `candle` (feature `candle`) | smdebug-candle | saving a candle model's tensors |
 //! | `burn` (feature `burn`) | smdebug-burn | saving a burn model's tensors |
 //!
@@ -52,6 +54,7 @@
 #![deny(missing_docs, unsafe_code)]
 
 pub use smdebug_config as config;
+pub use smdebug_dump as dump;
 pub use smdebug_exceptions as exceptions;
 pub use smdebug_hook as hook;
 pub use smdebug_index as index;
@@ -65,3 +68,5 @@ pub use smdebug_trial as trial;
 pub use smdebug_burn as burn;
 #[cfg(feature = "candle")]
 pub use smdebug_candle as candle;
+#[cfg(feature = "export")]
+pub use smdebug_export as export;
