@@ -26,7 +26,7 @@
 //!
 //! ```
 //! use smdebug::hook::{HookBuilder, SaveConfig, SaveConfigMode};
-//! use smdebug::record::Tensor;
+//! use smdebug::record::TensorValue;
 //! use smdebug::rules::{build_rule, invoke_rule};
 //! use std::collections::BTreeMap;
 //! use std::sync::Arc;
@@ -40,7 +40,7 @@
 //!     hook.step()?;
 //!     // The gradient vanishes at step 2.
 //!     let m = if step == 2 { 1e-9f32 } else { 1e-2 };
-//!     hook.save("gradient/fc.weight", Tensor::from(ndarray::arr1(&[m, -m]).into_dyn()))?;
+//!     hook.save("gradient/fc.weight", TensorValue::from(ndarray::arr1(&[m, -m]).into_dyn()))?;
 //! }
 //! hook.close()?;
 //!
