@@ -584,12 +584,7 @@ impl CollectionManager {
 
     /// Like [`CollectionManager::from_json`], from bytes that must be UTF-8.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, ConfigError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            ConfigError::Json(pyjson::JsonSyntaxError {
-                offset: e.valid_up_to(),
-                message: "invalid UTF-8".into(),
-            })
-        })?;
+        let text = pyjson::utf8_text(bytes)?;
         Self::from_json(text)
     }
 

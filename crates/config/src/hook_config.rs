@@ -59,12 +59,7 @@ impl TensorBoardConfig {
     /// Parses the JSON text. Where smdebug raises (not JSON, not an object, a `LocalPath`
     /// that is not a string), this is an error naming the place.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, ConfigError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            ConfigError::Json(pyjson::JsonSyntaxError {
-                offset: e.valid_up_to(),
-                message: "invalid UTF-8".into(),
-            })
-        })?;
+        let text = pyjson::utf8_text(bytes)?;
         let v = pyjson::parse(text)?;
         let PyValue::Object(_) = v else {
             return Err(invalid("", &v, "an object"));
@@ -176,15 +171,6 @@ pub struct SaveParams {
     pub per_mode: [ModeSaveParams; 4],
 }
 
-fn mode_index(m: Mode) -> usize {
-    match m {
-        Mode::Train => 0,
-        Mode::Eval => 1,
-        Mode::Predict => 2,
-        Mode::Global => 3,
-    }
-}
-
 fn prefix(m: Mode) -> &'static str {
     match m {
         Mode::Train => "train.",
@@ -197,7 +183,7 @@ fn prefix(m: Mode) -> &'static str {
 impl SaveParams {
     /// The merged keys of a mode: its prefixed keys over the unprefixed ones.
     pub fn for_mode(&self, m: Mode) -> ModeSaveParams {
-        self.all.merged(&self.per_mode[mode_index(m)])
+        self.all.merged(&self.per_mode[m.index()])
     }
 
     fn parse(obj: &PyValue, path: &str) -> Result<SaveParams, ConfigError> {
@@ -210,7 +196,7 @@ impl SaveParams {
                 .iter()
                 .find_map(|&m| k.strip_prefix(prefix(m)).map(|rest| (m, rest)))
             {
-                Some((m, rest)) => (&mut sp.per_mode[mode_index(m)], rest),
+                Some((m, rest)) => (&mut sp.per_mode[m.index()], rest),
                 None => (&mut sp.all, k.as_str()),
             };
             let p = join(path, k);
@@ -253,7 +239,7 @@ impl SaveParams {
     fn write(&self, out: &mut Vec<(String, PyValue)>) {
         self.all.write("", out);
         for m in Mode::ALL {
-            self.per_mode[mode_index(m)].write(prefix(m), out);
+            self.per_mode[m.index()].write(prefix(m), out);
         }
     }
 }
@@ -397,12 +383,7 @@ impl HookConfig {
 
     /// Like [`HookConfig::from_json`], from bytes that must be UTF-8.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, ConfigError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            ConfigError::Json(pyjson::JsonSyntaxError {
-                offset: e.valid_up_to(),
-                message: "invalid UTF-8".into(),
-            })
-        })?;
+        let text = pyjson::utf8_text(bytes)?;
         Self::from_json(text)
     }
 

@@ -31,6 +31,11 @@ impl Mode {
         }
     }
 
+    /// The mode's position in [`Mode::ALL`], for tables indexed by mode.
+    pub fn index(self) -> usize {
+        usize::from(self.as_int() - 1)
+    }
+
     /// The mode for an integer written in an event, if it is one of the four.
     pub fn from_int(value: i64) -> Option<Mode> {
         match value {

@@ -83,6 +83,15 @@ pub struct JsonSyntaxError {
     pub message: String,
 }
 
+/// The text of a JSON file's bytes: invalid UTF-8 is a syntax error at the first bad byte,
+/// as Python's decoder reports it.
+pub fn utf8_text(bytes: &[u8]) -> Result<&str, JsonSyntaxError> {
+    std::str::from_utf8(bytes).map_err(|e| JsonSyntaxError {
+        offset: e.valid_up_to(),
+        message: "invalid UTF-8".into(),
+    })
+}
+
 /// Parses a whole document (surrounding whitespace allowed, nothing else after the value).
 pub fn parse(text: &str) -> Result<PyValue, JsonSyntaxError> {
     let mut p = Parser {

@@ -13,26 +13,17 @@ pub(crate) struct StepClock {
     init_step: i64,
     /// The current mode.
     mode: Mode,
-    /// Each mode's step, by [`mode_index`]; `None` for a mode never entered.
+    /// Each mode's step, by [`Mode::index`]; `None` for a mode never entered.
     mode_steps: [Option<i64>; 4],
     /// Whether the first step has started (tensors can be saved only then).
     started: bool,
-}
-
-fn mode_index(m: Mode) -> usize {
-    match m {
-        Mode::Train => 0,
-        Mode::Eval => 1,
-        Mode::Predict => 2,
-        Mode::Global => 3,
-    }
 }
 
 impl StepClock {
     /// A clock before the first step, in mode GLOBAL.
     pub fn new(init_step: i64) -> Self {
         let mut mode_steps = [None; 4];
-        mode_steps[mode_index(Mode::Global)] = Some(init_step);
+        mode_steps[Mode::Global.index()] = Some(init_step);
         StepClock {
             step: init_step,
             init_step,
@@ -54,7 +45,7 @@ impl StepClock {
 
     /// The current step of the current mode.
     pub fn mode_step(&self) -> i64 {
-        self.mode_steps[mode_index(self.mode)].unwrap_or(self.init_step)
+        self.mode_steps[self.mode.index()].unwrap_or(self.init_step)
     }
 
     /// Whether the first step has started.
@@ -66,7 +57,7 @@ impl StepClock {
     /// `init_step`.
     pub fn set_mode(&mut self, mode: Mode) {
         self.mode = mode;
-        let slot = &mut self.mode_steps[mode_index(mode)];
+        let slot = &mut self.mode_steps[mode.index()];
         if slot.is_none() {
             *slot = Some(self.init_step);
         }
@@ -75,10 +66,10 @@ impl StepClock {
     /// Starts the next step: the global step and the current mode's step advance.
     pub fn advance(&mut self) {
         self.step += 1;
-        let mi = mode_index(self.mode);
+        let mi = self.mode.index();
         self.mode_steps[mi] = Some(self.mode_steps[mi].unwrap_or(self.init_step) + 1);
         if self.mode != Mode::Global {
-            self.mode_steps[mode_index(Mode::Global)] = Some(self.step);
+            self.mode_steps[Mode::Global.index()] = Some(self.step);
         }
         self.started = true;
     }
