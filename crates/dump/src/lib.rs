@@ -207,15 +207,7 @@ fn dump_parts<E>(
                 opts: options,
             };
             let body = d.trial();
-            let names: Vec<String> = body
-                .get("tensor_names")
-                .and_then(Json::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let names = strings(body.get("tensor_names"));
             emit(Key::Top("collections"), d.collections())?;
             emit(Key::Top("options"), options_json)?;
             emit(Key::Top("schema"), json!(SCHEMA))?;
@@ -407,15 +399,7 @@ impl Dumper<'_> {
                 }),
             );
         }
-        let losses: Vec<String> = by_coll
-            .get("losses")
-            .and_then(Json::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let losses = strings(by_coll.get("losses"));
         out.insert("tensor_names_by_collection".into(), Json::Object(by_coll));
         out.insert("tensor_names_by_regex".into(), Json::Object(by_rx));
 
@@ -736,6 +720,17 @@ fn stats(v: &TensorValue) -> Option<Json> {
             return None
         }
     })
+}
+
+/// The strings of a JSON array the dump built itself (anything else: none).
+fn strings(v: Option<&Json>) -> Vec<String> {
+    v.and_then(Json::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -148,6 +148,8 @@ fn decimal_value(c: char) -> Option<u8> {
 
 /// What float() strips: ASCII space, \t \n \v \f \r, and non-ASCII Unicode whitespace
 /// (Python maps those to spaces first; U+001C–U+001F are `isspace` but not stripped).
+// Not `smdebug_config::is_python_whitespace` (str.strip's rule): float() strips only the six
+// ASCII spaces below 128 (U+001C..U+001F stay and make it raise) and Unicode spaces above.
 fn python_space(c: char) -> bool {
     if c.is_ascii() {
         matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r')
