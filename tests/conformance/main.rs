@@ -3,6 +3,7 @@
 mod config;
 mod demo;
 mod export;
+mod health;
 mod hook;
 mod index;
 mod record;

@@ -12,6 +12,7 @@ use crate::steps::StepClock;
 use crate::stop::StopSignalWatch;
 use crate::tensorboard::clean_tag;
 use crate::writer::{self, Job, TbTarget, TensorJob, WriterConfig};
+use smdebug_config::HealthSummary;
 use smdebug_config::{
     is_sagemaker_job, Collection, CollectionManager, Framework, IncludeWorkers, Mode,
     ReductionConfig,
@@ -440,6 +441,7 @@ impl Hook {
                 wall_time,
                 shape: false,
                 reductions: Vec::new(),
+                health: HealthSummary::Off,
                 raw: true,
                 histogram: None,
                 tb_scalar: false,
@@ -507,6 +509,7 @@ impl Hook {
             wall_time: self.wall(),
             shape: plan.shape,
             reductions: plan.reductions,
+            health: plan.health,
         };
         self.queue.offer(Job::Tensor(Box::new(job)))
     }
@@ -533,6 +536,7 @@ impl Hook {
             wall_time: self.wall(),
             shape: false,
             reductions: Vec::new(),
+            health: HealthSummary::Off,
             raw: true,
             histogram: None,
             tb_scalar: false,

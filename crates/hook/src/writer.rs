@@ -8,15 +8,15 @@
 use crate::error::WriterError;
 use crate::tensorboard;
 use crate::ReductionShape;
-use smdebug_config::Mode;
+use smdebug_config::{HealthSummary, Mode};
 use smdebug_index::{
-    event_file_key, index_file_key, tensorboard_file_key, IndexFile, IndexMeta, ShapeEntry,
-    TensorEntry, END_OF_JOB_FILE,
+    event_file_key, health_tensor_name, index_file_key, tensorboard_file_key, HealthPart,
+    IndexFile, IndexMeta, ShapeEntry, TensorEntry, END_OF_JOB_FILE,
 };
 use smdebug_record::{
     append_record, append_tensor_event, histogram_event, scalar_event, Footer, Message, TensorValue,
 };
-use smdebug_reduce::{Flavor, ReductionRequest, Scalar, TensorView};
+use smdebug_reduce::{Flavor, Health, ReductionRequest, Scalar, TensorView};
 use smdebug_storage::{BlockingStore, Bytes, StorageError};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,6 +45,8 @@ pub(crate) struct TensorJob {
     pub shape: bool,
     /// Reductions to compute and write, in order (already deduplicated).
     pub reductions: Vec<ReductionRequest>,
+    /// The health summary to compute (in the same pass) and write after the reductions.
+    pub health: HealthSummary,
     /// Write the raw value (already false for empty tensors unless forced).
     pub raw: bool,
     /// TensorBoard histogram tag (already cleaned), when one is due.
@@ -306,12 +308,8 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     }
 }
 
-fn reduce_tensor(
-    t: &TensorValue,
-    requests: &[ReductionRequest],
-    flavor: Flavor,
-) -> Vec<Option<Scalar>> {
-    let view: TensorView<'_> = match t {
+fn tensor_view(t: &TensorValue) -> Option<TensorView<'_>> {
+    Some(match t {
         TensorValue::Float16(a) => a.view().into(),
         TensorValue::Float32(a) => a.view().into(),
         TensorValue::Float64(a) => a.view().into(),
@@ -327,13 +325,58 @@ fn reduce_tensor(
         // smdebug-reduce has no complex or string kernels; these reductions are skipped as
         // the hook skips a reduction numpy cannot compute.
         TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
-            return vec![None; requests.len()]
+            return None
         }
+    })
+}
+
+/// The requested reductions (`None` where one cannot be computed) and, when asked for, the
+/// health summary, from one pass.
+fn reduce_tensor(
+    t: &TensorValue,
+    requests: &[ReductionRequest],
+    health: HealthSummary,
+    flavor: Flavor,
+) -> (Vec<Option<Scalar>>, Option<Health>) {
+    let Some(view) = tensor_view(t) else {
+        return (vec![None; requests.len()], None);
     };
-    view.reduce(requests, flavor)
-        .into_iter()
-        .map(|r| r.ok())
-        .collect()
+    let (out, health) = if health == HealthSummary::Off {
+        (view.reduce(requests, flavor), None)
+    } else {
+        let histogram = health == HealthSummary::Histogram;
+        let (out, h) = view.reduce_with_health(requests, flavor, histogram);
+        (out, Some(h))
+    };
+    (out.into_iter().map(|r| r.ok()).collect(), health)
+}
+
+/// The records of a health summary (layout in `smdebug_index::HealthPart`).
+pub(crate) fn health_tensors(h: &Health) -> Vec<(HealthPart, TensorValue)> {
+    let counts = [h.elements, h.nan, h.pos_inf, h.neg_inf, h.zeros].map(saturating_i64);
+    let mut out = vec![
+        (
+            HealthPart::Counts,
+            TensorValue::from(ndarray::arr1(&counts).into_dyn()),
+        ),
+        (
+            HealthPart::Range,
+            TensorValue::from(ndarray::arr1(&[h.finite_min, h.finite_max, h.amax]).into_dyn()),
+        ),
+    ];
+    if let Some(hist) = &h.histogram {
+        let v: Vec<i64> = hist.iter().copied().map(saturating_i64).collect();
+        out.push((
+            HealthPart::Histogram,
+            TensorValue::from(ndarray::Array1::from(v).into_dyn()),
+        ));
+    }
+    out
+}
+
+/// A count as int64 (counts of elements held in memory never reach `i64::MAX`).
+fn saturating_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 /// A reduction result as the tensor smdebug stores: 0-d (PyTorch/TF hooks) or shape `[1]`
@@ -531,8 +574,9 @@ impl Writer {
                 shape: t.value.shape().iter().map(|&d| d as u64).collect(),
             });
         }
-        if !t.reductions.is_empty() {
-            let results = reduce_tensor(&t.value, &t.reductions, self.cfg.flavor);
+        if !t.reductions.is_empty() || t.health != HealthSummary::Off {
+            let (results, health) =
+                reduce_tensor(&t.value, &t.reductions, t.health, self.cfg.flavor);
             for (request, result) in t.reductions.iter().zip(results) {
                 // A reduction the original cannot compute (min of an empty tensor, the
                 // numpy norm of a 3-d tensor, ...) is skipped with a warning, as smdebug does.
@@ -543,6 +587,12 @@ impl Writer {
                 let tag = self.reduction_name(&t.name, request);
                 let value = scalar_tensor(scalar, self.cfg.reduction_shape);
                 self.write_record(tag, &value, t.step, t.mode, t.mode_step, t.wall_time)?;
+            }
+            if let Some(h) = health {
+                for (part, value) in health_tensors(&h) {
+                    let tag = health_tensor_name(&t.name, part);
+                    self.write_record(tag, &value, t.step, t.mode, t.mode_step, t.wall_time)?;
+                }
             }
         }
         if let Some(tag) = &t.histogram {

@@ -39,7 +39,8 @@
 //!   [`format_step`] / [`format_index_bucket`].
 //! * Names the writer (hook) and the readers (trial, rules) must agree on, defined here once:
 //!   reduction records ([`reduction_tensor_name`] and [`reverse_reduction_tensor_name`]) and
-//!   the stop signal ([`stop_signal_key`], [`DEFAULT_STOP_SIGNAL_FILE`]).
+//!   the stop signal ([`stop_signal_key`], [`DEFAULT_STOP_SIGNAL_FILE`]), health-summary
+//!   records ([`health_tensor_name`], [`HealthPart`] and the field layouts).
 //! * Worker names never become paths unchecked: [`validate_worker`] refuses `/`, `..`,
 //!   control characters and over-long names; TF device names go through
 //!   [`serialize_tf_device`].
@@ -51,6 +52,7 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod error;
+mod health;
 mod index_fast;
 mod index_json;
 mod layout;
@@ -59,6 +61,10 @@ mod step;
 mod worker;
 
 pub use error::{IndexFileError, LayoutError, WorkerNameProblem};
+pub use health::{
+    health_tensor_name, reverse_health_tensor_name, HealthPart, HEALTH_COUNTS_FIELDS,
+    HEALTH_PREFIX, HEALTH_RANGE_FIELDS,
+};
 pub use index_json::{IndexFile, IndexMeta, ShapeEntry, TensorEntry, PAYLOAD_CRC_KEY};
 pub use layout::{
     classify_key, collections_file_key, event_dir_key, event_file_key, index_bucket_key,
