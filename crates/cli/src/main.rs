@@ -5,6 +5,7 @@
 mod demo;
 mod dump;
 mod export;
+mod health;
 mod inspect;
 mod roundtrip;
 mod rules;
@@ -53,6 +54,10 @@ enum Command {
     /// live; print each rule firing as it happens and a summary.
     #[cfg(feature = "demo")]
     Demo(demo::Args),
+    /// Find the first step, mode, worker and tensor holding a NaN or infinity (from raw
+    /// values or health summaries, one pass), with a timeline around it and the tensors
+    /// whose magnitudes grew first (exit status 0: all finite, 1: found, 2: error).
+    Health(health::Args),
 }
 
 fn main() -> Result<()> {
@@ -63,6 +68,7 @@ fn main() -> Result<()> {
         Command::Inspect(args) => inspect::run(&args, &mut std::io::stdout().lock()),
         Command::Synth(args) => synth::run(&args, &mut std::io::stdout().lock()),
         Command::Rules(args) => rules::main(&args),
+        Command::Health(args) => health::main(&args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::run(&args, &mut std::io::stdout().lock()),
     }
