@@ -9,6 +9,7 @@ mod index;
 mod record;
 mod reduce;
 mod rules;
+mod seal;
 mod storage;
 mod trial;
 mod xgboost;

@@ -9,7 +9,9 @@ mod health;
 mod inspect;
 mod roundtrip;
 mod rules;
+mod seal;
 mod synth;
+mod verify;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -58,6 +60,10 @@ enum Command {
     /// values or health summaries, one pass), with a timeline around it and the tensors
     /// whose magnitudes grew first (exit status 0: all finite, 1: found, 2: error).
     Health(health::Args),
+    /// Add the payload CRC key to every index file of an existing trial (atomically, file by
+    /// file; smdebug ignores the key), so copies of it can be verified. Refuses a trial
+    /// whose records fail to parse, naming each.
+    Seal(seal::Args),
 }
 
 fn main() -> Result<()> {
@@ -69,6 +75,7 @@ fn main() -> Result<()> {
         Command::Synth(args) => synth::run(&args, &mut std::io::stdout().lock()),
         Command::Rules(args) => rules::main(&args),
         Command::Health(args) => health::main(&args),
+        Command::Seal(args) => seal::run(&args, &mut std::io::stdout().lock()),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::run(&args, &mut std::io::stdout().lock()),
     }
