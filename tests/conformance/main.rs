@@ -2,6 +2,7 @@
 //! smdebug 1.0.34 (run by `cargo xtask test`, which sets up the peer).
 mod config;
 mod demo;
+mod doctor;
 mod export;
 mod health;
 mod hook;

@@ -3,6 +3,7 @@
 
 #[cfg(feature = "demo")]
 mod demo;
+mod doctor;
 mod dump;
 mod export;
 mod health;
@@ -64,6 +65,11 @@ enum Command {
     /// file; smdebug ignores the key), so copies of it can be verified. Refuses a trial
     /// whose records fail to parse, naming each.
     Seal(seal::Args),
+    /// Diagnose a trial: missing collections files, lagging workers, a writer stopped
+    /// without its end marker, skipped steps, corrupt records and CRC mismatches (file and
+    /// offset), gradient-accumulation step semantics; says whether payloads are verifiable
+    /// (exit status 0: nothing found, 1: found, 2: error).
+    Doctor(doctor::Args),
 }
 
 fn main() -> Result<()> {
@@ -76,6 +82,7 @@ fn main() -> Result<()> {
         Command::Rules(args) => rules::main(&args),
         Command::Health(args) => health::main(&args),
         Command::Seal(args) => seal::run(&args, &mut std::io::stdout().lock()),
+        Command::Doctor(args) => doctor::main(&args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::run(&args, &mut std::io::stdout().lock()),
     }
