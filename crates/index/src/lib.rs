@@ -56,6 +56,7 @@ mod health;
 mod index_fast;
 mod index_json;
 mod layout;
+mod recorder;
 mod reduction;
 mod step;
 mod worker;
@@ -73,6 +74,9 @@ pub use layout::{
     trial_prefix_from_index_path, validate_relative_key, StepFileKind, StepFileName, TrialFile,
     CLAIM_FILE, COLLECTIONS_DIR, DEFAULT_STOP_SIGNAL_FILE, DEFAULT_TENSORBOARD_DIR,
     END_OF_JOB_FILE, EVENTS_DIR, INDEX_DIR, RULE_STOP_SIGNAL_ENV, TEMP_SUFFIX,
+};
+pub use recorder::{
+    flight_recorder_manifest_key, FLIGHT_RECORDER_DIR, FLIGHT_RECORDER_TRIGGER_FILE,
 };
 pub use reduction::{
     reduction_tensor_name, reverse_reduction_tensor_name, ReductionTensorName, REDUCTIONS_PREFIX,
