@@ -8,6 +8,7 @@ mod health;
 mod hook;
 mod index;
 mod record;
+mod recorder;
 mod reduce;
 mod rules;
 mod seal;
