@@ -20,7 +20,7 @@ use smdebug_rules::{build_rule, invoke_rule_with, EndReason, Firing, Rule, StopT
 #[derive(clap::Args)]
 pub struct Args {
     /// The training setup: healthy, vanishing-gradient, exploding, dead-relu, stalled-loss,
-    /// overfit, poor-initialization or saturated-activation.
+    /// overfit, poor-initialization, saturated-activation or nan-at-step.
     #[arg(long, default_value = "healthy", value_parser = parse_scenario)]
     scenario: Scenario,
     /// Where to write the trial: a local directory or an `s3://` URL (default: a new
@@ -126,6 +126,15 @@ pub fn train(args: &Args, out: &mut dyn Write) -> Result<Outcome> {
     let mut demo = Demo::new(args.scenario, args.seed).context("building the demo network")?;
     let hook = Demo::hook_builder(&trial)?
         .export_tensorboard(true)
+        // On by default: a NaN keeps the steps that led to it (flight_recorder/ in the trial).
+        // Not the ReLU outputs: a diverging run's last finite steps would add DeadRelu
+        // findings on units the explosion killed, which ExplodingTensor already explains.
+        .flight_recorder(smdebug_hook::FlightRecorder {
+            collections: ["weights", "biases", "gradients", "losses", "relu_input"]
+                .map(String::from)
+                .to_vec(),
+            ..Default::default()
+        })
         .build()
         .with_context(|| format!("creating the hook at {trial}"))?;
     let mut hook = demo.register(hook)?;

@@ -477,20 +477,20 @@ fn text(r: &Value, out: &mut dyn Write) -> Result<()> {
             writeln!(
                 out,
                 "    {:>8} {:>12} {:>12} {:>8} {:>8} {:>8}",
-                row["step"],
+                row["step"].to_string(),
                 n("amax"),
                 n("l2"),
-                row["nan"],
-                row["pos_inf"],
-                row["neg_inf"]
+                row["nan"].to_string(),
+                row["pos_inf"].to_string(),
+                row["neg_inf"].to_string()
             )?;
         }
     }
+    let trial = r["trial"].as_str().unwrap_or("");
     writeln!(
         out,
-        "look further: smdebug dump {} | or smdebug doctor {}",
-        r["trial"].as_str().unwrap_or(""),
-        r["trial"].as_str().unwrap_or("")
+        "look further: smdebug doctor {trial} (is the trial sound?); smdebug dump {trial} \
+         (every value); the flight recorder's manifest, if any: {trial}/flight_recorder/"
     )?;
     Ok(())
 }
