@@ -97,19 +97,10 @@ impl Scan {
     /// elements.
     #[inline(always)]
     pub(crate) fn buffer<T: Element>(&mut self, buf: &[T]) {
-        const L: usize = 16;
-        let mut z = [0u32; L];
-        let chunks = buf.chunks_exact(L);
-        let rest = chunks.remainder();
-        for c in chunks {
-            for j in 0..L {
-                z[j] += u32::from(c[j] == T::ZERO_ELEMENT);
-            }
-        }
-        for v in rest {
-            z[0] += u32::from(*v == T::ZERO_ELEMENT);
-        }
-        self.zeros += z.iter().map(|&v| u64::from(v)).sum::<u64>();
+        // `filter().count()` is the shape LLVM turns into vector compares whose masks are
+        // subtracted from a vector of counters; a hand-unrolled loop of `u32::from(bool)`
+        // came out scalar and made the summary cost as much as the reductions.
+        self.zeros += buf.iter().filter(|&&v| v == T::ZERO_ELEMENT).count() as u64;
         if let Some(h) = &mut self.histogram {
             for v in buf {
                 if let Some(b) = histogram_bucket(v.to_f64()) {
