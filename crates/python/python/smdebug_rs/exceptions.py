@@ -231,12 +231,29 @@ def _builtin_class(name):
         import numpy
 
         return numpy.linalg.LinAlgError
+    if name == "UFuncTypeError":
+        # numpy's TypeError for a ufunc without a loop for the dtype (strings).
+        try:
+            from numpy._core._exceptions import UFuncTypeError
+        except ImportError:
+            from numpy.core._exceptions import UFuncTypeError
+        return lambda message: _ufunc_error(UFuncTypeError, message)
     cls = __builtins__.get(name) if isinstance(__builtins__, dict) else getattr(
         __builtins__, name, None
     )
     if isinstance(cls, type) and issubclass(cls, Exception):
         return cls
     return None
+
+
+def _ufunc_error(cls, message):
+    # UFuncTypeError's constructor wants the ufunc: a subclass of the same name carries our
+    # message instead (``except TypeError`` and the class name still match).
+    sub = type(cls.__name__, (cls,), {"__str__": lambda self: message,
+                                       "__module__": cls.__module__})
+    e = sub.__new__(sub)
+    Exception.__init__(e, message)
+    return e
 
 
 def _from_native(name, message, fields):
