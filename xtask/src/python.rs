@@ -5,6 +5,7 @@
 use crate::peer::ensure_venv;
 use crate::util::{cache_dir, output, root, step};
 use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -129,6 +130,118 @@ pub fn test(peer_python: &Path, s3_env: &[(String, String)]) -> Result<()> {
         bail!("pytest failed: {summary}");
     }
     Ok(())
+}
+
+/// The many-small-tensors trial of the Python benchmarks (8 workers × 60 steps × 250
+/// tensors of 10 floats), written by `smdebug synth` from crates/python/bench/many_small.json.
+fn many_small_trial(smdebug: &Path) -> Result<PathBuf> {
+    let dir = root().join("target/bench-python-many-small");
+    if dir.join("training_job_end.ts").exists() {
+        return Ok(dir);
+    }
+    step("smdebug synth many_small.json (Python benchmarks: 8 x 60 x 250 tensors)");
+    let tmp = dir.with_extension("partial");
+    for d in [&dir, &tmp] {
+        if d.exists() {
+            std::fs::remove_dir_all(d)?;
+        }
+    }
+    crate::util::run(
+        Command::new(smdebug)
+            .arg("synth")
+            .arg(root().join("crates/python/bench/many_small.json"))
+            .arg(&tmp),
+    )?;
+    std::fs::rename(&tmp, &dir)?;
+    Ok(dir)
+}
+
+/// Runs crates/python/bench/bench_python.py for one package on one trial.
+fn time_package(python: &Path, trial: &Path, package: &str, repeat: u32) -> Result<Value> {
+    step(&format!(
+        "Python benchmark: {package} on {}",
+        trial.display()
+    ));
+    let out = output(
+        Command::new(python)
+            .arg(root().join("crates/python/bench/bench_python.py"))
+            .arg(trial)
+            .args(["--package", package, "--repeat", &repeat.to_string()])
+            .env("SMDEBUG_LOG_LEVEL", "error"),
+    )?;
+    serde_json::from_str(out.trim()).with_context(|| format!("bench_python.py printed {out}"))
+}
+
+/// `cargo xtask bench` rows of the Python package: smdebug_rs against smdebug, both from the
+/// peer venv's Python on the same trials — open, every value and `to_pandas` (against the
+/// same DataFrame built with smdebug + numpy + pandas) on the `large` preset and on many
+/// small tensors. The wheel is built in release mode first. `python_repeat` runs of the
+/// original count (its best), two of ours.
+pub fn bench_rows(python: &Path, large: &Path, smdebug: &Path, python_repeat: u32) -> Vec<Value> {
+    // (trial label, every-value goal)
+    const TRIALS: [(&str, f64); 2] = [("large", 10.0), ("8x60x250 small tensors", 30.0)];
+    let names = |label: &str| {
+        [
+            (
+                format!("python: open {label} trial, smdebug_rs vs smdebug"),
+                "open",
+                50.0,
+            ),
+            (
+                format!("python: every value of {label} trial, smdebug_rs vs smdebug"),
+                "every_value",
+                f64::NAN,
+            ),
+            (
+                format!("python: to_pandas of {label} trial vs smdebug+numpy+pandas"),
+                "to_pandas",
+                20.0,
+            ),
+        ]
+    };
+    let mut rows = Vec::new();
+    let prepared = install_wheel(python, true).and_then(|()| {
+        if !large.join("training_job_end.ts").exists() {
+            bail!("{} is missing or incomplete", large.display());
+        }
+        Ok(vec![large.to_path_buf(), many_small_trial(smdebug)?])
+    });
+    let trials = match prepared {
+        Ok(t) => t,
+        Err(e) => {
+            let e = format!("{e:#}");
+            for (label, _) in TRIALS {
+                for (name, _, _) in names(label) {
+                    rows.push(json!({"name": name, "error": e}));
+                }
+            }
+            return rows;
+        }
+    };
+    for ((label, value_goal), trial) in TRIALS.iter().zip(&trials) {
+        let timed = time_package(python, trial, "smdebug_rs", 2)
+            .and_then(|ours| Ok((ours, time_package(python, trial, "smdebug", python_repeat)?)));
+        for (name, key, goal) in names(label) {
+            let goal = if key == "every_value" {
+                *value_goal
+            } else {
+                goal
+            };
+            let row = match &timed {
+                Ok((ours, py)) => match (ours[key].as_f64(), py[key].as_f64()) {
+                    (Some(o), Some(p)) => json!({
+                        "name": name, "value": o * 1e3, "unit": "ms",
+                        "baseline": format!("smdebug 1.0.34, same Python (best of {python_repeat})"),
+                        "ratio": p / o, "goal": goal, "seconds": o, "baseline_seconds": p,
+                    }),
+                    _ => json!({"name": name, "error": format!("no {key} timing: {ours} / {py}")}),
+                },
+                Err(e) => json!({"name": name, "error": format!("{e:#}")}),
+            };
+            rows.push(row);
+        }
+    }
+    rows
 }
 
 #[cfg(test)]

@@ -135,10 +135,9 @@ fn export_tables<'py>(
     let out = run(py, move || {
         let n = NEXT_EXPORT.fetch_add(1, Ordering::Relaxed);
         let url = format!("{STORE}/{}-{n}", std::process::id());
-        let store = BlockingStore::open(
-            &Location::parse(&url).map_err(smdebug_trial::TrialError::from)?,
-        )
-        .map_err(smdebug_trial::TrialError::from)?;
+        let store =
+            BlockingStore::open(&Location::parse(&url).map_err(smdebug_trial::TrialError::from)?)
+                .map_err(smdebug_trial::TrialError::from)?;
         let result = export(&inner, &url, &options, &mut |_| {})
             .map_err(NativeError::from)
             .and_then(|_| {

@@ -123,7 +123,10 @@ impl PyBuiltinRule {
     }
 
     fn __repr__(&self) -> String {
-        format!("<smdebug_rs built-in rule {}>", lock(&self.rule).base().name())
+        format!(
+            "<smdebug_rs built-in rule {}>",
+            lock(&self.rule).base().name()
+        )
     }
 }
 
@@ -133,7 +136,13 @@ impl PyBuiltinRule {
 fn builtin_rule_specs() -> Vec<(
     &'static str,
     &'static str,
-    Vec<(&'static str, &'static str, Option<&'static str>, bool, &'static str)>,
+    Vec<(
+        &'static str,
+        &'static str,
+        Option<&'static str>,
+        bool,
+        &'static str,
+    )>,
 )> {
     builtin_rules()
         .iter()

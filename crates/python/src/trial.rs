@@ -283,16 +283,15 @@ impl PyTrial {
 
     /// `(mode, mode_step)` of a global step, or `(None, None)`... as smdebug: the pair is
     /// `None` when the step is unknown.
-    fn mode_modestep<'py>(
-        &self,
-        py: Python<'py>,
-        global_step: i64,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn mode_modestep<'py>(&self, py: Python<'py>, global_step: i64) -> PyResult<Bound<'py, PyAny>> {
         let t = Arc::clone(&self.inner);
         let r = run(py, move || Ok(t.mode_modestep(global_step)?))?;
         match r {
-            Some((m, s)) => Ok(PyTuple::new(py, [mode_to_py(py, m)?, s.into_pyobject(py)?.into_any()])?
-                .into_any()),
+            Some((m, s)) => Ok(PyTuple::new(
+                py,
+                [mode_to_py(py, m)?, s.into_pyobject(py)?.into_any()],
+            )?
+            .into_any()),
             None => Ok(PyTuple::new(py, [py.None(), py.None()])?.into_any()),
         }
     }
@@ -384,7 +383,11 @@ impl PyTrial {
     }
 
     fn __repr__(&self) -> String {
-        format!("<smdebug_rs Trial {:?} at {:?}>", self.inner.name(), self.inner.path())
+        format!(
+            "<smdebug_rs Trial {:?} at {:?}>",
+            self.inner.name(),
+            self.inner.path()
+        )
     }
 }
 
@@ -445,7 +448,9 @@ impl PyTensor {
         worker: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mode = mode_arg(mode)?;
-        let v = self.with(py, move |t| Ok(t.value(step_num, mode, worker.as_deref())?))?;
+        let v = self.with(py, move |t| {
+            Ok(t.value(step_num, mode, worker.as_deref())?)
+        })?;
         to_numpy(py, v)
     }
 
@@ -476,7 +481,9 @@ impl PyTensor {
         worker: Option<String>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let mode = mode_arg(mode)?;
-        let s = self.with(py, move |t| Ok(t.shape(step_num, mode, worker.as_deref())?))?;
+        let s = self.with(py, move |t| {
+            Ok(t.shape(step_num, mode, worker.as_deref())?)
+        })?;
         PyTuple::new(py, s)
     }
 
