@@ -5,7 +5,7 @@
 //! so that a script moves over by changing its imports.
 //!
 //! Every call that reads storage or decodes records runs with the GIL released
-//! ([`run`]); a Rust error becomes the Python exception smdebug raises in the same
+//! (`run`); a Rust error becomes the Python exception smdebug raises in the same
 //! situation, with our message; a Rust panic becomes `SMDebugRuntimeError`, never an abort.
 //!
 //! Build and install with `pip install ./crates/python` (maturin is the PEP 517 backend);
