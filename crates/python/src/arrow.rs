@@ -2,7 +2,8 @@
 //! through the Arrow C stream interface (a PyCapsule named `arrow_array_stream` returned by
 //! `__arrow_c_stream__`), so no Python object is built per row.
 //!
-//! The export writes Arrow IPC files into a process-wide in-memory store under a prefix of
+//! The export opens its own view of the trial (same path, name and `range_steps`, no value
+//! cache) and writes Arrow IPC files into a process-wide in-memory store under a prefix of
 //! its own; the batches are read back from there (buffers are decompressed once) and the
 //! files deleted before the stream is handed over.
 
@@ -13,8 +14,9 @@ use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
-use smdebug_export::{export, ExportOptions, Format, Layout, StepRange, ValuesMode};
+use smdebug_export::{export, trial_options, ExportOptions, Format, Layout, StepRange, ValuesMode};
 use smdebug_storage::{BlockingStore, Location};
+use smdebug_trial::{Trial, TrialOptions};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -131,8 +133,26 @@ fn export_tables<'py>(
         strict: true,
         ..ExportOptions::default()
     };
-    let inner = trial.get().inner.clone();
+    let (path, name, range_steps) = {
+        let t = trial.get();
+        (
+            t.inner.path().to_owned(),
+            t.inner.name().to_owned(),
+            t.range_steps,
+        )
+    };
     let out = run(py, move || {
+        // The export reads every value once: through a trial of its own without a value
+        // cache (the export's settings), which is about twice as fast as filling the user's
+        // cache and leaves it as it was. Opening costs one read of the index.
+        let inner = Trial::open(
+            &path,
+            TrialOptions {
+                name: Some(name),
+                range_steps,
+                ..trial_options()
+            },
+        )?;
         let n = NEXT_EXPORT.fetch_add(1, Ordering::Relaxed);
         let url = format!("{STORE}/{}-{n}", std::process::id());
         let store =
