@@ -9,7 +9,18 @@
 //! situation, with our message; a Rust panic becomes `SMDebugRuntimeError`, never an abort.
 //!
 //! Build and install with `pip install ./crates/python` (maturin is the PEP 517 backend);
-//! the tests are the pytest suite in `crates/python/tests/`.
+//! the tests are the pytest suite in `crates/python/tests/`. From Python:
+//!
+//! ```python
+//! from smdebug_rs.trials import create_trial
+//! from smdebug_rs import modes
+//!
+//! trial = create_trial("s3://bucket/run")             # or a local folder
+//! for step in trial.steps(mode=modes.TRAIN):
+//!     loss = trial.tensor("loss").value(step, mode=modes.TRAIN)   # numpy array
+//! df = trial.to_pandas()                               # one row per tensor, step, worker
+//! ```
+#![deny(missing_docs)]
 
 mod arrow;
 mod errors;

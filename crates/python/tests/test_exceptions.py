@@ -1,5 +1,5 @@
-"""Each case of TESTS.md (/ docs/src/semantics.md) that expects an exception raises the
-same class from smdebug_rs as from smdebug, and the class TESTS.md names. Both packages are
+"""Each case of the test plan (docs/src/testing.md §6) that expects an exception raises the
+same class from smdebug_rs as from smdebug, and the class the test plan names. Both packages are
 imported in this one process and read the same trial, written by the real smdebug writer."""
 
 import json
@@ -45,17 +45,17 @@ def recipe(**kw):
 
 TRIALS = {
     "ended": recipe(),
-    # Steps 1, 3, 5, 7 saved; the job is still running (TESTS.md 83-86).
+    # Steps 1, 3, 5, 7 saved; the job is still running (item 83-86).
     "odd_running": recipe(default_save_config={"save_steps": [1, 3, 5, 7]},
                           training_ended=False),
-    # Steps 0-3, 5, 6 (4 skipped), ended (TESTS.md 92).
+    # Steps 0-3, 5, 6 (4 skipped), ended (item 92).
     "gap_ended": recipe(schedule=[{"mode": "TRAIN", "steps": 7}],
                         default_save_config={"save_steps": [0, 1, 2, 3, 5, 6]}),
-    # 3 workers declared, 1 collections file, ended (TESTS.md 106).
+    # 3 workers declared, 1 collections file, ended (item 106).
     "missing_collections": recipe(workers=1, num_workers_meta=3),
 }
 
-# (case, trial, call(trials_module, modes, path), expected class) — TESTS.md numbers.
+# (case, trial, call(trials_module, modes, path), expected class) — item numbers of docs/src/testing.md §6.
 CASES = [
     ("84 unknown tensor", "ended", lambda tr, m: tr.tensor("bar"), "TensorUnavailable"),
     ("76 regex and collection", "ended",
@@ -117,7 +117,7 @@ def test_missing_collection_files(trial_paths):
 
 
 def test_step_states_and_working_calls(trial_paths):
-    """The calls next to the failing ones work the same (TESTS.md 83, 85, 92)."""
+    """The calls next to the failing ones work the same (items 83, 85, 92)."""
     seen = {}
     for pkg, (trials, modes) in PACKAGES.items():
         tr = trials.create_trial(trial_paths["odd_running"])
