@@ -220,3 +220,31 @@ def test_module_layout_of_the_original():
     from smdebug_rs.trials import create_trial  # noqa: F401
 
     assert [m.value for m in ModeKeys] == [1, 2, 3, 4]
+
+
+def test_values_and_reductions_match_the_original(trial_path):
+    import smdebug.trials
+    from smdebug.core.modes import ModeKeys as PyModes
+
+    ours = create_trial(trial_path)
+    theirs = smdebug.trials.create_trial(trial_path)
+    for name in ["w/f32", "loss", "w/i64"]:
+        for mode, py_mode in [(modes.ModeKeys.TRAIN, PyModes.TRAIN),
+                              (modes.ModeKeys.EVAL, PyModes.EVAL)]:
+            a = ours.tensor(name).values(mode=mode, worker="worker_1")
+            b = theirs.tensor(name).values(mode=py_mode, worker="worker_1")
+            assert sorted(a) == sorted(b), name
+            for s in a:
+                np.testing.assert_array_equal(a[s], b[s])
+        for red in ["min", "max", "mean", "l1"]:
+            for absolute in (False, True):
+                got = []
+                for tr in (ours, theirs):
+                    try:
+                        got.append(tr.tensor(name).reduction_value(2, red, abs=absolute))
+                    except Exception as e:  # numpy's norm of a 0-d value raises in both
+                        got.append(type(e).__name__)
+                if isinstance(got[1], str):
+                    assert got[0] == got[1], (name, red, got)
+                else:
+                    np.testing.assert_allclose(got[0], got[1], rtol=1e-6)
