@@ -15,6 +15,7 @@ mod bench_health;
 mod fuzz;
 mod peer;
 mod proto;
+mod python;
 mod services;
 mod test;
 mod tidy;
