@@ -6,6 +6,9 @@ mod demo;
 mod dump;
 mod export;
 mod inspect;
+mod plot;
+mod progress;
+mod report;
 mod roundtrip;
 mod rules;
 mod synth;
@@ -53,6 +56,12 @@ enum Command {
     /// live; print each rule firing as it happens and a summary.
     #[cfg(feature = "demo")]
     Demo(demo::Args),
+    /// Write one self-contained HTML report of a trial: summary, loss curves per mode,
+    /// gradient and weight norms, update ratios, activations, histograms, worker
+    /// completeness, rule verdicts on the step axis, health findings.
+    Report(report::Args),
+    /// Draw one statistic of the tensors a regex matches over steps, as PNG or SVG.
+    Plot(plot::Args),
 }
 
 fn main() -> Result<()> {
@@ -65,5 +74,7 @@ fn main() -> Result<()> {
         Command::Rules(args) => rules::main(&args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::run(&args, &mut std::io::stdout().lock()),
+        Command::Report(args) => report::run(&args, &mut std::io::stdout().lock()),
+        Command::Plot(args) => plot::run(&args, &mut std::io::stdout().lock()),
     }
 }
