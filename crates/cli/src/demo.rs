@@ -102,7 +102,14 @@ pub fn report_path(out: &str) -> std::path::PathBuf {
 /// Runs the command, writing progress to stderr and firings/summary to `out`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     let outcome = train(args, out)?;
+    let page = (!args.no_report)
+        .then(|| write_report(&outcome.out, !args.json))
+        .transpose()?;
     if args.json {
+        // Standard output holds only the firings.
+        if let Some(page) = &page {
+            eprintln!("report: {}", page.display());
+        }
         return Ok(());
     }
     writeln!(out)?;
@@ -116,22 +123,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     )?;
     writeln!(out, "trial: {}", outcome.out)?;
     writeln!(out, "tensorboard: {}/tensorboard", outcome.out)?;
-    if !args.no_report {
-        let page = report_path(&outcome.out);
-        if let Some(dir) = page.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let options = smdebug_report::ReportOptions {
-            rules: smdebug_report::default_rules(true),
-            ..Default::default()
-        };
-        crate::report::write_report(
-            &outcome.out,
-            &page,
-            &options,
-            &smdebug_trial::TrialOptions::default(),
-            true,
-        )?;
+    if let Some(page) = &page {
         writeln!(out, "report: {}", page.display())?;
     }
     let rules = crate::rules::tally(outcome.firings.iter().map(|f| (f.rule.as_str(), f.step)));
@@ -151,6 +143,26 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Writes the report of the demo's trial beside it (the demo's rules marked on it).
+fn write_report(trial: &str, progress: bool) -> Result<std::path::PathBuf> {
+    let page = report_path(trial);
+    if let Some(dir) = page.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let options = smdebug_report::ReportOptions {
+        rules: smdebug_report::default_rules(true),
+        ..Default::default()
+    };
+    crate::report::write_report(
+        trial,
+        &page,
+        &options,
+        &smdebug_trial::TrialOptions::default(),
+        progress,
+    )?;
+    Ok(page)
 }
 
 /// Trains, with the rules watching; prints firings to `out` as they come.
