@@ -11,6 +11,7 @@
 
 mod bench;
 mod bench_doc;
+mod browser;
 mod fuzz;
 mod peer;
 mod proto;
