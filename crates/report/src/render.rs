@@ -173,9 +173,10 @@ fn axes(svg: &mut String, s: &Scale, integer_x: bool) {
 fn series_path(s: &Scale, steps: &[i64], values: &[Option<f64>]) -> (String, usize) {
     let mut d = String::new();
     let mut points = 0usize;
-    let mut pen_down = false;
+    // Points in the current subpath: a lone point between gaps gets a small circle.
+    let mut sub = 0usize;
     let mut col: Option<(i64, f64, f64, f64, f64)> = None; // (px, first_y, min, max, last)
-    let mut flush = |d: &mut String, c: (i64, f64, f64, f64, f64), pen: &mut bool| {
+    let mut flush = |d: &mut String, c: (i64, f64, f64, f64, f64), sub: &mut usize| {
         let (px, first, lo, hi, last) = c;
         let x = px as f64 / 2.0;
         let mut ys = vec![first];
@@ -191,23 +192,23 @@ fn series_path(s: &Scale, steps: &[i64], values: &[Option<f64>]) -> (String, usi
             ys.push(last);
         }
         for y in ys {
-            // A point after a gap starts a subpath with a zero-length segment, which the
-            // round line cap draws as a dot; the next point continues from it.
-            if *pen {
-                let _ = write!(d, "L{x:.1},{y:.1}");
-            } else {
-                let _ = write!(d, "M{x:.1},{y:.1}h0.01");
-            }
-            *pen = true;
+            let _ = write!(d, "{}{x:.1},{y:.1}", if *sub > 0 { "L" } else { "M" });
+            *sub += 1;
             points += 1;
+        }
+    };
+    let lone = |d: &mut String, sub: usize| {
+        if sub == 1 {
+            d.push_str("m-2,0a2,2 0 1,0 4,0a2,2 0 1,0 -4,0");
         }
     };
     for (st, v) in steps.iter().zip(values) {
         let Some(v) = v else {
             if let Some(c) = col.take() {
-                flush(&mut d, c, &mut pen_down);
+                flush(&mut d, c, &mut sub);
             }
-            pen_down = false;
+            lone(&mut d, sub);
+            sub = 0;
             continue;
         };
         let x = s.x(*st as f64);
@@ -222,15 +223,16 @@ fn series_path(s: &Scale, steps: &[i64], values: &[Option<f64>]) -> (String, usi
             }
             _ => {
                 if let Some(c) = col.take() {
-                    flush(&mut d, c, &mut pen_down);
+                    flush(&mut d, c, &mut sub);
                 }
                 col = Some((px, y, y, y, y));
             }
         }
     }
     if let Some(c) = col.take() {
-        flush(&mut d, c, &mut pen_down);
+        flush(&mut d, c, &mut sub);
     }
+    lone(&mut d, sub);
     (d, points)
 }
 
