@@ -421,6 +421,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     rows.push(peak_memory_row(&peer_python));
     rows.extend(export_rows(&peer_python, &large_trial_dir()));
+    rows.extend(crate::bench_report::report_rows(
+        &large_trial_dir(),
+        &smdebug_bin(),
+    ));
     print_rows(&rows);
     let doc = bench_doc::result_document(&rows, args.quick, started);
     if let Some(path) = &args.json {
@@ -436,6 +440,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
         bail!("benchmarks failed: {}", failed.join(", "));
     }
     Ok(())
+}
+
+/// `cargo xtask bench-report`: the report's rows alone, on the `large` trial and the release
+/// binary unless told otherwise.
+pub fn report_only(args: crate::bench_report::BenchReportArgs) -> Result<()> {
+    crate::bench_report::run(args, &large_trial_dir(), &smdebug_bin())
 }
 
 /// Extra environment of one criterion bench target: the trial and hook benches on the

@@ -9,6 +9,19 @@ use std::process::Command;
 /// Where Debian installs it.
 const CHROMIUM: &str = "/usr/bin/chromium";
 
+/// The flags every headless run uses: no sandbox (CI runs as root), no GPU, no background
+/// traffic, no first-run work.
+pub const FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+];
+
 /// Makes sure Chromium is installed; returns its path.
 pub fn ensure_chromium() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("SMDEBUG_CHROMIUM") {
