@@ -1,7 +1,8 @@
 //! The report's figures in `cargo xtask bench` (issue: the report of the `large` preset):
 //! the time `smdebug report` takes against our every-value read of the same trial
 //! (`smdebug dump`, values hashed; goal: the report within 2× of it, ratio ≥ 0.5), the
-//! page's size, and the time headless Chromium takes to load the page against a blank page.
+//! page's size (the default rules run; the same without rules is a row of its own, as the
+//! rules read every value again, each through its own reader), and the time headless Chromium takes to load the page against a blank page.
 //! `cargo xtask bench-report --trial DIR --bin PATH` runs them alone.
 use crate::util::{output, step};
 use anyhow::{bail, Context, Result};
@@ -11,6 +12,7 @@ use std::process::Command;
 use std::time::Instant;
 
 const TIME: &str = "report: smdebug report of large trial vs our every-value read";
+const TIME_NO_RULES: &str = "report: the same without rules (--rules none) vs every-value read";
 const SIZE: &str = "report: page size of large trial's report";
 const LOAD: &str = "report: Chromium load of large trial's report vs a blank page";
 
@@ -52,7 +54,7 @@ fn best_of(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 pub fn report_rows(trial: &Path, bin: &Path) -> Vec<Value> {
     let errors = |e: anyhow::Error| -> Vec<Value> {
         let e = format!("{e:#}");
-        [TIME, SIZE, LOAD]
+        [TIME, TIME_NO_RULES, SIZE, LOAD]
             .iter()
             .map(|n| json!({"name": n, "error": e}))
             .collect()
@@ -69,19 +71,25 @@ pub fn report_rows(trial: &Path, bin: &Path) -> Vec<Value> {
     step("report: smdebug report of the large trial vs smdebug dump of every value");
     let scratch = crate::util::root().join("target/bench-report");
     let page = scratch.join("report.html");
-    let timed = || -> Result<(f64, f64)> {
-        std::fs::create_dir_all(&scratch)?;
-        let report = best_of(|| {
+    let report_run = |rules: &str| {
+        best_of(|| {
             output(
                 Command::new(bin)
                     .arg("report")
                     .arg(trial)
                     .arg("-o")
                     .arg(&page)
+                    .args(["--rules", rules])
                     .env("SMDEBUG_LOG_LEVEL", "error"),
             )
             .map(drop)
-        })?;
+        })
+    };
+    let timed = || -> Result<(f64, f64, f64)> {
+        std::fs::create_dir_all(&scratch)?;
+        // The default rules last, so that the page measured below is the default page.
+        let no_rules = report_run("none")?;
+        let report = report_run("default")?;
         let read = best_of(|| {
             let status = Command::new(bin)
                 .arg("dump")
@@ -96,9 +104,9 @@ pub fn report_rows(trial: &Path, bin: &Path) -> Vec<Value> {
             }
             Ok(())
         })?;
-        Ok((report, read))
+        Ok((report, no_rules, read))
     };
-    let (report, read) = match timed() {
+    let (report, no_rules, read) = match timed() {
         Ok(x) => x,
         Err(e) => return errors(e),
     };
@@ -108,6 +116,11 @@ pub fn report_rows(trial: &Path, bin: &Path) -> Vec<Value> {
             "name": TIME, "value": report, "unit": "s",
             "baseline": "smdebug dump, every value (best)",
             "ratio": read / report, "goal": 0.5, "seconds": report, "baseline_seconds": read,
+        }),
+        json!({
+            "name": TIME_NO_RULES, "value": no_rules, "unit": "s",
+            "baseline": "smdebug dump, every value (best)",
+            "ratio": read / no_rules, "goal": 0.5, "seconds": no_rules, "baseline_seconds": read,
         }),
         json!({
             "name": SIZE, "value": size / 1e3, "unit": "kB",

@@ -157,6 +157,7 @@ fn list(args: &Args, out: &mut dyn Write) -> Result<()> {
 }
 
 /// How often one rule fired, and where first and last.
+#[cfg(feature = "demo")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tally<'a> {
     /// The rule.
@@ -169,6 +170,7 @@ pub struct Tally<'a> {
     pub last: i64,
 }
 
+#[cfg(feature = "demo")]
 impl std::fmt::Display for Tally<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.times == 1 {
@@ -184,6 +186,7 @@ impl std::fmt::Display for Tally<'_> {
 }
 
 /// Per rule, in the order rules first fired: times fired, first and last step.
+#[cfg(feature = "demo")]
 pub fn tally<'a>(firings: impl Iterator<Item = (&'a str, i64)>) -> Vec<Tally<'a>> {
     let mut out: Vec<Tally<'a>> = Vec::new();
     for (rule, step) in firings {
