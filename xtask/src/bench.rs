@@ -421,6 +421,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     rows.push(peak_memory_row(&peer_python));
     rows.extend(export_rows(&peer_python, &large_trial_dir()));
+    rows.extend(crate::python::bench_rows(
+        &peer_python,
+        &large_trial_dir(),
+        &smdebug_bin(),
+        1,
+    ));
     rows.extend(crate::bench_report::report_rows(
         &large_trial_dir(),
         &smdebug_bin(),

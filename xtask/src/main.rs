@@ -16,6 +16,7 @@ mod browser;
 mod fuzz;
 mod peer;
 mod proto;
+mod python;
 mod services;
 mod test;
 mod tidy;
