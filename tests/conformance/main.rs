@@ -1,5 +1,6 @@
 //! The cross-implementation suite: every module compares smdebug-rs with the real Python
 //! smdebug 1.0.34 (run by `cargo xtask test`, which sets up the peer).
+mod browser;
 mod config;
 mod demo;
 mod doctor;

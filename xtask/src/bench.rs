@@ -427,6 +427,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         &smdebug_bin(),
         1,
     ));
+    rows.extend(crate::bench_report::report_rows(
+        &large_trial_dir(),
+        &smdebug_bin(),
+    ));
     print_rows(&rows);
     let doc = bench_doc::result_document(&rows, args.quick, started);
     if let Some(path) = &args.json {
@@ -442,6 +446,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
         bail!("benchmarks failed: {}", failed.join(", "));
     }
     Ok(())
+}
+
+/// `cargo xtask bench-report`: the report's rows alone, on the `large` trial and the release
+/// binary unless told otherwise.
+pub fn report_only(args: crate::bench_report::BenchReportArgs) -> Result<()> {
+    crate::bench_report::run(args, &large_trial_dir(), &smdebug_bin())
 }
 
 /// Extra environment of one criterion bench target: the trial and hook benches on the

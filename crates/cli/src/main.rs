@@ -8,6 +8,9 @@ mod dump;
 mod export;
 mod health;
 mod inspect;
+mod plot;
+mod progress;
+mod report;
 mod roundtrip;
 mod rules;
 mod seal;
@@ -70,6 +73,12 @@ enum Command {
     /// offset), gradient-accumulation step semantics; says whether payloads are verifiable
     /// (exit status 0: nothing found, 1: found, 2: error).
     Doctor(doctor::Args),
+    /// Write one self-contained HTML report of a trial: summary, loss curves per mode,
+    /// gradient and weight norms, update ratios, activations, histograms, worker
+    /// completeness, rule verdicts on the step axis, health findings.
+    Report(report::Args),
+    /// Draw one statistic of the tensors a regex matches over steps, as PNG or SVG.
+    Plot(plot::Args),
 }
 
 fn main() -> Result<()> {
@@ -85,5 +94,7 @@ fn main() -> Result<()> {
         Command::Doctor(args) => doctor::main(&args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::run(&args, &mut std::io::stdout().lock()),
+        Command::Report(args) => report::run(&args, &mut std::io::stdout().lock()),
+        Command::Plot(args) => plot::run(&args, &mut std::io::stdout().lock()),
     }
 }
