@@ -65,6 +65,7 @@ s3_suite!(
     atomic_put_seen_whole_by_concurrent_reader,
     delete_and_exists,
     hostile_keys_are_refused,
+    bounded_listings_and_folders,
 );
 
 #[test]
