@@ -8,6 +8,7 @@ mod export;
 mod inspect;
 mod roundtrip;
 mod rules;
+mod steps;
 mod synth;
 
 use anyhow::Result;

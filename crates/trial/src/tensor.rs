@@ -41,6 +41,22 @@ impl<'t> Tensor<'t> {
             .and_then(|t| t.original_name.clone())
     }
 
+    /// How many raw values of this tensor the loaded index lists, in every mode: one per
+    /// (step, worker) that saved one.
+    pub fn value_count(&self) -> usize {
+        lock(&self.trial.state)
+            .tensors
+            .get(&self.name)
+            .map_or(0, |t| {
+                t.modes
+                    .values()
+                    .flat_map(|steps| steps.values())
+                    .flat_map(|workers| workers.iter())
+                    .filter(|(_, d)| d.location.is_some())
+                    .count()
+            })
+    }
+
     /// Sorted steps of this tensor in `mode` (global steps for GLOBAL); only complete ones
     /// unless `show_incomplete_steps`.
     pub fn steps(&self, mode: Mode, show_incomplete_steps: bool) -> Result<Vec<i64>> {
