@@ -8,6 +8,7 @@ mod index;
 mod record;
 mod reduce;
 mod rules;
+mod scale;
 mod storage;
 mod trial;
 mod xgboost;

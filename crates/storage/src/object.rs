@@ -400,6 +400,7 @@ impl Storage for ObjectStorage {
                 location: self.location.clone(),
                 key: key.to_owned(),
             }),
+            Err(e) if unanswered(&e) => Err(self.error(Operation::GetRange, key, e)),
             Err(e) => {
                 // A range starting past the end is refused (416); say so precisely.
                 match self.size(key, &path).await {
@@ -440,4 +441,24 @@ impl Storage for ObjectStorage {
             Err(e) => Err(self.error(Operation::Delete, key, e)),
         }
     }
+}
+
+/// Whether the request got no answer at all (a timeout or a failed connection, after the
+/// retries): then asking the object's size to explain a refused range would only wait as
+/// long again.
+fn unanswered(e: &object_store::Error) -> bool {
+    #[cfg(feature = "http-client")]
+    {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(c) = cause {
+            if let Some(r) = c.downcast_ref::<reqwest::Error>() {
+                if r.is_timeout() || r.is_connect() {
+                    return true;
+                }
+            }
+            cause = c.source();
+        }
+    }
+    let _ = e;
+    false
 }
