@@ -10,6 +10,7 @@ mod roundtrip;
 mod rules;
 mod steps;
 mod synth;
+mod synth_scale;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -45,6 +46,9 @@ enum Command {
     /// Write the trial a fixture recipe (tests/peer/presets/*.json) describes, with the Rust
     /// hook (the same recipe format as tests/peer/fixture.py, for side-by-side comparison).
     Synth(synth::Args),
+    /// Write a large many-worker trial fast (W workers × S steps × T small tensors), for
+    /// scaling benchmarks.
+    SynthScale(synth_scale::Args),
     /// Evaluate built-in rules over a finished or live trial; print each firing and a
     /// summary (exit status 0: none fired, 1: a rule fired, 2: error). `--list` shows
     /// every rule with its parameters and defaults.
@@ -63,6 +67,7 @@ fn main() -> Result<()> {
         Command::Export(args) => export::run(&args, &mut std::io::stdout().lock()),
         Command::Inspect(args) => inspect::run(&args, &mut std::io::stdout().lock()),
         Command::Synth(args) => synth::run(&args, &mut std::io::stdout().lock()),
+        Command::SynthScale(args) => synth_scale::run(&args, &mut std::io::stdout().lock()),
         Command::Rules(args) => rules::main(&args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::run(&args, &mut std::io::stdout().lock()),
