@@ -129,6 +129,7 @@ impl<'t> Tensor<'t> {
         let Some((m, s)) = self.resolve(st, step, mode)? else {
             return Ok(None);
         };
+        let st: &State = st;
         let Some(workers) = st.tensors.get(&self.name).and_then(|d| d.step_dict(m, s)) else {
             return Ok(None);
         };
@@ -137,7 +138,7 @@ impl<'t> Tensor<'t> {
             None => workers.iter().min_by(|a, b| a.0.cmp(&b.0)),
         };
         match (found, worker) {
-            (Some((_, d)), _) => Ok(Some(d.clone())),
+            (Some((_, d)), _) => Ok(Some(st.step_data(&self.name, d))),
             (None, Some(w)) => Err(AnalysisError::InvalidWorker {
                 worker: w.to_owned(),
             }
@@ -360,8 +361,7 @@ impl<'t> Tensor<'t> {
                     .values()
                     .flat_map(|m| m.values())
                     .flat_map(|ws| ws.iter())
-                    .flat_map(|(_, d)| d.location.iter().chain(d.reductions.values().flatten()))
-                    .cloned()
+                    .flat_map(|(_, d)| st.entry_locations(&self.name, d))
                     .collect()
             })
             .unwrap_or_default()

@@ -848,17 +848,11 @@ impl Trial {
         let locs: Vec<RecordLocation> = {
             let st = lock(&self.state);
             st.tensors
-                .values()
-                .flat_map(|t| t.modes.values())
-                .flat_map(|m| m.values())
-                .flat_map(|ws| ws.iter())
-                .flat_map(|(_, d)| {
-                    d.location
-                        .iter()
-                        .chain(d.reductions.values().flatten())
-                        .cloned()
-                        .collect::<Vec<_>>()
-                })
+                .iter()
+                .flat_map(|(name, t)| t.modes.values().map(move |m| (name, m)))
+                .flat_map(|(name, m)| m.values().map(move |ws| (name, ws)))
+                .flat_map(|(name, ws)| ws.iter().map(move |(_, d)| (name, d)))
+                .flat_map(|(name, d)| st.entry_locations(name, d))
                 .collect()
         };
         let refs: Vec<&RecordLocation> = locs.iter().collect();
