@@ -78,8 +78,11 @@ pub(crate) struct StoredStep {
     pub location: Option<Rec>,
     pub shape: Option<Box<[u64]>>,
     /// `(op, abs)` → the saved reduction's record and its tag.
-    pub reductions: BTreeMap<(String, bool), Option<(Rec, Box<str>)>>,
+    pub reductions: BTreeMap<(String, bool), Option<TaggedRec>>,
 }
+
+/// A saved reduction's record and the name its index entry gives it.
+pub(crate) type TaggedRec = (Rec, Box<str>);
 
 /// Bytes kept per (tensor, step, worker) index entry with a raw value and no saved
 /// reduction, whatever the number of workers (docs/src/scale.md): the entry itself, in its
