@@ -1,5 +1,5 @@
 //! `smdebug`: the command-line tool of smdebug-rs: `demo` (the README's main command),
-//! `dump`, `inspect`, `rules`, `synth` and `roundtrip`.
+//! `dump`, `export`, `inspect`, `rules`, `synth`, `synth-scale` and `roundtrip`.
 
 #[cfg(feature = "demo")]
 mod demo;
