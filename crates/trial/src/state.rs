@@ -286,6 +286,15 @@ impl State {
         self.read_files.insert(key.to_owned());
     }
 
+    /// Forgets the index files read that sort before the token: no listing returns them
+    /// again. Called after each refresh, so that opening a large trial does not keep the
+    /// name of every index file it read.
+    pub fn forget_read_before_token(&mut self) {
+        if let Some(token) = &self.last_index_token {
+            self.read_files = self.read_files.split_off(token.as_str());
+        }
+    }
+
     /// Registers every entry of one index file (`step` and `worker` from its name).
     pub fn register_index_file(&mut self, key: &str, step: i64, worker: &str, index: IndexFile) {
         if index.tensors.is_empty() && index.shapes.is_empty() {

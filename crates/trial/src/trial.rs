@@ -337,6 +337,7 @@ impl Trial {
         // complete step, or half a window ahead); a listing merely triggers the update.
         if listed > 0 || st.last_index_token.is_some() {
             st.update_last_index_token(self.options.incomplete_step_window);
+            st.forget_read_before_token();
         }
         Ok(())
     }
@@ -352,28 +353,32 @@ impl Trial {
         end: Option<&str>,
     ) -> Result<(usize, Option<TrialError>)> {
         let listed = self.store.list_until(prefix, start_after, end)?;
-        let mut todo = Vec::new();
-        for obj in &listed {
+        let count = listed.len();
+        // The keys move out of the listing, the rest of each name is parsed once: a large
+        // trial's listing is not held twice.
+        let mut keys = Vec::new();
+        let mut names = Vec::new();
+        for obj in listed {
             let TrialFile::Index(name) = classify_key(&obj.key)? else {
                 continue;
             };
             if st.has_read(&obj.key) || !self.in_range(name.step) {
                 continue;
             }
-            todo.push((obj.key.clone(), name.step, name.worker().into_owned()));
+            names.push((name.step, name.worker().into_owned()));
+            keys.push(obj.key);
         }
-        let keys: Vec<String> = todo.iter().map(|(k, _, _)| k.clone()).collect();
-        let mut todo = todo.into_iter();
+        let mut next = keys.iter().zip(names);
         let mut failed = None;
-        self.read_index_files(keys, |parsed| {
-            let Some(file) = todo.next() else {
+        self.read_index_files(&keys, |parsed| {
+            let Some((key, (step, worker))) = next.next() else {
                 return;
             };
             if failed.is_none() {
-                failed = self.register_parsed(st, &file, parsed).err();
+                failed = self.register_parsed(st, key, step, &worker, parsed).err();
             }
         });
-        Ok((listed.len(), failed))
+        Ok((count, failed))
     }
 
     /// One refresh on an object store: the listing runs a page ahead
@@ -444,7 +449,9 @@ impl Trial {
         });
         let mut failed = None;
         for item in items {
-            let result = item.and_then(|(file, parsed)| self.register_parsed(st, &file, parsed));
+            let result = item.and_then(|((key, step, worker), parsed)| {
+                self.register_parsed(st, &key, step, &worker, parsed)
+            });
             if let Err(e) = result {
                 failed = Some(e);
                 break;
@@ -457,7 +464,9 @@ impl Trial {
     fn register_parsed(
         &self,
         st: &mut State,
-        (key, step, worker): &IndexFileName,
+        key: &str,
+        step: i64,
+        worker: &str,
         parsed: ParsedIndex,
     ) -> Result<()> {
         let parsed = match parsed {
@@ -467,9 +476,9 @@ impl Trial {
             Err(e) => return Err(e.into()),
         };
         match parsed {
-            Ok(index) => st.register_index_file(key, *step, worker, index),
+            Ok(index) => st.register_index_file(key, step, worker, index),
             Err(e) if self.options.skip_corrupt_index_files => {
-                st.index_errors.insert(*step, (key.to_owned(), e));
+                st.index_errors.insert(step, (key.to_owned(), e));
             }
             Err(e) => return Err(e.into()),
         }
@@ -480,13 +489,13 @@ impl Trial {
     /// Reads and parses index files from local disk and hands each to `consume`, in the
     /// order given, on up to `available_parallelism` threads (parsing is most of the work of
     /// opening a large trial), registering each file while the next ones are parsed.
-    fn read_index_files(&self, keys: Vec<String>, consume: impl FnMut(ParsedIndex)) {
+    fn read_index_files(&self, keys: &[String], consume: impl FnMut(ParsedIndex)) {
         let storage = Arc::clone(self.store.storage());
         let Some(sync) = storage.as_sync() else {
             // Only local disk comes here (see `refresh_locked`); other stores read through
             // `refresh_object`.
             let mut consume = consume;
-            for k in &keys {
+            for k in keys {
                 consume(self.store.get(k).map(|b| IndexFile::parse(k, &b)));
             }
             return;
@@ -495,7 +504,7 @@ impl Trial {
         // small index files does.
         let parse = |k: &String| sync.get_sync(k).map(|b| IndexFile::parse(k, &b));
         parallel::for_each_ordered(
-            &keys,
+            keys,
             keys.len() / 16,
             "smdebug-trial-index",
             parse,
