@@ -32,8 +32,8 @@ fn smdebug_bin() -> PathBuf {
 }
 
 /// Wall seconds and peak RSS in bytes of `cmd` under `/usr/bin/time` (and `timeout cap`
-/// when given); `None` when it ran past the cap.
-fn timed(cmd: &[&str], cap: Option<&str>) -> Result<Option<(f64, f64)>> {
+/// when given), and what it printed; `None` when it ran past the cap.
+fn timed_output(cmd: &[&str], cap: Option<&str>) -> Result<Option<(f64, f64, String)>> {
     let mut full = Command::new("timeout");
     full.arg(cap.unwrap_or("0"));
     full.args(["/usr/bin/time", "-f", "SCALE-TIME %e %M"]);
@@ -57,7 +57,16 @@ fn timed(cmd: &[&str], cap: Option<&str>) -> Result<Option<(f64, f64)>> {
     let mut parts = line.split_whitespace().skip(1);
     let secs: f64 = parts.next().unwrap_or("").parse()?;
     let kib: f64 = parts.next().unwrap_or("").parse()?;
-    Ok(Some((secs, kib * 1024.0)))
+    Ok(Some((
+        secs,
+        kib * 1024.0,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )))
+}
+
+/// [`timed_output`] without the output.
+fn timed(cmd: &[&str], cap: Option<&str>) -> Result<Option<(f64, f64)>> {
+    Ok(timed_output(cmd, cap)?.map(|(s, m, _)| (s, m)))
 }
 
 /// The better of two runs (time and memory each at their best).
@@ -114,7 +123,9 @@ fn row(shape: (usize, i64, usize), python: &Path, cap: &str) -> Value {
         .context("smdebug inspect did not finish")?;
         step(&format!("{name}: Python smdebug (cap {cap} s)"));
         let script = root().join("tests/peer/scale_open.py");
-        let py = timed(
+        // Python's own clock of the open (its interpreter start and `import smdebug`
+        // excluded); the peak RSS is the process's.
+        let py = timed_output(
             &[
                 python.to_str().context("non-UTF-8 path")?,
                 script.to_str().context("non-UTF-8 path")?,
@@ -122,6 +133,17 @@ fn row(shape: (usize, i64, usize), python: &Path, cap: &str) -> Value {
             ],
             Some(cap),
         )?;
+        let py = match py {
+            Some((_, rss, out)) => {
+                let v: Value = serde_json::from_str(out.trim())
+                    .with_context(|| format!("scale_open.py printed {out}"))?;
+                let secs = v["seconds"]
+                    .as_f64()
+                    .context("no seconds from scale_open.py")?;
+                Some((secs, rss))
+            }
+            None => None,
+        };
         Ok(json!({
             "name": name, "entries": entries, "workers": w, "steps": s, "tensors": t,
             "value": ours.0, "unit": "s", "ours_seconds": ours.0, "ours_max_rss_bytes": ours.1,
@@ -153,7 +175,7 @@ pub fn run(python: &Path) -> Result<Vec<Value>> {
         .filter(|(w, s, t)| only.is_none_or(|m| w * (*s as usize) * t <= m))
         .map(|&shape| row(shape, python, &cap))
         .collect();
-    println!("\n| trial | entries | ours open | ours peak RSS | bytes/entry | Python open | Python peak RSS | Python / ours |");
+    println!("\n| trial | entries | ours: `smdebug inspect` | ours peak RSS | peak RSS / entry (B) | Python open | Python peak RSS | Python / ours |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for r in &rows {
         if let Some(e) = r["error"].as_str() {
