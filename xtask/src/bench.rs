@@ -429,6 +429,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     rows.push(peak_memory_row(&peer_python));
     rows.extend(export_rows(&peer_python, &large_trial_dir()));
+    rows.extend(crate::python::bench_rows(
+        &peer_python,
+        &large_trial_dir(),
+        &smdebug_bin(),
+        1,
+    ));
     print_rows(&rows);
     let doc = bench_doc::result_document(&rows, args.quick, started);
     if let Some(path) = &args.json {

@@ -14,6 +14,7 @@ mod bench_doc;
 mod fuzz;
 mod peer;
 mod proto;
+mod python;
 mod scale;
 mod services;
 mod test;

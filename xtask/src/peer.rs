@@ -48,7 +48,7 @@ pub fn ensure_tools() -> Result<PathBuf> {
 
 /// Creates or updates `venv` from `req`; `after_install` runs once pip is done, before
 /// `pip check` and the `smoke` import.
-fn ensure_venv(
+pub(crate) fn ensure_venv(
     venv: &Path,
     req: &Path,
     pip_flags: &[&str],

@@ -98,6 +98,7 @@ pub fn run(args: TestArgs) -> Result<()> {
     } else {
         eprintln!("shared peer check: skipped: ../shared/peer absent");
     }
+    crate::python::test(&peer_python, &s3.env())?;
     drop(s3);
 
     if !args.no_fuzz {

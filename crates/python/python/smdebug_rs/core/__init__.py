@@ -1,0 +1,1 @@
+"""The parts of ``smdebug.core`` that analysis scripts import."""

@@ -1,0 +1,114 @@
+"""``smdebug.trials``: ``create_trial`` and the ``Trial`` class.
+
+``create_trial(path)`` opens a trial on local disk or ``s3://bucket/prefix`` and returns a
+:class:`Trial` with smdebug's methods, keywords and defaults; reads run in Rust with the GIL
+released. Beyond the original: ``to_arrow()`` / ``to_pandas()``.
+"""
+
+import os
+
+from smdebug_rs import _native
+from smdebug_rs.core.collection import CollectionKeys
+from smdebug_rs.core.logger import get_logger
+from smdebug_rs.exceptions import SMDebugNotImplementedError
+from smdebug_rs.modes import ModeKeys
+
+__all__ = ["create_trial", "Trial", "LocalTrial", "S3Trial"]
+
+_TABLES = ("tensors", "reductions", "scalars", "steps")
+
+
+def _name_sort_key(name):
+    # The original orders inputs/labels/predictions by the trailing number of the name.
+    digits = ""
+    for ch in reversed(name):
+        if not ch.isdigit():
+            break
+        digits = ch + digits
+    return (int(digits) if digits else -1, name)
+
+
+class Trial(_native.Trial):
+    """A trial being read (``smdebug.trials.trial.Trial``); see ``create_trial``."""
+
+    @property
+    def logger(self):
+        """The package's logger."""
+        return get_logger()
+
+    def tensors(self, *args, **kwargs):
+        """Alias of :meth:`tensor_names` (used by older examples)."""
+        return self.tensor_names(*args, **kwargs)
+
+    def inputs(self, step, mode=ModeKeys.GLOBAL):
+        """Values at ``step`` of the tensors of the ``inputs`` collection."""
+        names = sorted(
+            self.tensor_names(step=step, mode=mode, collection=CollectionKeys.INPUTS),
+            key=_name_sort_key,
+        )
+        return [self.tensor(n).value(step) for n in names]
+
+    def _outputs(self, step, mode, regex):
+        names = sorted(self.tensor_names(step=step, mode=mode, regex=regex), key=_name_sort_key)
+        return [self.tensor(n).value(step) for n in names]
+
+    def labels(self, step, mode=ModeKeys.GLOBAL):
+        """Values at ``step`` of the tensors matching ``labels*``."""
+        return self._outputs(step, mode, "labels*")
+
+    def predictions(self, step, mode=ModeKeys.GLOBAL):
+        """Values at ``step`` of the tensors matching ``predictions*``."""
+        return self._outputs(step, mode, "predictions*")
+
+    def _arrow_tables(self, tables, **selection):
+        return _native.export_tables(self, list(tables), **selection)
+
+    def to_arrow(self, table="tensors", *, tensors=None, collection=None, mode=None,
+                 steps=None, workers=None, values="none"):
+        """One table of the trial as a ``pyarrow.Table`` (schemas in the project's
+        docs/src/export.md): ``"tensors"`` (one row per tensor, step and worker, with
+        statistics; ``values="small"|"all"`` adds the values), ``"reductions"``,
+        ``"scalars"`` or ``"steps"``. ``tensors`` (a regex), ``collection``, ``mode``,
+        ``steps`` (``(begin, end)``) and ``workers`` select rows. The table crosses over
+        through the Arrow C stream interface: no Python object per row.
+        """
+        import pyarrow as pa
+
+        if table not in _TABLES:
+            raise ValueError(f"unknown table {table!r}: expected one of {', '.join(_TABLES)}")
+        got = self._arrow_tables([table], tensors=tensors, collection=collection, mode=mode,
+                                 steps=steps, workers=workers, values=values)
+        return pa.RecordBatchReader.from_stream(got[table]).read_all()
+
+    def to_pandas(self, table="tensors", **selection):
+        """:meth:`to_arrow` as a ``pandas.DataFrame``."""
+        return self.to_arrow(table, **selection).to_pandas()
+
+
+# The original has one class per storage; here one class reads both.
+LocalTrial = Trial
+S3Trial = Trial
+
+
+def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing/outputs/",
+                 **kwargs):
+    """Opens the trial at ``path`` (a local folder or ``s3://bucket/prefix``).
+
+    ``name`` defaults to the last component of the path; ``range_steps=(begin, end)`` loads
+    only those steps. smdebug's ``parallel``, ``check``, ``index_mode`` and ``cache`` are
+    accepted and ignored (reads are always parallel and indexed). smdebug_rs extras:
+    ``collections_timeout`` (seconds to wait for the collections files; default: until the
+    job ends, as smdebug), ``cache_bytes``, ``skip_corrupt_index_files``.
+
+    Blocks until every worker's collections file exists; raises ``MissingCollectionFiles``
+    if the job ended without them.
+    """
+    if profiler:
+        raise SMDebugNotImplementedError("smdebug_rs does not read profiler trials")
+    del output_dir
+    for ignored in ("parallel", "check", "index_mode", "cache"):
+        kwargs.pop(ignored, None)
+    path = str(path).strip()
+    if name is None:
+        name = os.path.basename(path)
+    return Trial(path, name, **kwargs)

@@ -1,0 +1,194 @@
+//! `Trial.to_arrow()` / `to_pandas()`: the tables of smdebug-export handed to pyarrow
+//! through the Arrow C stream interface (a PyCapsule named `arrow_array_stream` returned by
+//! `__arrow_c_stream__`), so no Python object is built per row.
+//!
+//! The export opens its own view of the trial (same path, name and `range_steps`, no value
+//! cache) and writes Arrow IPC files into a process-wide in-memory store under a prefix of
+//! its own; the batches are read back from there (buffers are decompressed once) and the
+//! files deleted before the stream is handed over.
+
+use crate::trial::{mode_arg, PyTrial};
+use crate::{run, NativeError, NativeResult};
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
+use arrow_schema::SchemaRef;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+use smdebug_export::{export, trial_options, ExportOptions, Format, Layout, StepRange, ValuesMode};
+use smdebug_storage::{BlockingStore, Location};
+use smdebug_trial::{Trial, TrialOptions};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// The tables an export writes, in `docs/src/export.md` order.
+const TABLES: [&str; 4] = ["tensors", "reductions", "scalars", "steps"];
+
+static NEXT_EXPORT: AtomicU64 = AtomicU64::new(0);
+const STORE: &str = "memory://smdebug-rs-python-export";
+
+/// One exported table, readable once as an Arrow C stream (`pyarrow.table(obj)`,
+/// `pyarrow.RecordBatchReader.from_stream(obj)`, polars, DuckDB…).
+#[pyclass(module = "smdebug_rs._native", name = "ArrowTable")]
+pub(crate) struct ArrowTable {
+    schema: SchemaRef,
+    batches: Mutex<Option<Vec<RecordBatch>>>,
+}
+
+#[pymethods]
+impl ArrowTable {
+    /// The Arrow PyCapsule stream protocol. The batches move into the stream: a second
+    /// call raises `SMDebugRuntimeError`.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        // The schema is ours; a consumer that wants another casts afterwards (the protocol
+        // allows ignoring the request).
+        let _ = requested_schema;
+        let batches = self
+            .batches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| {
+                NativeError::Other(
+                    "SMDebugRuntimeError",
+                    "this table's Arrow stream was already consumed".into(),
+                )
+                .into_pyerr(py)
+            })?;
+        let reader: Box<dyn RecordBatchReader + Send> = Box::new(RecordBatchIterator::new(
+            batches.into_iter().map(Ok),
+            self.schema.clone(),
+        ));
+        let stream = FFI_ArrowArrayStream::new(reader);
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+    }
+
+    /// Number of rows.
+    fn num_rows(&self) -> usize {
+        self.batches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or(0, |b| b.iter().map(RecordBatch::num_rows).sum())
+    }
+}
+
+fn read_table(store: &BlockingStore, key: &str) -> NativeResult<(SchemaRef, Vec<RecordBatch>)> {
+    let bytes = store.get(key).map_err(smdebug_trial::TrialError::from)?;
+    let reader = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None)
+        .map_err(|e| NativeError::Other("SMDebugRuntimeError", format!("{key}: {e}")))?;
+    let schema = reader.schema();
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| NativeError::Other("SMDebugRuntimeError", format!("{key}: {e}")))?;
+    Ok((schema, batches))
+}
+
+/// Exports the trial's tables in memory: `{table: ArrowTable}`.
+#[pyfunction]
+#[pyo3(signature = (trial, tables=None, *, tensors=None, collection=None, mode=None, steps=None, workers=None, values="none"))]
+#[allow(clippy::too_many_arguments)]
+fn export_tables<'py>(
+    py: Python<'py>,
+    trial: &Bound<'py, PyTrial>,
+    tables: Option<Vec<String>>,
+    tensors: Option<String>,
+    collection: Option<String>,
+    mode: Option<&Bound<'_, PyAny>>,
+    steps: Option<(Option<i64>, Option<i64>)>,
+    workers: Option<Vec<String>>,
+    values: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let tables = tables.unwrap_or_else(|| TABLES.iter().map(|s| s.to_string()).collect());
+    for t in &tables {
+        if !TABLES.contains(&t.as_str()) {
+            return Err(NativeError::value(format!(
+                "unknown table {t:?}: expected one of {}",
+                TABLES.join(", ")
+            ))
+            .into_pyerr(py));
+        }
+    }
+    let values: ValuesMode = values
+        .parse()
+        .map_err(|e: String| NativeError::value(e).into_pyerr(py))?;
+    let mode = match mode {
+        Some(m) if !m.is_none() => Some(mode_arg(Some(m))?),
+        _ => None,
+    };
+    let (start, end) = steps.unwrap_or((None, None));
+    let options = ExportOptions {
+        format: Format::Arrow,
+        layout: Layout::Single,
+        tensors,
+        collection,
+        mode,
+        steps: StepRange { start, end },
+        workers: workers.unwrap_or_default(),
+        values,
+        strict: true,
+        ..ExportOptions::default()
+    };
+    let (path, name, range_steps) = {
+        let t = trial.get();
+        (
+            t.inner.path().to_owned(),
+            t.inner.name().to_owned(),
+            t.range_steps,
+        )
+    };
+    let out = run(py, move || {
+        // The export reads every value once: through a trial of its own without a value
+        // cache (the export's settings), which is about twice as fast as filling the user's
+        // cache and leaves it as it was. Opening costs one read of the index.
+        let inner = Trial::open(
+            &path,
+            TrialOptions {
+                name: Some(name),
+                range_steps,
+                ..trial_options()
+            },
+        )?;
+        let n = NEXT_EXPORT.fetch_add(1, Ordering::Relaxed);
+        let url = format!("{STORE}/{}-{n}", std::process::id());
+        let store =
+            BlockingStore::open(&Location::parse(&url).map_err(smdebug_trial::TrialError::from)?)
+                .map_err(smdebug_trial::TrialError::from)?;
+        let result = export(&inner, &url, &options, &mut |_| {})
+            .map_err(NativeError::from)
+            .and_then(|_| {
+                tables
+                    .iter()
+                    .map(|t| Ok((t.clone(), read_table(&store, &format!("{t}.arrow"))?)))
+                    .collect::<NativeResult<Vec<_>>>()
+            });
+        // Whatever happened, the files go: the store lives as long as the process.
+        if let Ok(listing) = store.list("", None) {
+            for o in listing {
+                let _ = store.delete(&o.key);
+            }
+        }
+        result
+    })?;
+    let d = PyDict::new(py);
+    for (name, (schema, batches)) in out {
+        d.set_item(
+            name,
+            ArrowTable {
+                schema,
+                batches: Mutex::new(Some(batches)),
+            },
+        )?;
+    }
+    Ok(d)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ArrowTable>()?;
+    m.add_function(wrap_pyfunction!(export_tables, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! The Python package `smdebug_rs` (crates/python) in `cargo xtask test`: builds the wheel
+//! with maturin, installs it into the peer venv (beside the real smdebug, so both run from
+//! one Python), and runs the pytest suite of crates/python/tests, printing pytest's
+//! summary line. Benchmarks: see `bench_rows`.
+use crate::peer::ensure_venv;
+use crate::util::{cache_dir, output, root, step};
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Makes sure the maturin venv exists; returns the `maturin` executable.
+fn ensure_maturin() -> Result<PathBuf> {
+    let venv = cache_dir().join("maturin-venv");
+    ensure_venv(
+        &venv,
+        &root().join("crates/python/build-requirements.txt"),
+        &[],
+        "import maturin",
+        &|_| Ok(()),
+    )
+    .context("setting up maturin")?;
+    Ok(venv.join("bin/maturin"))
+}
+
+/// Installs the pinned pytest into the peer venv unless that exact version is there.
+fn ensure_pytest(python: &Path) -> Result<()> {
+    let req = root().join("crates/python/tests/requirements.txt");
+    let text = std::fs::read_to_string(&req)?;
+    let wanted = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("pytest=="))
+        .context("crates/python/tests/requirements.txt pins no pytest")?;
+    let have = Command::new(python)
+        .args(["-c", "import pytest; print(pytest.__version__)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    if have.as_deref() == Some(wanted) {
+        return Ok(());
+    }
+    output(
+        Command::new(python)
+            .args(["-m", "pip", "--disable-pip-version-check", "--no-input"])
+            .args(["install", "--no-deps", "-r"])
+            .arg(&req),
+    )
+    .context("installing pytest into the peer venv")?;
+    Ok(())
+}
+
+/// Builds the smdebug_rs wheel (`release`: optimised, for benchmarks) and installs it into
+/// the venv of `python`.
+pub fn install_wheel(python: &Path, release: bool) -> Result<()> {
+    let maturin = ensure_maturin()?;
+    let out = root().join("target/wheels");
+    // Only this build's wheel may be installed: clear what an earlier build left.
+    if out.is_dir() {
+        for e in std::fs::read_dir(&out)? {
+            let p = e?.path();
+            if p.extension().is_some_and(|x| x == "whl") {
+                std::fs::remove_file(p)?;
+            }
+        }
+    }
+    let mut build = Command::new(&maturin);
+    build
+        .current_dir(root())
+        .args(["build", "--strip", "-m", "crates/python/Cargo.toml", "-i"])
+        .arg(python)
+        .arg("--out")
+        .arg(&out);
+    if release {
+        build.arg("--release");
+    }
+    crate::util::run(&mut build).context("building the smdebug_rs wheel")?;
+    let wheel = std::fs::read_dir(&out)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .context("maturin wrote no wheel")?;
+    output(
+        Command::new(python)
+            .args(["-m", "pip", "--disable-pip-version-check", "--no-input"])
+            .args(["install", "--no-deps", "--force-reinstall"])
+            .arg(&wheel),
+    )
+    .context("installing the smdebug_rs wheel")?;
+    Ok(())
+}
+
+/// The summary line of pytest's output (`N passed, M skipped in S`).
+fn summary_line(out: &str) -> Option<&str> {
+    out.lines()
+        .rev()
+        .map(|l| l.trim().trim_matches('='))
+        .map(str::trim)
+        .find(|l| {
+            l.contains(" in ")
+                && [" passed", " failed", " error", " skipped", "no tests ran"]
+                    .iter()
+                    .any(|w| l.contains(w))
+        })
+}
+
+/// `cargo xtask test`'s Python step: wheel, install, pytest against `s3_env`'s server.
+pub fn test(peer_python: &Path, s3_env: &[(String, String)]) -> Result<()> {
+    step("Python package smdebug_rs: maturin build + pytest (crates/python/tests)");
+    install_wheel(peer_python, false)?;
+    ensure_pytest(peer_python)?;
+    let tests = root().join("crates/python/tests");
+    let out = Command::new(peer_python)
+        .current_dir(&tests)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-r", "fEs"])
+        .arg(&tests)
+        .env("SMDEBUG_RS_PEER_DIR", root().join("tests/peer"))
+        .env("SMDEBUG_LOG_LEVEL", "error")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        // The panic test panics on purpose; its backtrace is noise.
+        .env("RUST_BACKTRACE", "0")
+        .envs(s3_env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .context("running pytest")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprint!("{stdout}");
+    let summary = summary_line(&stdout).unwrap_or("no summary line");
+    eprintln!("pytest (smdebug_rs): {summary}");
+    if !out.status.success() {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        bail!("pytest failed: {summary}");
+    }
+    Ok(())
+}
+
+/// The many-small-tensors trial of the Python benchmarks (8 workers × 60 steps × 250
+/// tensors of 10 floats), written by `smdebug synth` from crates/python/bench/many_small.json.
+fn many_small_trial(smdebug: &Path) -> Result<PathBuf> {
+    let dir = root().join("target/bench-python-many-small");
+    if dir.join("training_job_end.ts").exists() {
+        return Ok(dir);
+    }
+    step("smdebug synth many_small.json (Python benchmarks: 8 x 60 x 250 tensors)");
+    let tmp = dir.with_extension("partial");
+    for d in [&dir, &tmp] {
+        if d.exists() {
+            std::fs::remove_dir_all(d)?;
+        }
+    }
+    crate::util::run(
+        Command::new(smdebug)
+            .arg("synth")
+            .arg(root().join("crates/python/bench/many_small.json"))
+            .arg(&tmp),
+    )?;
+    std::fs::rename(&tmp, &dir)?;
+    Ok(dir)
+}
+
+/// Runs crates/python/bench/bench_python.py for one package on one trial.
+fn time_package(python: &Path, trial: &Path, package: &str, repeat: u32) -> Result<Value> {
+    step(&format!(
+        "Python benchmark: {package} on {}",
+        trial.display()
+    ));
+    let out = output(
+        Command::new(python)
+            .arg(root().join("crates/python/bench/bench_python.py"))
+            .arg(trial)
+            .args(["--package", package, "--repeat", &repeat.to_string()])
+            .env("SMDEBUG_LOG_LEVEL", "error"),
+    )?;
+    serde_json::from_str(out.trim()).with_context(|| format!("bench_python.py printed {out}"))
+}
+
+/// `cargo xtask bench` rows of the Python package: smdebug_rs against smdebug, both from the
+/// peer venv's Python on the same trials — open, every value and `to_pandas` (against the
+/// same DataFrame built with smdebug + numpy + pandas) on the `large` preset and on many
+/// small tensors. The wheel is built in release mode first. `python_repeat` runs of the
+/// original count (its best), two of ours.
+pub fn bench_rows(python: &Path, large: &Path, smdebug: &Path, python_repeat: u32) -> Vec<Value> {
+    // (trial label, every-value goal)
+    const TRIALS: [(&str, f64); 2] = [("large", 10.0), ("8x60x250 small tensors", 30.0)];
+    let names = |label: &str| {
+        [
+            (
+                format!("python: open {label} trial, smdebug_rs vs smdebug"),
+                "open",
+                50.0,
+            ),
+            (
+                format!("python: every value of {label} trial, smdebug_rs vs smdebug"),
+                "every_value",
+                f64::NAN,
+            ),
+            (
+                format!("python: to_pandas of {label} trial vs smdebug+numpy+pandas"),
+                "to_pandas",
+                20.0,
+            ),
+        ]
+    };
+    let mut rows = Vec::new();
+    let prepared = install_wheel(python, true).and_then(|()| {
+        if !large.join("training_job_end.ts").exists() {
+            bail!("{} is missing or incomplete", large.display());
+        }
+        Ok(vec![large.to_path_buf(), many_small_trial(smdebug)?])
+    });
+    let trials = match prepared {
+        Ok(t) => t,
+        Err(e) => {
+            let e = format!("{e:#}");
+            for (label, _) in TRIALS {
+                for (name, _, _) in names(label) {
+                    rows.push(json!({"name": name, "error": e}));
+                }
+            }
+            return rows;
+        }
+    };
+    for ((label, value_goal), trial) in TRIALS.iter().zip(&trials) {
+        let timed = time_package(python, trial, "smdebug_rs", 2)
+            .and_then(|ours| Ok((ours, time_package(python, trial, "smdebug", python_repeat)?)));
+        for (name, key, goal) in names(label) {
+            let goal = if key == "every_value" {
+                *value_goal
+            } else {
+                goal
+            };
+            let row = match &timed {
+                Ok((ours, py)) => match (ours[key].as_f64(), py[key].as_f64()) {
+                    (Some(o), Some(p)) => json!({
+                        "name": name, "value": o * 1e3, "unit": "ms",
+                        "baseline": format!("smdebug 1.0.34, same Python (best of {python_repeat})"),
+                        "ratio": p / o, "goal": goal, "seconds": o, "baseline_seconds": p,
+                    }),
+                    _ => json!({"name": name, "error": format!("no {key} timing: {ours} / {py}")}),
+                },
+                Err(e) => json!({"name": name, "error": format!("{e:#}")}),
+            };
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summary_line;
+
+    #[test]
+    fn finds_pytest_summary_lines() {
+        let out = "....s.\n========= 5 passed, 1 skipped in 3.21s =========\n";
+        assert_eq!(summary_line(out), Some("5 passed, 1 skipped in 3.21s"));
+        assert_eq!(
+            summary_line("F.\n1 failed, 1 passed in 0.50s\n"),
+            Some("1 failed, 1 passed in 0.50s")
+        );
+        assert_eq!(summary_line("collecting ...\n"), None);
+    }
+}
