@@ -503,13 +503,7 @@ impl Trial {
         // One thread per 16 files at most: a thread start costs about what parsing a few
         // small index files does.
         let parse = |k: &String| sync.get_sync(k).map(|b| IndexFile::parse(k, &b));
-        parallel::for_each_ordered(
-            keys,
-            keys.len() / 16,
-            "smdebug-trial-index",
-            parse,
-            consume,
-        );
+        parallel::for_each_ordered(keys, keys.len() / 16, "smdebug-trial-index", parse, consume);
     }
 
     fn in_range(&self, step: i64) -> bool {
