@@ -13,6 +13,7 @@ mod recorder;
 mod reduce;
 mod rules;
 mod seal;
+mod scale;
 mod storage;
 mod trial;
 mod xgboost;

@@ -65,6 +65,7 @@ s3_suite!(
     atomic_put_seen_whole_by_concurrent_reader,
     delete_and_exists,
     hostile_keys_are_refused,
+    bounded_listings_and_folders,
 );
 
 #[test]
@@ -239,14 +240,14 @@ fn we_read_what_smdebug_writes() {
 }
 
 /// A moto server of this test's own, so suspending it disturbs nobody else.
-struct PrivateServer {
+pub(crate) struct PrivateServer {
     child: Child,
-    endpoint: String,
+    pub(crate) endpoint: String,
     suspended: bool,
 }
 
 impl PrivateServer {
-    fn start(bucket: &str) -> PrivateServer {
+    pub(crate) fn start(bucket: &str) -> PrivateServer {
         let moto = std::env::var_os("SMDEBUG_MOTO_SERVER")
             .map(PathBuf::from)
             .unwrap_or_else(|| {
@@ -300,7 +301,7 @@ impl PrivateServer {
         );
     }
 
-    fn signal(&mut self, signal: &str) {
+    pub(crate) fn signal(&mut self, signal: &str) {
         let status = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
             .status()

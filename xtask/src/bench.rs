@@ -50,6 +50,10 @@ pub struct BenchArgs {
     /// Do not run anything: report from the last criterion results on disk.
     #[arg(long)]
     pub no_run: bool,
+    /// Only the scaling table (docs/src/scale.md): open time and peak RSS of trials of 10k
+    /// to 1M index entries, ours and the Python smdebug's (minutes; not in the default run).
+    #[arg(long)]
+    pub scale: bool,
 }
 
 /// What a figure is compared with.
@@ -304,6 +308,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let doc = bench_doc::read_result(result)?;
         let page = bench_doc::write_doc(&doc)?;
         eprintln!("wrote {} from {}", page.display(), result.display());
+        return Ok(());
+    }
+    if args.scale {
+        crate::scale::run(&crate::peer::ensure_peer()?)?;
         return Ok(());
     }
     let started = SystemTime::now();

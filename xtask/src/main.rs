@@ -18,6 +18,7 @@ mod fuzz;
 mod peer;
 mod proto;
 mod python;
+mod scale;
 mod services;
 mod test;
 mod tidy;

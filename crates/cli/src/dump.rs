@@ -28,6 +28,8 @@ pub struct Args {
     /// job ends, as smdebug does).
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    #[command(flatten)]
+    steps: crate::steps::StepArgs,
 }
 
 /// Runs the command, writing the document to `out`.
@@ -37,10 +39,10 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
         computed_reductions: !args.no_computed_reductions,
         global_lookup: !args.no_global_lookup,
     };
-    let trial_options = TrialOptions {
+    let trial_options = args.steps.apply(TrialOptions {
         collections_timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
         ..TrialOptions::default()
-    };
+    });
     // Written as it goes: the document of a large trial is several times the size of
     // its text.
     let mut out = std::io::BufWriter::new(out);
@@ -70,6 +72,7 @@ mod tests {
             no_global_lookup: true,
             compact: true,
             timeout: 1,
+            steps: Default::default(),
         };
         let mut out = Vec::new();
         run(&args, &mut out).unwrap();

@@ -13,6 +13,8 @@ pub struct Args {
     /// Give up waiting for the collections files after this many seconds (0: no limit).
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+    #[command(flatten)]
+    steps: crate::steps::StepArgs,
 }
 
 fn ranges(steps: &[i64]) -> String {
@@ -54,10 +56,10 @@ fn human(bytes: u64) -> String {
 
 /// Runs the command, writing the summary to `out`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
-    let options = TrialOptions {
+    let options = args.steps.apply(TrialOptions {
         collections_timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
         ..TrialOptions::default()
-    };
+    });
     let trial = Trial::open(&args.path, options)
         .with_context(|| format!("cannot open trial {}", args.path))?;
     let names = trial.tensor_names()?;
@@ -138,7 +140,9 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
             },
             None => ("-".into(), "-".into(), 0),
         };
-        total += bytes * steps.len() as u64;
+        // Every worker's values count, not one worker's: the size of the last value
+        // times the number of (step, worker) values saved.
+        total += bytes * t.value_count() as u64;
         writeln!(
             out,
             "  {:<40} {:>6} {:>10} {:<16} {:>10}",
@@ -186,11 +190,55 @@ mod tests {
         let args = Args {
             path: url.into(),
             timeout: 1,
+            steps: Default::default(),
         };
         run(&args, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("steps      3 (3 complete): 0-2"), "{text}");
         assert!(text.contains("fc.weight"), "{text}");
         assert!(text.contains("[4, 4]"), "{text}");
+        // 3 values of 16 floats.
+        assert!(text.contains("raw values: about 192 B"), "{text}");
+    }
+
+    #[test]
+    fn raw_values_count_every_workers_values_and_steps_select_what_is_loaded() {
+        let url = "memory://cli-inspect-test/workers";
+        let store = BlockingStore::open(&Location::parse(url).unwrap()).unwrap();
+        let workers = ["worker_0", "worker_1", "worker_2", "worker_3"];
+        for w in workers {
+            write_collections(&store, w, 4).unwrap();
+        }
+        for step in 0..5 {
+            for w in workers {
+                let v = TensorValue::Float32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[8])));
+                write_step(&store, &StepWrite::new(step, w, Mode::Train, &[("x", v)])).unwrap();
+            }
+        }
+        write_end_marker(&store).unwrap();
+        let run_with = |steps: crate::steps::StepArgs| {
+            let mut out = Vec::new();
+            let args = Args {
+                path: url.into(),
+                timeout: 1,
+                steps,
+            };
+            run(&args, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let text = run_with(Default::default());
+        // 5 steps × 4 workers × 8 floats × 4 bytes.
+        assert!(text.contains("raw values: about 640 B"), "{text}");
+        let text = run_with(crate::steps::StepArgs {
+            steps: Some("1:3".parse().unwrap()),
+            last: None,
+        });
+        assert!(text.contains("steps      2 (2 complete): 1-2"), "{text}");
+        assert!(text.contains("raw values: about 256 B"), "{text}");
+        let text = run_with(crate::steps::StepArgs {
+            steps: None,
+            last: Some(1),
+        });
+        assert!(text.contains("steps      1 (1 complete): 4"), "{text}");
     }
 }

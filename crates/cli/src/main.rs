@@ -1,5 +1,5 @@
 //! `smdebug`: the command-line tool of smdebug-rs: `demo` (the README's main command),
-//! `dump`, `inspect`, `rules`, `synth` and `roundtrip`.
+//! `dump`, `export`, `inspect`, `rules`, `synth`, `synth-scale` and `roundtrip`.
 
 #[cfg(feature = "demo")]
 mod demo;
@@ -14,7 +14,9 @@ mod report;
 mod roundtrip;
 mod rules;
 mod seal;
+mod steps;
 mod synth;
+mod synth_scale;
 mod verify;
 
 use anyhow::Result;
@@ -51,6 +53,9 @@ enum Command {
     /// Write the trial a fixture recipe (tests/peer/presets/*.json) describes, with the Rust
     /// hook (the same recipe format as tests/peer/fixture.py, for side-by-side comparison).
     Synth(synth::Args),
+    /// Write a large many-worker trial fast (W workers × S steps × T small tensors), for
+    /// scaling benchmarks.
+    SynthScale(synth_scale::Args),
     /// Evaluate built-in rules over a finished or live trial; print each firing and a
     /// summary (exit status 0: none fired, 1: a rule fired, 2: error). `--list` shows
     /// every rule with its parameters and defaults.
@@ -88,6 +93,7 @@ fn main() -> Result<()> {
         Command::Export(args) => export::run(&args, &mut std::io::stdout().lock()),
         Command::Inspect(args) => inspect::run(&args, &mut std::io::stdout().lock()),
         Command::Synth(args) => synth::run(&args, &mut std::io::stdout().lock()),
+        Command::SynthScale(args) => synth_scale::run(&args, &mut std::io::stdout().lock()),
         Command::Rules(args) => rules::main(&args),
         Command::Health(args) => health::main(&args),
         Command::Seal(args) => seal::run(&args, &mut std::io::stdout().lock()),

@@ -64,6 +64,8 @@ pub struct Args {
     /// Give up waiting for the collections files after this many seconds (0: no limit).
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+    #[command(flatten)]
+    steps: crate::steps::StepArgs,
 }
 
 /// Runs the command and exits with its status (0 none fired, 1 fired, 2 error).
@@ -245,21 +247,34 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
     if specs.is_empty() {
         bail!("no rule given: use --rule NAME[:key=value,…] or --config FILE (see --list)");
     }
-    let options = TrialOptions {
+    let mut options = args.steps.apply(TrialOptions {
         poll: PollPolicy {
             initial: Duration::from_millis(1),
             max: Duration::from_millis(args.poll_ms.max(1)),
         },
         collections_timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
         ..TrialOptions::default()
-    };
+    });
     // Each rule gets its own reader: rules switch refreshing on and off around their
     // evaluation, which must not interfere between threads.
     let mut rules: Vec<(String, Box<dyn Rule>)> = Vec::new();
+    // The steps evaluated: `--start-step`/`--end-step` within the steps loaded.
+    let (mut start_step, mut end_step) = (args.start_step, args.end_step);
     for (label, name, params) in specs {
         let trial = Arc::new(
             Trial::open(path, options.clone()).with_context(|| format!("opening trial {path}"))?,
         );
+        if options.last_steps.is_some() || options.range_steps.is_some() {
+            // `--last` is resolved once, by the first reader; the others load the same steps.
+            let (begin, end) = trial.step_range();
+            options.range_steps = Some((begin, end));
+            options.last_steps = None;
+            start_step = start_step.max(begin.unwrap_or(start_step));
+            end_step = match (end_step, end) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
         let mut rule = build_rule(&name, &params, trial)?;
         if args.stop_training {
             rule.base_mut()
@@ -303,8 +318,8 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                     let mut seen = 0usize;
                     let eval = invoke_rule_with(
                         rule.as_mut(),
-                        args.start_step,
-                        args.end_step,
+                        start_step,
+                        end_step,
                         false,
                         &mut |f| {
                             seen += 1;
@@ -452,6 +467,7 @@ mod tests {
             end_step: None,
             poll_ms: 5,
             timeout: 10,
+            steps: Default::default(),
         }
     }
 

@@ -68,7 +68,7 @@ pub fn export_trial(
     options: &ExportOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Summary> {
-    let trial = Trial::open(trial_path, trial_options())?;
+    let trial = Trial::open(trial_path, ranged(trial_options(), options))?;
     export(&trial, out, options, progress)
 }
 
@@ -79,6 +79,22 @@ pub fn trial_options() -> TrialOptions {
         cache_bytes: 0,
         skip_corrupt_index_files: true,
         ..TrialOptions::default()
+    }
+}
+
+/// `trial` loading only the index files of the exported steps (when the range is not
+/// empty: an empty one loads everything and exports nothing, as before).
+fn ranged(trial: TrialOptions, options: &ExportOptions) -> TrialOptions {
+    let range = options.steps;
+    let empty = matches!((range.start, range.end), (Some(a), Some(b)) if b <= a);
+    let negative = range.start.is_some_and(|a| a < 0) || range.end.is_some_and(|b| b < 0);
+    TrialOptions {
+        range_steps: if empty || negative {
+            None
+        } else {
+            range.to_range_steps()
+        },
+        ..trial
     }
 }
 
@@ -108,7 +124,7 @@ pub fn follow_trial(
     poll: Duration,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Summary> {
-    let trial = Trial::open(trial_path, trial_options())?;
+    let trial = Trial::open(trial_path, ranged(trial_options(), options))?;
     follow(&trial, out, options, poll, progress)
 }
 

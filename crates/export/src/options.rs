@@ -103,50 +103,9 @@ impl FromStr for Layout {
     }
 }
 
-/// A half-open range of global steps, `A:B` (either end may be left out).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StepRange {
-    /// First step included.
-    pub start: Option<i64>,
-    /// First step excluded.
-    pub end: Option<i64>,
-}
-
-impl StepRange {
-    /// Whether `step` is in the range.
-    pub fn contains(&self, step: i64) -> bool {
-        self.start.is_none_or(|s| step >= s) && self.end.is_none_or(|e| step < e)
-    }
-}
-
-impl FromStr for StepRange {
-    type Err = String;
-    /// `A:B`, `A:`, `:B`, or `N` (that step only).
-    fn from_str(s: &str) -> Result<Self, String> {
-        let num = |t: &str| -> Result<Option<i64>, String> {
-            let t = t.trim();
-            if t.is_empty() {
-                return Ok(None);
-            }
-            t.parse()
-                .map(Some)
-                .map_err(|_| format!("bad step {t:?} in step range {s:?}"))
-        };
-        match s.split_once(':') {
-            Some((a, b)) => Ok(StepRange {
-                start: num(a)?,
-                end: num(b)?,
-            }),
-            None => {
-                let n = num(s)?.ok_or_else(|| "empty step range".to_string())?;
-                Ok(StepRange {
-                    start: Some(n),
-                    end: Some(n + 1),
-                })
-            }
-        }
-    }
-}
+/// A half-open range of global steps, `A:B` (the trial reader's, shared with every command
+/// that reads a trial).
+pub use smdebug_trial::StepRange;
 
 /// Settings of an export.
 #[derive(Debug, Clone)]

@@ -59,6 +59,29 @@ pub fn index_bucket_key(step: i64) -> String {
     format!("{INDEX_DIR}/{}", format_index_bucket(step))
 }
 
+/// The largest step whose index keys sort in step order: steps `0..=INDEX_KEY_ORDERED_MAX`
+/// have 12-digit names and 9-digit buckets, so their keys compare as their steps do.
+pub const INDEX_KEY_ORDERED_MAX: i64 = 999_999_999_999;
+
+/// `index/{step // 1000:09}/{step:012}`: every index key of `step` starts with it and sorts
+/// after it, and every index key of a smaller step sorts before it — as a listing's
+/// start-after key it skips the steps before `step`, as its end key it stops before
+/// `step`. `None` outside `0..=INDEX_KEY_ORDERED_MAX`, where key order is not step order.
+///
+/// ```
+/// let bound = smdebug_index::index_step_bound(1234).unwrap();
+/// assert_eq!(bound, "index/000000001/000000001234");
+/// let key = smdebug_index::index_file_key(1234, "worker_0").unwrap();
+/// assert!(key.starts_with(&bound) && key > bound);
+/// assert!(smdebug_index::index_file_key(1233, "worker_9").unwrap() < bound);
+/// assert_eq!(smdebug_index::index_step_bound(-1), None);
+/// ```
+pub fn index_step_bound(step: i64) -> Option<String> {
+    (0..=INDEX_KEY_ORDERED_MAX)
+        .contains(&step)
+        .then(|| format!("{}/{}", index_bucket_key(step), format_step(step)))
+}
+
 /// `index/{step // 1000:09}/{step:012}_{worker}.json`.
 ///
 /// ```

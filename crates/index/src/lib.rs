@@ -69,11 +69,12 @@ pub use health::{
 pub use index_json::{IndexFile, IndexMeta, ShapeEntry, TensorEntry, PAYLOAD_CRC_KEY};
 pub use layout::{
     classify_key, collections_file_key, event_dir_key, event_file_key, index_bucket_key,
-    index_file_key, parse_collections_file_name, parse_step_file_name,
+    index_file_key, index_step_bound, parse_collections_file_name, parse_step_file_name,
     python_worker_from_step_file, stop_signal_key, tensorboard_file_key, tensorboard_worker,
     trial_prefix_from_index_path, validate_relative_key, StepFileKind, StepFileName, TrialFile,
     CLAIM_FILE, COLLECTIONS_DIR, DEFAULT_STOP_SIGNAL_FILE, DEFAULT_TENSORBOARD_DIR,
-    END_OF_JOB_FILE, EVENTS_DIR, INDEX_DIR, RULE_STOP_SIGNAL_ENV, TEMP_SUFFIX,
+    END_OF_JOB_FILE, EVENTS_DIR, INDEX_DIR, INDEX_KEY_ORDERED_MAX, RULE_STOP_SIGNAL_ENV,
+    TEMP_SUFFIX,
 };
 pub use recorder::{
     flight_recorder_manifest_key, FLIGHT_RECORDER_DIR, FLIGHT_RECORDER_TRIGGER_FILE,

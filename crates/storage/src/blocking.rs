@@ -114,6 +114,27 @@ impl BlockingStore {
         }
     }
 
+    /// See [`Storage::list_until`].
+    pub fn list_until(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<Vec<ObjectMeta>> {
+        match self.storage.as_sync() {
+            Some(s) => s.list_until_sync(prefix, start_after, end),
+            None => self.block_on(self.storage.list_until(prefix, start_after, end)),
+        }
+    }
+
+    /// See [`Storage::list_folders`].
+    pub fn list_folders(&self, dir: &str) -> Result<Vec<String>> {
+        match self.storage.as_sync() {
+            Some(s) => s.list_folders_sync(dir),
+            None => self.block_on(self.storage.list_folders(dir)),
+        }
+    }
+
     /// See [`Storage::get`].
     pub fn get(&self, key: &str) -> Result<Bytes> {
         match self.storage.as_sync() {

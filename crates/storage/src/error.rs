@@ -145,6 +145,100 @@ impl StorageError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, StorageError::NotFound { .. })
     }
+
+    /// True for a range the object cannot serve ([`StorageError::InvalidRange`],
+    /// [`StorageError::RangeOutOfBounds`]): the request was answered, the object is shorter
+    /// than asked. Any other failure of a read (a server that does not answer, a dropped
+    /// connection) has already been retried and would fail again the same way.
+    pub fn is_range_error(&self) -> bool {
+        matches!(
+            self,
+            StorageError::InvalidRange { .. } | StorageError::RangeOutOfBounds { .. }
+        )
+    }
+
+    /// The same error for another caller that shared the failed request (several values read
+    /// in one request): the same variant and fields; a source error, which cannot be cloned,
+    /// is carried by its message.
+    pub fn duplicate(&self) -> StorageError {
+        use StorageError::*;
+        match self {
+            InvalidKey { key, reason } => InvalidKey {
+                key: key.clone(),
+                reason,
+            },
+            InvalidLocation { location, reason } => InvalidLocation {
+                location: location.clone(),
+                reason: reason.clone(),
+            },
+            UnsupportedScheme {
+                location,
+                scheme,
+                feature,
+            } => UnsupportedScheme {
+                location: location.clone(),
+                scheme,
+                feature,
+            },
+            NotFound { op, location, key } => NotFound {
+                op: *op,
+                location: location.clone(),
+                key: key.clone(),
+            },
+            InvalidRange {
+                op,
+                location,
+                key,
+                range,
+            } => InvalidRange {
+                op: *op,
+                location: location.clone(),
+                key: key.clone(),
+                range: range.clone(),
+            },
+            RangeOutOfBounds {
+                op,
+                location,
+                key,
+                range,
+                size,
+            } => RangeOutOfBounds {
+                op: *op,
+                location: location.clone(),
+                key: key.clone(),
+                range: range.clone(),
+                size: *size,
+            },
+            Io {
+                op,
+                location,
+                key,
+                source,
+            } => Io {
+                op: *op,
+                location: location.clone(),
+                key: key.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            ObjectStore {
+                op,
+                location,
+                key,
+                source,
+            } => ObjectStore {
+                op: *op,
+                location: location.clone(),
+                key: key.clone(),
+                source: Box::new(object_store::Error::Generic {
+                    store: "smdebug-storage",
+                    source: source.to_string().into(),
+                }),
+            },
+            Runtime { reason } => Runtime {
+                reason: reason.clone(),
+            },
+        }
+    }
 }
 
 /// `Result` with [`StorageError`].

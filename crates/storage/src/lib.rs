@@ -80,12 +80,14 @@ pub use blocking::BlockingStore;
 /// The byte buffer type of this API (re-exported so callers need not depend on `bytes`).
 pub use bytes::Bytes;
 pub use error::{Operation, Result, StorageError};
+use futures::stream::BoxStream;
 pub use key::{validate_key, validate_prefix, MAX_KEY_LEN};
 pub use local::{LocalStorage, LocalSync};
 pub use location::{Location, StorageOptions};
 pub use object::{ObjectStorage, ObjectStoreOptions};
 pub use ranges::{get_ranges_with, ReadOptions};
 pub use retry::LocalRetry;
+use std::sync::Arc;
 
 /// One object found by [`Storage::list`].
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -114,6 +116,57 @@ pub trait Storage: Send + Sync + Debug {
     /// before `start_after` are not returned; a caller that needs them lists again without
     /// it.) Objects being written are not listed: on disk their temporary files are hidden.
     async fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>>;
+
+    /// [`list`](Self::list) bounded above as well: only keys strictly less than `end` (when
+    /// given). A store that lists in pages stops asking for pages once it reaches `end`, so
+    /// the cost is that of the keys in the range, not of everything after `start_after`.
+    ///
+    /// The default lists everything after `start_after` and drops the rest.
+    async fn list_until(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<Vec<ObjectMeta>> {
+        let mut out = self.list(prefix, start_after).await?;
+        if let Some(end) = end {
+            out.retain(|o| o.key.as_str() < end);
+        }
+        Ok(out)
+    }
+
+    /// The folders directly under `dir` (`""` or a prefix ending in `/`): each distinct
+    /// next path component of the keys under it that is followed by more of the path, as
+    /// `dir + component + "/"`, sorted, without duplicates. One delimiter listing on object
+    /// stores (a request per 1,000 folders), one directory read on disk — so a reader finds
+    /// the newest folder without listing the keys inside the others.
+    ///
+    /// The default derives them from a full [`list`](Self::list).
+    async fn list_folders(&self, dir: &str) -> Result<Vec<String>> {
+        validate_folder(dir)?;
+        Ok(folders_of(dir, self.list(dir, None).await?))
+    }
+
+    /// [`list_until`](Self::list_until) as a stream of pages that runs ahead: object stores
+    /// request the next page while the caller works on the current one (at most two pages
+    /// are buffered), so a caller can start reading the first objects before the listing
+    /// ends. Keys arrive in ascending order; the stream ends early at the first error.
+    ///
+    /// The default yields the whole [`list_until`](Self::list_until) as one page.
+    fn list_pages(
+        self: Arc<Self>,
+        prefix: String,
+        start_after: Option<String>,
+        end: Option<String>,
+    ) -> BoxStream<'static, Result<Vec<ObjectMeta>>>
+    where
+        Self: 'static,
+    {
+        Box::pin(futures::stream::once(async move {
+            self.list_until(&prefix, start_after.as_deref(), end.as_deref())
+                .await
+        }))
+    }
 
     /// The whole object.
     async fn get(&self, key: &str) -> Result<Bytes>;
@@ -160,6 +213,24 @@ pub trait Storage: Send + Sync + Debug {
 pub trait SyncStorage: Send + Sync {
     /// See [`Storage::list`].
     fn list_sync(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>>;
+    /// See [`Storage::list_until`].
+    fn list_until_sync(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<Vec<ObjectMeta>> {
+        let mut out = self.list_sync(prefix, start_after)?;
+        if let Some(end) = end {
+            out.retain(|o| o.key.as_str() < end);
+        }
+        Ok(out)
+    }
+    /// See [`Storage::list_folders`].
+    fn list_folders_sync(&self, dir: &str) -> Result<Vec<String>> {
+        validate_folder(dir)?;
+        Ok(folders_of(dir, self.list_sync(dir, None)?))
+    }
     /// See [`Storage::get`].
     fn get_sync(&self, key: &str) -> Result<Bytes>;
     /// See [`Storage::get_range`].
@@ -172,4 +243,31 @@ pub trait SyncStorage: Send + Sync {
     fn exists_sync(&self, key: &str) -> Result<bool>;
     /// See [`Storage::delete`].
     fn delete_sync(&self, key: &str) -> Result<()>;
+}
+
+/// `dir` must be `""` or a valid prefix ending in `/`.
+fn validate_folder(dir: &str) -> Result<()> {
+    validate_prefix(dir)?;
+    if !dir.is_empty() && !dir.ends_with('/') {
+        return Err(key::invalid(dir, "a folder must end in '/'"));
+    }
+    Ok(())
+}
+
+/// The folders directly under `dir` that the sorted `objects` (all under `dir`) lie in.
+fn folders_of(dir: &str, objects: Vec<ObjectMeta>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for o in objects {
+        let Some(rest) = o.key.strip_prefix(dir) else {
+            continue;
+        };
+        if let Some(i) = rest.find('/') {
+            let folder = &o.key[..dir.len() + i + 1];
+            if out.last().map(String::as_str) != Some(folder) {
+                out.push(folder.to_owned());
+            }
+        }
+    }
+    out.dedup();
+    out
 }

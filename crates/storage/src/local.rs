@@ -147,6 +147,28 @@ impl Storage for LocalStorage {
             .await?
     }
 
+    async fn list_until(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<Vec<ObjectMeta>> {
+        validate_prefix(prefix)?;
+        let (me, p, s, e) = (
+            self.clone(),
+            prefix.to_owned(),
+            start_after.map(str::to_owned),
+            end.map(str::to_owned),
+        );
+        self.blocking(move || me.list_until_sync(&p, s.as_deref(), e.as_deref()))
+            .await?
+    }
+
+    async fn list_folders(&self, dir: &str) -> Result<Vec<String>> {
+        let (me, d) = (self.clone(), dir.to_owned());
+        self.blocking(move || me.list_folders_sync(&d)).await?
+    }
+
     async fn get(&self, key: &str) -> Result<Bytes> {
         validate_key(key)?;
         let (me, k) = (self.clone(), key.to_owned());
@@ -229,8 +251,27 @@ impl SyncStorage for LocalStorage {
     fn list_sync(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
         validate_prefix(prefix)?;
         self.retry
-            .run(|| list_blocking(&self.root, prefix, start_after))
+            .run(|| list_blocking(&self.root, prefix, start_after, None))
             .map_err(|e| self.io_error(Operation::List, prefix, e))
+    }
+
+    fn list_until_sync(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<Vec<ObjectMeta>> {
+        validate_prefix(prefix)?;
+        self.retry
+            .run(|| list_blocking(&self.root, prefix, start_after, end))
+            .map_err(|e| self.io_error(Operation::List, prefix, e))
+    }
+
+    fn list_folders_sync(&self, dir: &str) -> Result<Vec<String>> {
+        crate::validate_folder(dir)?;
+        self.retry
+            .run(|| folders_blocking(&self.root, dir))
+            .map_err(|e| self.io_error(Operation::List, dir, e))
     }
 
     fn get_sync(&self, key: &str) -> Result<Bytes> {
@@ -365,21 +406,86 @@ fn list_blocking(
     root: &Path,
     prefix: &str,
     start_after: Option<&str>,
+    end: Option<&str>,
 ) -> io::Result<Vec<ObjectMeta>> {
     let dir = prefix_dir(prefix);
     let mut out = Vec::new();
-    walk(&root.join(dir), dir, prefix, start_after, &mut out)?;
+    let bounds = Bounds {
+        prefix,
+        start_after,
+        end,
+    };
+    walk(&root.join(dir), dir, &bounds, &mut out)?;
     out.sort_unstable_by(|a, b| a.key.cmp(&b.key));
     Ok(out)
 }
 
-fn walk(
-    dir: &Path,
-    dir_key: &str,
-    prefix: &str,
-    start_after: Option<&str>,
-    out: &mut Vec<ObjectMeta>,
-) -> io::Result<()> {
+/// What a listing keeps: keys starting with `prefix`, after `start_after`, before `end`.
+struct Bounds<'a> {
+    prefix: &'a str,
+    start_after: Option<&'a str>,
+    end: Option<&'a str>,
+}
+
+/// The folders directly under `dir` (see [`Storage::list_folders`]): the sub-folders that
+/// hold at least one object.
+fn folders_blocking(root: &Path, dir: &str) -> io::Result<Vec<String>> {
+    let entries = match fs::read_dir(root.join(dir)) {
+        Ok(entries) => entries,
+        Err(e) if is_absent(&e) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => {}
+            Ok(_) => continue,
+            Err(e) if is_absent(&e) => continue,
+            Err(e) => return Err(e),
+        }
+        let sub = format!("{dir}{name}/");
+        // A folder counts only when an object lies under it, as on object stores.
+        if has_object(&entry.path())? {
+            out.push(sub);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// Whether any object (a file not being written) lies under `dir`; stops at the first.
+fn has_object(dir: &Path) -> io::Result<bool> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if is_absent(&e) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let path = entry.path();
+        let meta = match fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if is_absent(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        let temp = entry.file_name().to_string_lossy().ends_with(TEMP_SUFFIX);
+        if (meta.is_file() && !temp) || (meta.is_dir() && has_object(&path)?) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn walk(dir: &Path, dir_key: &str, bounds: &Bounds, out: &mut Vec<ObjectMeta>) -> io::Result<()> {
+    let Bounds {
+        prefix,
+        start_after,
+        end,
+    } = *bounds;
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         // The folder was never created or was removed while we walked: nothing in it.
@@ -404,14 +510,17 @@ fn walk(
             // Every key under `sub` sorts before `start_after` when `start_after` is greater
             // than `sub` without extending it.
             let all_before = start_after.is_some_and(|s| s > sub.as_str() && !s.starts_with(&sub));
-            if may_match && !all_before {
-                walk(&entry.path(), &sub, prefix, start_after, out)?;
+            // Every key under `sub` sorts at or after `end` when `sub` does.
+            let all_after = end.is_some_and(|e| sub.as_str() >= e);
+            if may_match && !all_before && !all_after {
+                walk(&entry.path(), &sub, bounds, out)?;
             }
             continue;
         }
         if name.ends_with(TEMP_SUFFIX)
             || !key.starts_with(prefix)
             || start_after.is_some_and(|s| key.as_str() <= s)
+            || end.is_some_and(|e| key.as_str() >= e)
         {
             continue;
         }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::TryStreamExt;
+use futures::stream::BoxStream;
+use futures::{SinkExt, StreamExt};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload};
 
@@ -156,22 +157,26 @@ impl ObjectStorage {
         }
     }
 
-    async fn size(&self, key: &str, path: &Path) -> Result<u64> {
-        self.store
-            .head(path)
-            .await
-            .map(|m| m.size)
-            .map_err(|e| self.error(Operation::GetRange, key, e))
-    }
-}
-
-#[async_trait]
-impl Storage for ObjectStorage {
-    fn location(&self) -> String {
-        self.location.clone()
+    /// `prefix/` inside the object store: what is cut from listed paths to give keys.
+    fn strip(&self) -> String {
+        if self.prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", self.prefix)
+        }
     }
 
-    async fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
+    /// The objects under `prefix` after `start_after` and before `end`, one item per
+    /// listing page (object_store asks for the next page only when the stream is polled
+    /// again). Pages come in ascending key order (S3, GCS and Azure list in UTF-8 byte
+    /// order, the in-memory store in key order), so the stream ends at the first key that
+    /// reaches `end` without asking for more.
+    fn pages(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<BoxStream<'static, Result<Vec<ObjectMeta>>>> {
         validate_prefix(prefix)?;
         // object_store lists by folder; the string prefix is applied below.
         let dir = self.full(prefix_dir(prefix).trim_end_matches('/'));
@@ -188,29 +193,147 @@ impl Storage for ObjectStorage {
             Some(offset) => self.store.list_with_offset(dir_path.as_ref(), offset),
             None => self.store.list(dir_path.as_ref()),
         };
-        let strip = if self.prefix.is_empty() {
-            String::new()
-        } else {
-            format!("{}/", self.prefix)
-        };
-        let metas: Vec<object_store::ObjectMeta> = stream
-            .try_collect()
+        let strip = self.strip();
+        let (prefix, start_after, end) = (
+            prefix.to_owned(),
+            start_after.map(str::to_owned),
+            end.map(str::to_owned),
+        );
+        let me = self.clone();
+        // object_store yields objects one by one but fetches them a page at a time; group
+        // what is ready into pages so that a consumer can start work on a page at once.
+        let pages = stream.ready_chunks(1000).scan(false, move |done, chunk| {
+            if *done {
+                return futures::future::ready(None);
+            }
+            let mut page = Vec::with_capacity(chunk.len());
+            for m in chunk {
+                let m = match m {
+                    Ok(m) => m,
+                    Err(e) => {
+                        *done = true;
+                        return futures::future::ready(Some(Err(me.error(
+                            Operation::List,
+                            &prefix,
+                            e,
+                        ))));
+                    }
+                };
+                let Some(key) = m.location.as_ref().strip_prefix(strip.as_str()) else {
+                    continue;
+                };
+                if end.as_deref().is_some_and(|e| key >= e) {
+                    *done = true;
+                    break;
+                }
+                if key.starts_with(prefix.as_str())
+                    && start_after.as_deref().is_none_or(|s| key > s)
+                {
+                    page.push(ObjectMeta {
+                        key: key.to_owned(),
+                        size: m.size,
+                    });
+                }
+            }
+            futures::future::ready(Some(Ok(page)))
+        });
+        Ok(Box::pin(pages))
+    }
+
+    async fn size(&self, key: &str, path: &Path) -> Result<u64> {
+        self.store
+            .head(path)
             .await
-            .map_err(|e| self.error(Operation::List, prefix, e))?;
-        let mut out: Vec<ObjectMeta> = metas
-            .into_iter()
-            .filter_map(|m| {
-                let key = m.location.as_ref().strip_prefix(strip.as_str())?;
-                let wanted = key.starts_with(prefix) && start_after.is_none_or(|s| key > s);
-                wanted.then(|| ObjectMeta {
-                    key: key.to_owned(),
-                    size: m.size,
-                })
-            })
-            .collect();
+            .map(|m| m.size)
+            .map_err(|e| self.error(Operation::GetRange, key, e))
+    }
+}
+
+#[async_trait]
+impl Storage for ObjectStorage {
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    async fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
+        self.list_until(prefix, start_after, None).await
+    }
+
+    async fn list_until(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<Vec<ObjectMeta>> {
+        let mut pages = self.pages(prefix, start_after, end)?;
+        let mut out = Vec::new();
+        while let Some(page) = pages.next().await {
+            out.extend(page?);
+        }
         out.sort_unstable_by(|a, b| a.key.cmp(&b.key));
         out.dedup_by(|a, b| a.key == b.key);
         Ok(out)
+    }
+
+    async fn list_folders(&self, dir: &str) -> Result<Vec<String>> {
+        crate::validate_folder(dir)?;
+        let full = self.full(dir.trim_end_matches('/'));
+        let full = full.trim_end_matches('/');
+        let dir_path = if full.is_empty() {
+            None
+        } else {
+            Some(Path::parse(full).map_err(|_| invalid(dir, "not a valid object store path"))?)
+        };
+        let listed = self
+            .store
+            .list_with_delimiter(dir_path.as_ref())
+            .await
+            .map_err(|e| self.error(Operation::List, dir, e))?;
+        let strip = self.strip();
+        let mut out: Vec<String> = listed
+            .common_prefixes
+            .iter()
+            .filter_map(|p| {
+                let key = p.as_ref().strip_prefix(strip.as_str())?;
+                key.starts_with(dir).then(|| format!("{key}/"))
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    fn list_pages(
+        self: Arc<Self>,
+        prefix: String,
+        start_after: Option<String>,
+        end: Option<String>,
+    ) -> BoxStream<'static, Result<Vec<ObjectMeta>>> {
+        // A task drives the listing into a channel of two pages, so the next page is on its
+        // way while the caller works on this one. It starts on the first poll (inside the
+        // caller's runtime) and stops when the receiver is dropped.
+        let (tx, rx) = futures::channel::mpsc::channel::<Result<Vec<ObjectMeta>>>(1);
+        let start = futures::stream::once(async move {
+            tokio::spawn(async move {
+                let mut tx = tx;
+                match self.pages(&prefix, start_after.as_deref(), end.as_deref()) {
+                    Ok(mut pages) => {
+                        while let Some(page) = pages.next().await {
+                            let failed = page.is_err();
+                            if tx.send(page).await.is_err() || failed {
+                                break;
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                    }
+                }
+            });
+            futures::stream::empty()
+        })
+        .flatten();
+        Box::pin(start.chain(rx))
     }
 
     async fn get(&self, key: &str) -> Result<Bytes> {
@@ -277,6 +400,7 @@ impl Storage for ObjectStorage {
                 location: self.location.clone(),
                 key: key.to_owned(),
             }),
+            Err(e) if unanswered(&e) => Err(self.error(Operation::GetRange, key, e)),
             Err(e) => {
                 // A range starting past the end is refused (416); say so precisely.
                 match self.size(key, &path).await {
@@ -317,4 +441,24 @@ impl Storage for ObjectStorage {
             Err(e) => Err(self.error(Operation::Delete, key, e)),
         }
     }
+}
+
+/// Whether the request got no answer at all (a timeout or a failed connection, after the
+/// retries): then asking the object's size to explain a refused range would only wait as
+/// long again.
+fn unanswered(e: &object_store::Error) -> bool {
+    #[cfg(feature = "http-client")]
+    {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(c) = cause {
+            if let Some(r) = c.downcast_ref::<reqwest::Error>() {
+                if r.is_timeout() || r.is_connect() {
+                    return true;
+                }
+            }
+            cause = c.source();
+        }
+    }
+    let _ = e;
+    false
 }

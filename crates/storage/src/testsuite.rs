@@ -39,6 +39,7 @@ pub const ALL: &[&str] = &[
     "atomic_put_seen_whole_by_concurrent_reader",
     "delete_and_exists",
     "hostile_keys_are_refused",
+    "bounded_listings_and_folders",
 ];
 
 /// Deterministic bytes that differ at every offset of a short period, so a shifted or
@@ -422,5 +423,83 @@ pub async fn hostile_keys_are_refused(store: &dyn Storage) {
     assert!(
         keys(store, "", None).await.is_empty(),
         "a hostile put wrote something"
+    );
+}
+
+/// `list_until` stops before its end key, also across listing pages; `list_folders` names
+/// the folders directly under a folder, and no folder that holds nothing.
+pub async fn bounded_listings_and_folders(store: &dyn Storage) {
+    // More than one listing page (1,000 keys) in `i/001/`, so the bound must hold across
+    // pages on object stores.
+    let mut written = Vec::new();
+    for folder in 0..3 {
+        let n = if folder == 1 { 1100 } else { 5 };
+        for k in 0..n {
+            written.push(format!("i/{folder:03}/{k:05}.json"));
+        }
+    }
+    written.push("i/top".to_owned());
+    written.push("j/004/x".to_owned());
+    written.push("i/002/deep/er/y".to_owned());
+    written.sort();
+    let puts = written
+        .iter()
+        .map(|k| store.put(k, Bytes::from_static(b"x")));
+    for r in futures::future::join_all(puts).await {
+        r.unwrap();
+    }
+    let until = |start: Option<&'static str>, end: Option<&'static str>| async move {
+        store
+            .list_until("i/", start, end)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|o| o.key)
+            .collect::<Vec<_>>()
+    };
+    let want = |lo: &str, hi: &str| -> Vec<String> {
+        written
+            .iter()
+            .filter(|k| k.starts_with("i/") && k.as_str() > lo && k.as_str() < hi)
+            .cloned()
+            .collect()
+    };
+    assert_eq!(until(None, None).await, want("", "~"));
+    assert_eq!(
+        until(Some("i/001/00990"), Some("i/001/01050")).await,
+        want("i/001/00990", "i/001/01050")
+    );
+    assert_eq!(
+        until(Some("i/000"), Some("i/001")).await,
+        want("i/000", "i/001")
+    );
+    assert_eq!(
+        until(Some("i/001/00005"), Some("i/002")).await,
+        want("i/001/00005", "i/002")
+    );
+    assert!(until(Some("i/001/00005.json"), Some("i/001/00006"))
+        .await
+        .is_empty());
+    assert_eq!(
+        until(Some("i/001/00005"), Some("i/001/00006")).await,
+        ["i/001/00005.json"]
+    );
+    assert!(until(None, Some("i/")).await.is_empty());
+    assert_eq!(
+        until(Some("i/002/deep"), None).await,
+        want("i/002/deep", "~")
+    );
+
+    assert_eq!(
+        store.list_folders("i/").await.unwrap(),
+        ["i/000/", "i/001/", "i/002/"]
+    );
+    assert_eq!(store.list_folders("").await.unwrap(), ["i/", "j/"]);
+    assert_eq!(store.list_folders("i/002/").await.unwrap(), ["i/002/deep/"]);
+    assert!(store.list_folders("i/000/").await.unwrap().is_empty());
+    assert!(store.list_folders("nothing/").await.unwrap().is_empty());
+    assert!(
+        store.list_folders("i").await.is_err(),
+        "a folder ends in '/'"
     );
 }

@@ -62,13 +62,16 @@ macro_rules! suite {
 
 suite!(local: list_order_and_start_after, list_by_prefix, get_and_overwrite,
     ranged_reads_at_edges, many_ranged_reads, empty_objects, large_object, concurrent_writers,
-    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused);
+    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused,
+    bounded_listings_and_folders);
 suite!(local_rename_only: list_order_and_start_after, list_by_prefix, get_and_overwrite,
     ranged_reads_at_edges, many_ranged_reads, empty_objects, large_object, concurrent_writers,
-    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused);
+    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused,
+    bounded_listings_and_folders);
 suite!(memory: list_order_and_start_after, list_by_prefix, get_and_overwrite,
     ranged_reads_at_edges, many_ranged_reads, empty_objects, large_object, concurrent_writers,
-    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused);
+    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused,
+    bounded_listings_and_folders);
 
 #[test]
 fn every_behaviour_runs_on_both_backends() {

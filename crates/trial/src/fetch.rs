@@ -295,10 +295,17 @@ fn object_reads(
                 let storage = Arc::clone(&storage);
                 async move {
                     if let Some(end) = whole {
-                        if let Ok(w) = storage.get_range(&file, 0..end).await {
-                            if let Some(parts) = slice_ranges(&w, &ranges) {
-                                return (j, Some(w), Ok(parts));
+                        match storage.get_range(&file, 0..end).await {
+                            Ok(w) => {
+                                if let Some(parts) = slice_ranges(&w, &ranges) {
+                                    return (j, Some(w), Ok(parts));
+                                }
                             }
+                            // Retried already; asking again would only wait as long again.
+                            Err(e) if !e.is_range_error() && !e.is_not_found() => {
+                                return (j, None, Err(e));
+                            }
+                            Err(_) => {}
                         }
                     }
                     (j, None, storage.get_ranges(&file, &ranges).await)
@@ -323,9 +330,9 @@ fn object_reads(
 const PARALLEL_MIN_BYTES: u64 = 1 << 20;
 
 /// The values of one file's records (`idx` into `locs`) from the grouped read of their
-/// ranges. A missing file makes each value unavailable; any other failed grouped read (one
-/// range past a truncated file's end fails the whole group) gives `None`, for a retry record
-/// by record, so that only the damaged records fail.
+/// ranges. A missing file makes each value unavailable; a range error (one range past a
+/// truncated file's end fails the whole group) gives `None`, for a retry record by record,
+/// so that only the damaged records fail; any other error fails every record at once.
 fn file_results(
     locs: &[&RecordLocation],
     idx: &[usize],
@@ -346,7 +353,14 @@ fn file_results(
                 (i, Some(Err(err)))
             })
             .collect(),
-        Err(_) => idx.iter().map(|&i| (i, None)).collect(),
+        // One range past a truncated file's end fails the group: read each on its own.
+        Err(e) if e.is_range_error() => idx.iter().map(|&i| (i, None)).collect(),
+        // Anything else was retried with backoff already (the store's bounded retries):
+        // every record of the group fails with it, at once.
+        Err(e) => idx
+            .iter()
+            .map(|&i| (i, Some(Err(TrialError::Storage(e.duplicate())))))
+            .collect(),
     }
 }
 

@@ -56,15 +56,17 @@ mod collections;
 mod error;
 mod fetch;
 mod parallel;
+mod range;
 mod reductions;
 mod state;
 mod tensor;
 mod trial;
 
 pub use error::{Result, TrialError};
+pub use range::StepRange;
 pub use smdebug_config::Mode;
 pub use smdebug_exceptions::{AnalysisError, StepState};
-pub use state::RecordLocation;
+pub use state::{RecordLocation, BYTES_PER_ENTRY};
 pub use tensor::{ReductionValues, Tensor};
 pub use trial::{create_trial, PollPolicy, TensorFilter, Trial, TrialOptions};
 

@@ -46,7 +46,10 @@ pub(crate) fn for_each_ordered<T: Sync, R: Send>(
         items.get(k).map(|item| (k, f(item)))
     };
     std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel();
+        // Bounded: helpers parse at most this far ahead of the consumer, so the results
+        // waiting to be consumed (parsed index files, when a trial opens) stay a few hundred,
+        // not the whole trial.
+        let (tx, rx) = mpsc::sync_channel(64 * threads);
         for _ in 1..threads {
             let tx = tx.clone();
             let helper = move || {

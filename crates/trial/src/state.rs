@@ -37,7 +37,8 @@ pub struct RecordLocation {
     pub mode_step: i64,
 }
 
-/// What one worker saved of one tensor at one step.
+/// What one worker saved of one tensor at one step, as the tensor API hands it out (see
+/// [`StoredStep`] for how it is kept).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StepData {
     pub location: Option<RecordLocation>,
@@ -47,8 +48,63 @@ pub(crate) struct StepData {
     pub reductions: BTreeMap<(String, bool), Option<RecordLocation>>,
 }
 
+/// What one index file says about all of its records: kept once per file, not per record.
+#[derive(Debug)]
+pub(crate) struct FileInfo {
+    event_file: Arc<str>,
+    index_file: Arc<str>,
+    event_file_end: u64,
+    step: i64,
+    mode: Mode,
+    mode_step: i64,
+}
+
+/// One record as kept: the number of its index file in [`State::files`], its byte range
+/// and CRC — 32 bytes. The tag is the tensor's name for a raw value (an index entry that
+/// is not a reduction names its tensor exactly); a reduction keeps its own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rec {
+    file: u32,
+    start: u64,
+    length: u64,
+    crc: Option<u32>,
+}
+
+/// What one worker saved of one tensor at one step, as kept for every (tensor, step,
+/// worker) entry of the trial: [`BYTES_PER_ENTRY`] bytes with the worker's name pointer,
+/// plus a shape's and saved reductions' own allocations when there are any.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StoredStep {
+    pub location: Option<Rec>,
+    pub shape: Option<Box<[u64]>>,
+    /// `(op, abs)` → the saved reduction's record and its tag; boxed, since most entries
+    /// have none (8 bytes instead of an empty map's 24).
+    pub reductions: Option<Box<Reductions>>,
+}
+
+/// The saved reductions of one entry.
+pub(crate) type Reductions = BTreeMap<(String, bool), Option<TaggedRec>>;
+
+impl StoredStep {
+    fn reductions_mut(&mut self) -> &mut Reductions {
+        self.reductions.get_or_insert_with(Default::default)
+    }
+
+    fn reductions(&self) -> impl Iterator<Item = (&(String, bool), &Option<TaggedRec>)> {
+        self.reductions.iter().flat_map(|r| r.iter())
+    }
+}
+
+/// A saved reduction's record and the name its index entry gives it.
+pub(crate) type TaggedRec = (Rec, Box<str>);
+
+/// Bytes kept per (tensor, step, worker) index entry with a raw value and no saved
+/// reduction, whatever the number of workers (docs/src/scale.md): the entry itself, in its
+/// step's list of workers. The list grows by doubling, so up to twice this is reserved.
+pub const BYTES_PER_ENTRY: usize = std::mem::size_of::<(Arc<str>, StoredStep)>();
+
 /// What each worker saved of a tensor at one step, workers in first-seen order.
-pub(crate) type Workers = SmallVec<[(Arc<str>, StepData); 1]>;
+pub(crate) type Workers = SmallVec<[(Arc<str>, StoredStep); 1]>;
 
 /// The mode steps of a tensor in one mode, ascending, each with its [`Workers`]. Steps are
 /// registered in ascending order almost always, so this is a sorted vector that appends
@@ -108,12 +164,12 @@ impl TensorData {
         self.modes.get(&mode).and_then(|m| m.get(mode_step))
     }
 
-    fn entry(&mut self, mode: Mode, mode_step: i64, worker: &Arc<str>) -> &mut StepData {
+    fn entry(&mut self, mode: Mode, mode_step: i64, worker: &Arc<str>) -> &mut StoredStep {
         let workers = self.modes.entry(mode).or_default().entry(mode_step);
         let i = match workers.iter().position(|(w, _)| w == worker) {
             Some(i) => i,
             None => {
-                workers.push((Arc::clone(worker), StepData::default()));
+                workers.push((Arc::clone(worker), StoredStep::default()));
                 workers.len() - 1
             }
         };
@@ -145,9 +201,9 @@ impl Tensors {
         self.ids.keys().map(|k| &**k)
     }
 
-    /// Every tensor's data, in no particular order.
-    pub fn values(&self) -> impl Iterator<Item = &TensorData> {
-        self.data.iter()
+    /// Every tensor's name and data, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &TensorData)> {
+        self.names.iter().map(|n| &**n).zip(self.data.iter())
     }
 
     /// The tensor's number, adding it when new.
@@ -200,6 +256,8 @@ pub(crate) struct State {
     pub index_errors: BTreeMap<i64, (String, smdebug_index::IndexFileError)>,
     /// How the entries of the last registered index file resolved, in their order.
     resolved: Vec<Resolved>,
+    /// Every registered index file, numbered in registration order (see [`Rec`]).
+    files: Vec<FileInfo>,
 }
 
 /// Soft limit of remembered index file names (smdebug's `ReadIndexFilesCache.cache_limit`).
@@ -228,6 +286,15 @@ impl State {
         self.read_files.insert(key.to_owned());
     }
 
+    /// Forgets the index files read that sort before the token: no listing returns them
+    /// again. Called after each refresh, so that opening a large trial does not keep the
+    /// name of every index file it read.
+    pub fn forget_read_before_token(&mut self) {
+        if let Some(token) = &self.last_index_token {
+            self.read_files = self.read_files.split_off(token.as_str());
+        }
+    }
+
     /// Registers every entry of one index file (`step` and `worker` from its name).
     pub fn register_index_file(&mut self, key: &str, step: i64, worker: &str, index: IndexFile) {
         if index.tensors.is_empty() && index.shapes.is_empty() {
@@ -235,7 +302,6 @@ impl State {
         }
         let mode = index.meta.mode;
         let mode_step = index.meta.mode_step;
-        let index_file: Arc<str> = Arc::from(key);
         let worker: Arc<str> = Arc::from(worker);
         // The index crate validated the name (a relative key under events/).
         let event_file: Option<Arc<str>> =
@@ -247,21 +313,29 @@ impl State {
             .map(|e| e.start_idx.saturating_add(e.length))
             .max()
             .unwrap_or(0);
+        let file = match (&event_file, u32::try_from(self.files.len())) {
+            (Some(ev), Ok(n)) => {
+                self.files.push(FileInfo {
+                    event_file: Arc::clone(ev),
+                    index_file: Arc::from(key),
+                    event_file_end,
+                    step,
+                    mode,
+                    mode_step,
+                });
+                Some(n)
+            }
+            _ => None,
+        };
         let tensors_len = index.tensors.len();
         let mut ids = Vec::with_capacity(tensors_len + index.shapes.len());
         for (i, entry) in index.tensors.into_iter().enumerate() {
             let (id, reduction) = self.resolve(i, &entry.name);
-            let location = event_file.as_ref().map(|ev| RecordLocation {
-                event_file: Arc::clone(ev),
+            let location = file.map(|file| Rec {
+                file,
                 start: entry.start_idx,
                 length: entry.length,
-                event_file_end,
-                payload_crc32c: entry.payload_crc32c,
-                tag: entry.name,
-                index_file: Arc::clone(&index_file),
-                step,
-                mode,
-                mode_step,
+                crc: entry.payload_crc32c,
             });
             let new_in_mode = !self.tensors.data[id].modes.contains_key(&mode);
             self.populate_tensor(id, mode, new_in_mode);
@@ -269,7 +343,8 @@ impl State {
             let step_data = self.tensors.data[id].entry(mode, mode_step, &worker);
             match reduction {
                 Some(key) => {
-                    step_data.reductions.insert(key, location);
+                    let tagged = location.map(|r| (r, entry.name.into_boxed_str()));
+                    step_data.reductions_mut().insert(key, tagged);
                 }
                 // A name listed twice in one file: the last entry wins, as in smdebug.
                 None => step_data.location = location,
@@ -282,12 +357,12 @@ impl State {
             let step_data = data.entry(mode, mode_step, &worker);
             match reduction {
                 Some(key) => {
-                    step_data.reductions.entry(key).or_insert(None);
+                    step_data.reductions_mut().entry(key).or_insert(None);
                 }
                 None => {
                     // smdebug replaces a raw value's location by the shape here [PY-BUG];
                     // both are kept.
-                    step_data.shape = Some(entry.shape);
+                    step_data.shape = Some(entry.shape.into_boxed_slice());
                     data.original_name = Some(entry.original_name);
                 }
             }
@@ -326,6 +401,45 @@ impl State {
             self.resolved.push(r);
         }
         (id, reduction)
+    }
+
+    /// The record `r` as the tensor API hands it out, tagged `tag`.
+    pub fn location(&self, r: &Rec, tag: &str) -> RecordLocation {
+        let f = &self.files[r.file as usize];
+        RecordLocation {
+            event_file: Arc::clone(&f.event_file),
+            start: r.start,
+            length: r.length,
+            event_file_end: f.event_file_end,
+            payload_crc32c: r.crc,
+            tag: tag.to_owned(),
+            index_file: Arc::clone(&f.index_file),
+            step: f.step,
+            mode: f.mode,
+            mode_step: f.mode_step,
+        }
+    }
+
+    /// One entry of tensor `name` as the tensor API hands it out.
+    pub fn step_data(&self, name: &str, d: &StoredStep) -> StepData {
+        StepData {
+            location: d.location.as_ref().map(|r| self.location(r, name)),
+            shape: d.shape.as_ref().map(|s| s.to_vec()),
+            reductions: d
+                .reductions()
+                .map(|(k, v)| (k.clone(), v.as_ref().map(|(r, tag)| self.location(r, tag))))
+                .collect(),
+        }
+    }
+
+    /// Every record of one entry: the raw value's, then the saved reductions'.
+    pub fn entry_locations(&self, name: &str, d: &StoredStep) -> Vec<RecordLocation> {
+        let raw = d.location.as_ref().map(|r| self.location(r, name));
+        let reductions = d
+            .reductions()
+            .filter_map(|(_, v)| v.as_ref())
+            .map(|(r, tag)| self.location(r, tag));
+        raw.into_iter().chain(reductions).collect()
     }
 
     /// The step-level bookkeeping of an index file with at least one entry.
@@ -504,7 +618,7 @@ mod tests {
         for step in [5, 7, 7, 2, 9, 0, 5, 8] {
             let workers = m.entry(step);
             if workers.is_empty() {
-                workers.push((Arc::clone(&w), StepData::default()));
+                workers.push((Arc::clone(&w), StoredStep::default()));
             }
         }
         let steps: Vec<i64> = m.iter().map(|(s, _)| s).collect();
@@ -513,5 +627,41 @@ mod tests {
         assert!(m.get(7).is_some());
         assert!(m.get(6).is_none());
         assert!(m.get(-1).is_none() && m.get(10).is_none());
+    }
+
+    #[test]
+    fn an_entry_costs_a_bounded_number_of_bytes() {
+        // docs/src/scale.md states this number; change both together.
+        assert_eq!(BYTES_PER_ENTRY, 72, "{BYTES_PER_ENTRY} bytes per entry");
+        assert_eq!(std::mem::size_of::<Option<Rec>>(), 32);
+    }
+
+    #[test]
+    fn records_keep_their_index_files_facts_and_reductions_their_tags() {
+        let mut st = State::new();
+        st.num_workers = 1;
+        let json = r#"{"meta": {"mode": "TRAIN", "mode_step": 3, "event_file_name": "events/000000000007/000000000007_worker_0.tfevents"}, "tensor_payload": [{"tensorname": "a:0", "start_idx": 0, "length": 40}, {"tensorname": "smdebug/reductions/abs_max/a", "start_idx": 40, "length": 24}], "shape_payload": []}"#;
+        let key = "index/000000000/000000000007_worker_0.json";
+        let index = IndexFile::parse(key, json.as_bytes()).unwrap();
+        st.register_index_file(key, 7, "worker_0", index);
+        let (name, data) = st.tensors.iter().find(|(n, _)| *n == "a:0").unwrap();
+        let (_, d) = &data.step_dict(Mode::Train, 3).unwrap()[0];
+        let locs = st.entry_locations(name, d);
+        assert_eq!(locs.len(), 1, "the reduction of `a` is a tensor of its own");
+        assert_eq!(
+            (locs[0].tag.as_str(), locs[0].start, locs[0].length),
+            ("a:0", 0, 40)
+        );
+        assert_eq!(
+            (locs[0].step, locs[0].mode_step, locs[0].event_file_end),
+            (7, 3, 64)
+        );
+        assert_eq!(&*locs[0].index_file, key);
+        let (name, data) = st.tensors.iter().find(|(n, _)| *n == "a").unwrap();
+        let (_, d) = &data.step_dict(Mode::Train, 3).unwrap()[0];
+        let full = st.step_data(name, d);
+        let red = full.reductions[&("max".to_owned(), true)].as_ref().unwrap();
+        assert_eq!(red.tag, "smdebug/reductions/abs_max/a");
+        assert_eq!(red.start, 40);
     }
 }

@@ -41,6 +41,22 @@ impl<'t> Tensor<'t> {
             .and_then(|t| t.original_name.clone())
     }
 
+    /// How many raw values of this tensor the loaded index lists, in every mode: one per
+    /// (step, worker) that saved one.
+    pub fn value_count(&self) -> usize {
+        lock(&self.trial.state)
+            .tensors
+            .get(&self.name)
+            .map_or(0, |t| {
+                t.modes
+                    .values()
+                    .flat_map(|steps| steps.values())
+                    .flat_map(|workers| workers.iter())
+                    .filter(|(_, d)| d.location.is_some())
+                    .count()
+            })
+    }
+
     /// Sorted steps of this tensor in `mode` (global steps for GLOBAL); only complete ones
     /// unless `show_incomplete_steps`.
     pub fn steps(&self, mode: Mode, show_incomplete_steps: bool) -> Result<Vec<i64>> {
@@ -113,6 +129,7 @@ impl<'t> Tensor<'t> {
         let Some((m, s)) = self.resolve(st, step, mode)? else {
             return Ok(None);
         };
+        let st: &State = st;
         let Some(workers) = st.tensors.get(&self.name).and_then(|d| d.step_dict(m, s)) else {
             return Ok(None);
         };
@@ -121,7 +138,7 @@ impl<'t> Tensor<'t> {
             None => workers.iter().min_by(|a, b| a.0.cmp(&b.0)),
         };
         match (found, worker) {
-            (Some((_, d)), _) => Ok(Some(d.clone())),
+            (Some((_, d)), _) => Ok(Some(st.step_data(&self.name, d))),
             (None, Some(w)) => Err(AnalysisError::InvalidWorker {
                 worker: w.to_owned(),
             }
@@ -344,8 +361,7 @@ impl<'t> Tensor<'t> {
                     .values()
                     .flat_map(|m| m.values())
                     .flat_map(|ws| ws.iter())
-                    .flat_map(|(_, d)| d.location.iter().chain(d.reductions.values().flatten()))
-                    .cloned()
+                    .flat_map(|(_, d)| st.entry_locations(&self.name, d))
                     .collect()
             })
             .unwrap_or_default()

@@ -3,6 +3,7 @@
 use crate::collections::merge_collections;
 use crate::fetch::{fetch_values, lock, value_cache, FileCache, ValueCache};
 use crate::parallel;
+use crate::range;
 use crate::state::{RecordLocation, State};
 use crate::tensor::Tensor;
 use crate::{Result, TensorValue, TrialError};
@@ -15,6 +16,9 @@ use smdebug_index::{
 
 /// An index file as read: storage error, or parse result.
 type ParsedIndex = smdebug_storage::Result<std::result::Result<IndexFile, IndexFileError>>;
+
+/// An index file to read: its key, global step and worker.
+type IndexFileName = (String, i64, String);
 use smdebug_storage::{BlockingStore, Location, Storage, StorageOptions};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -51,8 +55,15 @@ impl PollPolicy {
 pub struct TrialOptions {
     /// The trial's name (default: the last path component of the location, as smdebug).
     pub name: Option<String>,
-    /// Only index files whose step `s` has `begin <= s < end` are loaded (`range_steps`).
+    /// Only index files whose step `s` has `begin <= s < end` are loaded (smdebug's
+    /// `range_steps`). Index keys sort by step, so the listings start at the range's first
+    /// key and stop at its end: opening a range costs what the range holds, not what the
+    /// trial holds.
     pub range_steps: Option<(Option<i64>, Option<i64>)>,
+    /// Only the last `n` steps (of those before the end of `range_steps`, if any) that have
+    /// an index file when the trial is opened, and the steps after them that appear later.
+    /// Found without listing the older index folders (see `docs/src/scale.md`).
+    pub last_steps: Option<usize>,
     /// Bytes of decoded values kept in memory (0 disables the cache).
     pub cache_bytes: usize,
     /// Object stores only: bytes of whole events files kept in memory after reading them
@@ -83,6 +94,7 @@ impl Default for TrialOptions {
         TrialOptions {
             name: None,
             range_steps: None,
+            last_steps: None,
             cache_bytes: 256 << 20,
             readahead_bytes: 64 << 20,
             incomplete_step_window: std::env::var("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW")
@@ -119,6 +131,8 @@ pub struct Trial {
     path: String,
     store: BlockingStore,
     options: TrialOptions,
+    /// The steps loaded: `range_steps`, its start moved up by `last_steps`.
+    range: (Option<i64>, Option<i64>),
     collections: Mutex<CollectionManager>,
     pub(crate) state: Mutex<State>,
     pub(crate) cache: Mutex<ValueCache>,
@@ -165,10 +179,22 @@ impl Trial {
                 }
             }
         }
+        if options.last_steps == Some(0) {
+            return Err(TrialError::InvalidArgument {
+                message: "last_steps must be at least 1".into(),
+            });
+        }
         let store = BlockingStore::new(storage)?;
+        let mut range = options.range_steps.unwrap_or((None, None));
+        if let Some(n) = options.last_steps {
+            if let Some(first) = range::first_of_last_steps(&store, n, range.1)? {
+                range.0 = Some(range.0.map_or(first, |b| b.max(first)));
+            }
+        }
         let trial = Trial {
             name,
             path: path.to_owned(),
+            range,
             store,
             cache: Mutex::new(value_cache(options.cache_bytes)),
             readahead: Mutex::new(FileCache::new(options.readahead_bytes)),
@@ -291,97 +317,204 @@ impl Trial {
 
     fn refresh_locked(&self, st: &mut State) -> Result<()> {
         let prefix = format!("{INDEX_DIR}/");
-        let listed = self.store.list(&prefix, st.last_index_token.as_deref())?;
-        let mut todo = Vec::new();
-        for obj in &listed {
+        // Start after the token or the range's first key, whichever is later; stop at the
+        // range's end.
+        let (range_start, range_end) = range::listing_bounds(self.range);
+        let start_after = match (st.last_index_token.as_deref(), range_start.as_deref()) {
+            (Some(t), Some(r)) => Some(t.max(r).to_owned()),
+            (t, r) => t.or(r).map(str::to_owned),
+        };
+        let start_after = start_after.as_deref();
+        let (listed, failed) = if self.store.storage().as_sync().is_some() {
+            self.refresh_local(st, &prefix, start_after, range_end.as_deref())?
+        } else {
+            self.refresh_object(st, &prefix, start_after, range_end.as_deref())
+        };
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        // smdebug moves the token only through `_update_last_index_token` (to the last
+        // complete step, or half a window ahead); a listing merely triggers the update.
+        if listed > 0 || st.last_index_token.is_some() {
+            st.update_last_index_token(self.options.incomplete_step_window);
+            st.forget_read_before_token();
+        }
+        Ok(())
+    }
+
+    /// One refresh on local disk: a listing, then the new index files parsed on several
+    /// threads and registered in key order while the next ones are parsed. Returns how many
+    /// objects were listed and the first error of a file.
+    fn refresh_local(
+        &self,
+        st: &mut State,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<(usize, Option<TrialError>)> {
+        let listed = self.store.list_until(prefix, start_after, end)?;
+        let count = listed.len();
+        // The keys move out of the listing, the rest of each name is parsed once: a large
+        // trial's listing is not held twice.
+        let mut keys = Vec::new();
+        let mut names = Vec::new();
+        for obj in listed {
             let TrialFile::Index(name) = classify_key(&obj.key)? else {
                 continue;
             };
             if st.has_read(&obj.key) || !self.in_range(name.step) {
                 continue;
             }
-            todo.push((obj.key.clone(), name.step, name.worker().into_owned()));
+            names.push((name.step, name.worker().into_owned()));
+            keys.push(obj.key);
         }
-        let keys: Vec<String> = todo.iter().map(|(k, _, _)| k.clone()).collect();
-        let mut todo = todo.iter();
+        let mut next = keys.iter().zip(names);
         let mut failed = None;
-        self.read_index_files(keys, |parsed| {
-            let Some((key, step, worker)) = todo.next() else {
+        self.read_index_files(&keys, |parsed| {
+            let Some((key, (step, worker))) = next.next() else {
                 return;
             };
-            if failed.is_some() {
-                return;
+            if failed.is_none() {
+                failed = self.register_parsed(st, key, step, &worker, parsed).err();
             }
-            let parsed = match parsed {
-                Ok(p) => p,
-                // Listed, then removed before it could be read: it is not part of the trial.
-                Err(e) if e.is_not_found() => return,
-                Err(e) => {
-                    failed = Some(TrialError::from(e));
-                    return;
-                }
-            };
-            match parsed {
-                Ok(index) => st.register_index_file(key, *step, worker, index),
-                Err(e) if self.options.skip_corrupt_index_files => {
-                    st.index_errors.insert(*step, (key.to_owned(), e));
-                }
-                Err(e) => {
-                    failed = Some(e.into());
-                    return;
-                }
-            }
-            st.remember_read(key);
         });
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        // smdebug moves the token only through `_update_last_index_token` (to the last
-        // complete step, or half a window ahead); a listing merely triggers the update.
-        if !listed.is_empty() || st.last_index_token.is_some() {
-            st.update_last_index_token(self.options.incomplete_step_window);
-        }
-        Ok(())
+        Ok((count, failed))
     }
 
-    /// Reads and parses index files and hands each to `consume`, in the order given:
-    /// concurrently on object stores, on up to `available_parallelism` threads for local disk
-    /// (parsing is most of the work of opening a large trial), registering each file while
-    /// the next ones are parsed.
-    fn read_index_files(&self, keys: Vec<String>, consume: impl FnMut(ParsedIndex)) {
+    /// One refresh on an object store: the listing runs a page ahead
+    /// ([`Storage::list_pages`](smdebug_storage::Storage::list_pages)) and the GETs of a
+    /// page's index files start as soon as the page arrives, at most
+    /// [`TrialOptions::index_concurrency`] at a time; files are registered in key order.
+    /// Returns how many objects were listed and the first error (of the listing or of a file;
+    /// the files before it stay registered, the ones after it are read again next time).
+    fn refresh_object(
+        &self,
+        st: &mut State,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> (usize, Option<TrialError>) {
+        type Item = Result<(IndexFileName, ParsedIndex)>;
         let storage = Arc::clone(self.store.storage());
-        if let Some(sync) = storage.as_sync() {
-            // One thread per 16 files at most: a thread start costs about what parsing a
-            // few small index files does.
-            let parse = |k: &String| sync.get_sync(k).map(|b| IndexFile::parse(k, &b));
-            parallel::for_each_ordered(
-                &keys,
-                keys.len() / 16,
-                "smdebug-trial-index",
-                parse,
-                consume,
-            );
-            return;
-        }
+        let pages = Arc::clone(&storage).list_pages(
+            prefix.to_owned(),
+            start_after.map(str::to_owned),
+            end.map(str::to_owned),
+        );
+        let listed = std::sync::atomic::AtomicUsize::new(0);
         let concurrency = self.options.index_concurrency.max(1);
-        let parsed: Vec<ParsedIndex> = self.store.block_on(async move {
-            stream::iter(keys)
-                .map(|k| {
+        let state: &State = st;
+        let items: Vec<Item> = self.store.block_on(async {
+            pages
+                .flat_map(|page| {
+                    let page: Vec<smdebug_storage::Result<smdebug_storage::ObjectMeta>> = match page
+                    {
+                        Ok(objs) => objs.into_iter().map(Ok).collect(),
+                        Err(e) => vec![Err(e)],
+                    };
+                    stream::iter(page)
+                })
+                .filter_map(|obj| {
+                    let wanted = match obj {
+                        Err(e) => Some(Err(TrialError::from(e))),
+                        Ok(obj) => {
+                            listed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            match classify_key(&obj.key) {
+                                Err(e) => Some(Err(TrialError::from(e))),
+                                Ok(TrialFile::Index(name))
+                                    if !state.has_read(&obj.key) && self.in_range(name.step) =>
+                                {
+                                    Some(Ok((obj.key, name.step, name.worker().into_owned())))
+                                }
+                                Ok(_) => None,
+                            }
+                        }
+                    };
+                    futures::future::ready(wanted)
+                })
+                .map(|file| {
                     let storage = Arc::clone(&storage);
-                    async move { storage.get(&k).await.map(|b| IndexFile::parse(&k, &b)) }
+                    async move {
+                        let file = file?;
+                        let parsed = storage
+                            .get(&file.0)
+                            .await
+                            .map(|b| IndexFile::parse(&file.0, &b));
+                        Ok((file, parsed))
+                    }
                 })
                 .buffered(concurrency)
                 .collect()
                 .await
         });
-        parsed.into_iter().for_each(consume);
+        let mut failed = None;
+        for item in items {
+            let result = item.and_then(|((key, step, worker), parsed)| {
+                self.register_parsed(st, &key, step, &worker, parsed)
+            });
+            if let Err(e) = result {
+                failed = Some(e);
+                break;
+            }
+        }
+        (listed.into_inner(), failed)
+    }
+
+    /// Registers one index file as read: `Err` when the refresh must stop with it.
+    fn register_parsed(
+        &self,
+        st: &mut State,
+        key: &str,
+        step: i64,
+        worker: &str,
+        parsed: ParsedIndex,
+    ) -> Result<()> {
+        let parsed = match parsed {
+            Ok(p) => p,
+            // Listed, then removed before it could be read: it is not part of the trial.
+            Err(e) if e.is_not_found() => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        match parsed {
+            Ok(index) => st.register_index_file(key, step, worker, index),
+            Err(e) if self.options.skip_corrupt_index_files => {
+                st.index_errors.insert(step, (key.to_owned(), e));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        st.remember_read(key);
+        Ok(())
+    }
+
+    /// Reads and parses index files from local disk and hands each to `consume`, in the
+    /// order given, on up to `available_parallelism` threads (parsing is most of the work of
+    /// opening a large trial), registering each file while the next ones are parsed.
+    fn read_index_files(&self, keys: &[String], consume: impl FnMut(ParsedIndex)) {
+        let storage = Arc::clone(self.store.storage());
+        let Some(sync) = storage.as_sync() else {
+            // Only local disk comes here (see `refresh_locked`); other stores read through
+            // `refresh_object`.
+            let mut consume = consume;
+            for k in keys {
+                consume(self.store.get(k).map(|b| IndexFile::parse(k, &b)));
+            }
+            return;
+        };
+        // One thread per 16 files at most: a thread start costs about what parsing a few
+        // small index files does.
+        let parse = |k: &String| sync.get_sync(k).map(|b| IndexFile::parse(k, &b));
+        parallel::for_each_ordered(keys, keys.len() / 16, "smdebug-trial-index", parse, consume);
     }
 
     fn in_range(&self, step: i64) -> bool {
-        match self.options.range_steps {
-            None => true,
-            Some((begin, end)) => begin.is_none_or(|b| step >= b) && end.is_none_or(|e| step < e),
-        }
+        let (begin, end) = self.range;
+        begin.is_none_or(|b| step >= b) && end.is_none_or(|e| step < e)
+    }
+
+    /// The global steps this trial loads, `begin <= s < end` (`range_steps`, with its start
+    /// moved up to the first of the `last_steps` found at open).
+    pub fn step_range(&self) -> (Option<i64>, Option<i64>) {
+        self.range
     }
 
     /// smdebug's `maybe_refresh`: refresh unless switched off or everything is loaded; when
@@ -718,17 +851,11 @@ impl Trial {
         let locs: Vec<RecordLocation> = {
             let st = lock(&self.state);
             st.tensors
-                .values()
-                .flat_map(|t| t.modes.values())
-                .flat_map(|m| m.values())
-                .flat_map(|ws| ws.iter())
-                .flat_map(|(_, d)| {
-                    d.location
-                        .iter()
-                        .chain(d.reductions.values().flatten())
-                        .cloned()
-                        .collect::<Vec<_>>()
-                })
+                .iter()
+                .flat_map(|(name, t)| t.modes.values().map(move |m| (name, m)))
+                .flat_map(|(name, m)| m.values().map(move |ws| (name, ws)))
+                .flat_map(|(name, ws)| ws.iter().map(move |(_, d)| (name, d)))
+                .flat_map(|(name, d)| st.entry_locations(name, d))
                 .collect()
         };
         let refs: Vec<&RecordLocation> = locs.iter().collect();
