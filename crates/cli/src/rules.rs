@@ -316,17 +316,12 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                 let print = &print;
                 scope.spawn(move || -> Result<Outcome> {
                     let mut seen = 0usize;
-                    let eval = invoke_rule_with(
-                        rule.as_mut(),
-                        start_step,
-                        end_step,
-                        false,
-                        &mut |f| {
+                    let eval =
+                        invoke_rule_with(rule.as_mut(), start_step, end_step, false, &mut |f| {
                             seen += 1;
                             print(f, seen == 1);
-                        },
-                    )
-                    .with_context(|| format!("rule {label}"))?;
+                        })
+                        .with_context(|| format!("rule {label}"))?;
                     let steps = eval.firings.iter().map(|f| f.step);
                     let span = steps.clone().min().zip(steps.max());
                     Ok(Outcome {
