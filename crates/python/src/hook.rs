@@ -8,9 +8,11 @@
 
 use crate::trial::mode_arg;
 use crate::NativeError;
-use numpy::{Element, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{
+    Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyString};
 use smdebug_config::{Collection, Framework, IncludeWorkers, ReductionConfig, SaveConfig};
 use smdebug_hook::{Hook, HookBuilder, HookError, Saved};
 use smdebug_record::TensorValue;
@@ -44,12 +46,14 @@ fn framework_arg(py: Python<'_>, name: &str) -> PyResult<Framework> {
         "tensorflow" => Framework::TensorFlow,
         "tensorflow2" | "tf2" => Framework::TensorFlow2Eager,
         "xgboost" => Framework::XGBoost,
-        other => return Err(value_err(
-            py,
-            format!(
+        other => {
+            return Err(value_err(
+                py,
+                format!(
                 "framework {other:?}: expected pytorch, mxnet, tensorflow, tensorflow2 or xgboost"
             ),
-        )),
+            ))
+        }
     })
 }
 
@@ -81,13 +85,23 @@ where
 /// A value as a numpy array: numpy arrays as they are, objects with `__array__` (torch,
 /// jax, tensorflow on CPU, lists, Python numbers) through `numpy.asarray`, objects with only
 /// `__dlpack__` through `numpy.from_dlpack`.
+///
+/// A scalar (a Python number, bool or str, or a numpy scalar) becomes an array of shape
+/// `[1]`, as the original's `make_numpy_array` makes it (`np.array([x])`).
 fn as_numpy<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
     if let Ok(a) = value.cast::<PyUntypedArray>() {
         return Ok(a.clone());
     }
     let py = value.py();
     let np = py.import("numpy")?;
-    let arr = if !value.hasattr("__array__")? && value.hasattr("__dlpack__")? {
+    let scalar = value.is_instance_of::<PyFloat>()
+        || value.is_instance_of::<PyInt>()
+        || value.is_instance_of::<PyString>()
+        || value.is_instance_of::<PyComplex>()
+        || value.is_instance(&np.getattr("generic")?)?;
+    let arr = if scalar {
+        np.call_method1("array", (PyList::new(py, [value])?,))?
+    } else if !value.hasattr("__array__")? && value.hasattr("__dlpack__")? {
         np.call_method1("from_dlpack", (value,))?
     } else {
         np.call_method1("asarray", (value,))?
@@ -98,6 +112,17 @@ fn as_numpy<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArra
 /// The tensor value of a Python value (one copy).
 pub(crate) fn tensor_value(value: &Bound<'_, PyAny>) -> PyResult<TensorValue> {
     let arr = as_numpy(value)?;
+    if arr.dtype().kind() == b'U' {
+        // Text (the XGBoost hook's tree tables): a string tensor, as the original writes it.
+        let items: Vec<String> = arr
+            .call_method0("ravel")?
+            .call_method0("tolist")?
+            .extract()?;
+        let shape = arr.shape().to_vec();
+        let a = ndarray::ArrayD::from_shape_vec(shape, items)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        return Ok(TensorValue::from(a));
+    }
     macro_rules! try_types {
         ($($t:ty),*) => {
             $(if let Some(v) = copy_typed::<$t>(&arr)? { return Ok(v); })*
@@ -120,7 +145,7 @@ pub(crate) fn tensor_value(value: &Bound<'_, PyAny>) -> PyResult<TensorValue> {
         num_complex::Complex64
     );
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "cannot save an array of dtype {}: expected a numeric or bool dtype",
+        "cannot save an array of dtype {}: expected a numeric, bool or str dtype",
         arr.dtype().str()?
     )))
 }
@@ -224,7 +249,7 @@ impl PyHook {
         tensorboard_dir=None, dry_run=false, reduction_config=None, save_config=None,
         include_regex=None, include_collections=None, save_all=false, include_workers="one",
         worker=None, num_workers=1, collections=None, wall_time_base=None,
-        from_json_file=false, json_file_path=None))]
+        from_json_file=false, json_file_path=None, stop_check_interval=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -245,14 +270,24 @@ impl PyHook {
         wall_time_base: Option<f64>,
         from_json_file: bool,
         json_file_path: Option<std::path::PathBuf>,
+        stop_check_interval: Option<f64>,
     ) -> PyResult<Self> {
+        let stop_interval = stop_check_interval
+            .map(|s| {
+                std::time::Duration::try_from_secs_f64(s)
+                    .map_err(|e| value_err(py, format!("stop_check_interval={s}: {e}")))
+            })
+            .transpose()?;
         let worker = Some((worker.unwrap_or_else(|| "worker_0".into()), num_workers));
         if from_json_file {
             // A SageMaker hook configuration (`debughookconfig.json`): `json_file_path`, else
             // `$SMDEBUG_CONFIG_FILE_PATH`, else /opt/ml/input/config/debughookconfig.json.
             let path = smdebug_config::hook_config_path(json_file_path.as_deref());
             let b = HookBuilder::from_config_file(&path).map_err(|e| hook_err(py, e))?;
-            let b = configure(py, b, Some(framework), worker, None, None, None, None)?;
+            let mut b = configure(py, b, Some(framework), worker, None, None, None, None)?;
+            if let Some(i) = stop_interval {
+                b = b.stop_check_interval(i);
+            }
             return Self::from_builder(py, b, false);
         }
         let mut b = HookBuilder::new(out_dir)
@@ -278,6 +313,10 @@ impl PyHook {
             reduction_config,
             wall_time_base,
         )?;
+        let b = match stop_interval {
+            Some(i) => b.stop_check_interval(i),
+            None => b,
+        };
         Self::from_builder(py, b, dry_run)
     }
 

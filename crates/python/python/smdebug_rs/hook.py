@@ -100,18 +100,20 @@ class Hook(_native.Hook):
     weights, biases, gradients, losses, …; ``losses`` always saved; every 500 steps). The
     worker comes from the environment (:func:`worker_from_env`) unless ``worker`` and
     ``num_workers`` are given. ``wall_time_base`` makes event wall times ``base + step``
-    (reproducible trials)."""
+    (reproducible trials); ``stop_check_interval`` (seconds, default 1) is the least time
+    between two looks for the stop signal."""
 
     def __new__(cls, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
                 dry_run=False, reduction_config=None, save_config=None, include_regex=None,
                 include_collections=None, save_all=False, include_workers="one", *,
                 framework="pytorch", worker=None, num_workers=None, collections=None,
-                wall_time_base=None, _json_file=None, **kwargs):
+                wall_time_base=None, stop_check_interval=None, _json_file=None, **kwargs):
         if _json_file is not None:
             worker, num_workers = worker_from_env()
             self = super().__new__(cls, "", framework=framework, worker=worker,
                                    num_workers=num_workers, from_json_file=True,
-                                   json_file_path=_json_file[0])
+                                   json_file_path=_json_file[0],
+                                   stop_check_interval=stop_check_interval)
             return self._setup()
         if out_dir is None:
             raise ValueError("out_dir is required (smdebug_rs.Hook has no SageMaker default; "
@@ -132,7 +134,7 @@ class Hook(_native.Hook):
             include_collections=include_collections, save_all=save_all,
             include_workers=include_workers, worker=worker, num_workers=num_workers,
             collections=[_collection_json(c) for c in (collections or [])],
-            wall_time_base=wall_time_base)
+            wall_time_base=wall_time_base, stop_check_interval=stop_check_interval)
         return self._setup()
 
     def _setup(self):
