@@ -42,7 +42,8 @@ fn value_err(py: Python<'_>, msg: impl Into<String>) -> PyErr {
 fn framework_arg(py: Python<'_>, name: &str) -> PyResult<Framework> {
     Ok(match name.to_ascii_lowercase().as_str() {
         "pytorch" | "torch" => Framework::PyTorch,
-        "mxnet" => Framework::MXNet,
+        // The original's numpy path: MXNet's collections and numpy reductions of shape [1].
+        "numpy" | "mxnet" => Framework::MXNet,
         "tensorflow" => Framework::TensorFlow,
         "tensorflow2" | "tf2" => Framework::TensorFlow2Eager,
         "xgboost" => Framework::XGBoost,
@@ -50,7 +51,7 @@ fn framework_arg(py: Python<'_>, name: &str) -> PyResult<Framework> {
             return Err(value_err(
                 py,
                 format!(
-                "framework {other:?}: expected pytorch, mxnet, tensorflow, tensorflow2 or xgboost"
+                "framework {other:?}: expected numpy, pytorch, mxnet, tensorflow, tensorflow2 or xgboost"
             ),
             ))
         }
@@ -245,7 +246,7 @@ impl PyHook {
     /// SageMaker hook configuration at `json_file_path` (a missing file is
     /// `FileNotFoundError`).
     #[new]
-    #[pyo3(signature = (out_dir, *, framework="pytorch", export_tensorboard=false,
+    #[pyo3(signature = (out_dir, *, framework="numpy", export_tensorboard=false,
         tensorboard_dir=None, dry_run=false, reduction_config=None, save_config=None,
         include_regex=None, include_collections=None, save_all=false, include_workers="one",
         worker=None, num_workers=1, collections=None, wall_time_base=None,

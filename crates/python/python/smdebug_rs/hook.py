@@ -96,8 +96,13 @@ class Hook(_native.Hook):
     tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
     include_regex=None, include_collections=None, save_all=False, include_workers="one")``.
 
-    The default collections and save interval are those of ``framework`` (``"pytorch"``:
-    weights, biases, gradients, losses, …; ``losses`` always saved; every 500 steps). The
+    The default collections, reductions and save interval are those of ``framework``:
+    ``"numpy"`` (default; the original's numpy path, as its MXNet hook: collections
+    weights ``^(?!gradient).*weight``, biases ``^(?!gradient).*bias``, gradients
+    ``^gradient``, losses ``.*loss._(?!input).*output`` (always saved); reductions computed
+    as numpy does, stored with shape ``[1]``; every 500 steps), ``"pytorch"`` (PyTorch's
+    losses regex ``[Ll]oss_(?!input).*output``, 0-d reductions computed as torch does),
+    ``"tensorflow"``, ``"tensorflow2"``, ``"xgboost"``. The
     worker comes from the environment (:func:`worker_from_env`) unless ``worker`` and
     ``num_workers`` are given. ``wall_time_base`` makes event wall times ``base + step``
     (reproducible trials); ``stop_check_interval`` (seconds, default 1) is the least time
@@ -106,7 +111,7 @@ class Hook(_native.Hook):
     def __new__(cls, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
                 dry_run=False, reduction_config=None, save_config=None, include_regex=None,
                 include_collections=None, save_all=False, include_workers="one", *,
-                framework="pytorch", worker=None, num_workers=None, collections=None,
+                framework="numpy", worker=None, num_workers=None, collections=None,
                 wall_time_base=None, stop_check_interval=None, _json_file=None, **kwargs):
         if _json_file is not None:
             worker, num_workers = worker_from_env()
@@ -148,7 +153,7 @@ class Hook(_native.Hook):
         pass
 
     @classmethod
-    def create_from_json_file(cls, json_file_path=None, *, framework="pytorch"):
+    def create_from_json_file(cls, json_file_path=None, *, framework="numpy"):
         """The hook of a SageMaker job: from ``json_file_path``, else
         ``$SMDEBUG_CONFIG_FILE_PATH``, else ``/opt/ml/input/config/debughookconfig.json``
         (``FileNotFoundError`` if there is none)."""
