@@ -65,16 +65,14 @@ def run_ours(out):
     calls(h, smd, smd.modes)
 
 
-def run_original(out):
-    import smdebug as smd
+def original_hook_class():
+    """The original's CallbackHook made a numpy hook (see the module docstring)."""
     from smdebug.core.collection import CollectionKeys
     from smdebug.core.collection_manager import CollectionManager
     from smdebug.core.hook import CallbackHook
     from smdebug.core.reductions import get_numpy_reduction
-    from smdebug.core.tfevent import event_file_writer
     from smdebug.core.utils import make_numpy_array
     from smdebug.profiler.profiler_config_parser import get_profiler_config_parser
-    from smdebug.core.modes import ModeKeys
 
     class OriginalHook(CallbackHook):
         def __init__(self, out_dir, **kw):
@@ -140,6 +138,15 @@ def run_original(out):
                 self._save_custom_tensors_post_step()
             super().close()
 
+    return OriginalHook
+
+
+def run_original(out):
+    import smdebug as smd
+    from smdebug.core.modes import ModeKeys
+    from smdebug.core.tfevent import event_file_writer
+
+    OriginalHook = original_hook_class()
     hook = None
 
     class Clock:

@@ -351,3 +351,24 @@ def test_same_calls_write_the_original_hooks_bytes(same_calls_trials):
             assert x == y, rel
             identical += 1
     assert identical >= len(files(a)) // 2 - 2
+
+
+# -- the examples ----------------------------------------------------------------------
+
+EXAMPLES = os.path.join(HERE, "..", "examples")
+
+
+@pytest.mark.parametrize("example,needs", [("numpy_loop.py", None),
+                                           ("xgboost_job.py", "xgboost"),
+                                           ("pytorch_loop.py", "torch")])
+def test_example_runs(example, needs, tmp_path):
+    if needs:
+        pytest.importorskip(needs)
+    p = subprocess.run([sys.executable, os.path.join(EXAMPLES, example), str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (tmp_path / "o" / "training_job_end.ts").exists()
+    if example == "numpy_loop.py":
+        assert "steps: [0, 5, 10" in p.stdout
+    if example == "xgboost_job.py":
+        assert "FeatureImportanceOverweight: fired" in p.stdout
