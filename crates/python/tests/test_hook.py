@@ -372,3 +372,25 @@ def test_example_runs(example, needs, tmp_path):
         assert "steps: [0, 5, 10" in p.stdout
     if example == "xgboost_job.py":
         assert "FeatureImportanceOverweight: fired" in p.stdout
+
+
+def test_an_open_hook_is_closed_when_python_exits(tmp_path):
+    out = tmp_path / "t"
+    code = ("import numpy as np, smdebug_rs as smd\n"
+            f"h = smd.Hook({str(out)!r}, save_config=smd.SaveConfig(save_interval=1),"
+            " worker='worker_0', num_workers=1)\n"
+            "h.step(); h.save_tensor('loss', np.float32(0.25), 'losses')\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert (out / "training_job_end.ts").exists()
+    assert smdebug_trial(out).tensor("loss").value(0) == np.float32(0.25)
+
+
+def test_save_tensor_with_several_collections_goes_to_the_last(tmp_path):
+    out = tmp_path / "t"
+    with smd.Hook(str(out), save_config=smd.SaveConfig(save_interval=1),
+                  worker="worker_0", num_workers=1) as hook:
+        hook.step()
+        hook.save_tensor("x", np.ones(2), ["default", "extra"])
+    cols = smdebug_trial(out).collections()
+    assert "x" in cols["extra"].tensor_names
+    assert "x" not in cols["default"].tensor_names

@@ -19,8 +19,10 @@ threads, in Rust). See docs/src/python.md.
     hook.close()
 """
 
+import atexit
 import json
 import os
+import weakref
 
 from smdebug_rs import _native
 from smdebug_rs.core.collection import Collection, CollectionKeys
@@ -147,6 +149,9 @@ class Hook(_native.Hook):
         self._started = False
         global _CURRENT
         _CURRENT = self
+        # As the original registers _cleanup: a hook still open when Python exits is closed
+        # (its last step published, the end marker written).
+        atexit.register(_close_at_exit, weakref.ref(self))
         return self
 
     def __init__(self, *args, **kwargs):
@@ -205,6 +210,12 @@ class Hook(_native.Hook):
             self.close()
         except Exception:
             pass
+
+
+def _close_at_exit(ref):
+    hook = ref()
+    if hook is not None and not hook.closed:
+        hook.close()
 
 
 def get_hook():
