@@ -53,7 +53,7 @@ pub struct BenchArgs {
 }
 
 /// What a figure is compared with.
-enum Baseline {
+pub(crate) enum Baseline {
     /// Another criterion benchmark of the same run, by full id.
     Bench(&'static str),
     /// A Python script under `tests/peer/` run with the peer venv; it prints JSON with
@@ -68,7 +68,7 @@ enum Baseline {
 
 /// Which trial a Python read timing reads.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum TrialSource {
+pub(crate) enum TrialSource {
     /// [`large_trial_dir`].
     Local,
     /// [`S3_TRIAL`] on the moto server.
@@ -104,13 +104,13 @@ fn env_or(name: &str, default: &str) -> String {
 }
 
 /// One line of the table.
-struct Figure {
-    name: &'static str,
+pub(crate) struct Figure {
+    pub(crate) name: &'static str,
     /// Criterion full id (`group/function/parameter`).
-    bench: &'static str,
-    baseline: Baseline,
+    pub(crate) bench: &'static str,
+    pub(crate) baseline: Baseline,
     /// The ratio the issue asks for (value / baseline as speed; higher is better).
-    goal: Option<f64>,
+    pub(crate) goal: Option<f64>,
 }
 
 /// Every figure the issues ask for. Ratios are speed ratios: baseline time / our time.
@@ -353,7 +353,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut python_trial: BTreeMap<TrialSource, std::result::Result<Value, String>> =
         BTreeMap::new();
     let mut rows = Vec::new();
-    for f in FIGURES {
+    for f in FIGURES.iter().chain(crate::bench_health::FIGURES) {
         let Some(ours) = results.get(f.bench) else {
             let why = match (&s3_setup_error, f.bench.starts_with("trial_s3/")) {
                 (Some(e), true) => format!("no S3 trial: {e}"),
@@ -427,6 +427,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         &smdebug_bin(),
         1,
     ));
+    rows.extend(crate::bench_report::report_rows(
+        &large_trial_dir(),
+        &smdebug_bin(),
+    ));
     print_rows(&rows);
     let doc = bench_doc::result_document(&rows, args.quick, started);
     if let Some(path) = &args.json {
@@ -442,6 +446,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
         bail!("benchmarks failed: {}", failed.join(", "));
     }
     Ok(())
+}
+
+/// `cargo xtask bench-report`: the report's rows alone, on the `large` trial and the release
+/// binary unless told otherwise.
+pub fn report_only(args: crate::bench_report::BenchReportArgs) -> Result<()> {
+    crate::bench_report::run(args, &large_trial_dir(), &smdebug_bin())
 }
 
 /// Extra environment of one criterion bench target: the trial and hook benches on the

@@ -11,6 +11,9 @@
 
 mod bench;
 mod bench_doc;
+mod bench_health;
+mod bench_report;
+mod browser;
 mod fuzz;
 mod peer;
 mod proto;
@@ -36,6 +39,8 @@ enum Task {
     Test(test::TestArgs),
     /// Benchmarks side by side with their baselines (raw limits, the Python peer).
     Bench(bench::BenchArgs),
+    /// The report's rows of `bench` alone (`smdebug report` of a trial, its page, Chromium).
+    BenchReport(bench_report::BenchReportArgs),
     /// Runs one fuzz target (installs cargo-fuzz if needed).
     Fuzz(fuzz::FuzzArgs),
     /// Regenerates the checked-in protobuf code of smdebug-record (`--check`: fail on a diff).
@@ -53,6 +58,7 @@ fn main() -> Result<()> {
         Task::Fuzz(args) => fuzz::run(args),
         Task::GenProto(args) => proto::run(args),
         Task::Bench(args) => bench::run(args),
+        Task::BenchReport(args) => bench::report_only(args),
         Task::Peer => {
             let peer = peer::ensure_peer()?;
             let tools = peer::ensure_tools()?;

@@ -61,6 +61,9 @@ pub fn run(args: TestArgs) -> Result<()> {
     let peer_python = peer::ensure_peer()?;
     let tools_python = peer::ensure_tools()?;
 
+    step("headless Chromium for the report tests");
+    let chromium = crate::browser::ensure_chromium()?;
+
     step("S3-compatible test server (moto)");
     let s3 = services::S3Server::start(&tools_python)?;
     eprintln!("moto listening at {}", s3.endpoint);
@@ -71,6 +74,7 @@ pub fn run(args: TestArgs) -> Result<()> {
         .args(&args.cargo_args)
         .env("SMDEBUG_PEER_PYTHON", &peer_python)
         .env("SMDEBUG_TOOLS_PYTHON", &tools_python)
+        .env("SMDEBUG_CHROMIUM", &chromium)
         .envs(s3.env());
     exec(&mut cmd)?;
 

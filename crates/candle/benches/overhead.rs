@@ -3,12 +3,14 @@
 //! IDs: `candle_overhead/step/no_hook`, `candle_overhead/step/hook_interval_500` (default
 //! save interval: goal ≤ 1 % slower than no hook) and
 //! `candle_overhead/step/hook_reductions_every_step` (min/max/mean/std/l2 of every
-//! collection at every step, no raw values: goal ≤ 5 % slower).
+//! collection at every step, no raw values: goal ≤ 5 % slower) and
+//! `candle_overhead/step/hook_interval_500_recorder_n10` (the flight recorder keeping the
+//! last 10 steps of every collection: goal ≤ 5 % slower than `hook_interval_500`).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use smdebug_candle::demo::{Demo, Scenario};
-use smdebug_hook::{HookBuilder, SaveConfig, SaveConfigMode};
+use smdebug_hook::{FlightRecorder, HookBuilder, SaveConfig, SaveConfigMode};
 
 // The allocator `smdebug demo` runs with (the CLI's global allocator), for all three cases
 // alike: with glibc's malloc the writer thread's frees hand pages back to the kernel, whose
@@ -42,6 +44,18 @@ fn overhead(c: &mut Criterion) {
         b.save_config(SaveConfig::new(SaveConfigMode::every(500)))
     });
     g.bench_function("hook_interval_500", |b| {
+        b.iter(|| demo.train_step(Some(&mut hook)).expect("step"))
+    });
+    hook.close().expect("close");
+
+    let (mut demo, mut hook) = hooked(dir.path(), "recorder", |b| {
+        b.save_config(SaveConfig::new(SaveConfigMode::every(500)))
+            .flight_recorder(FlightRecorder {
+                steps: 10,
+                ..Default::default()
+            })
+    });
+    g.bench_function("hook_interval_500_recorder_n10", |b| {
         b.iter(|| demo.train_step(Some(&mut hook)).expect("step"))
     });
     hook.close().expect("close");

@@ -67,11 +67,20 @@ pub enum Scenario {
     /// tanh MLP fed raw, un-normalised features (offset 50): most tanh units sit outside
     /// (−9.5, 9.5) on every sample (SaturatedActivation).
     SaturatedActivation,
+    /// The healthy setup, but at TRAIN step [`NAN_STEP`] one training sample arrives with a
+    /// NaN feature (a corrupt record in the batch): the NaN runs through the activations,
+    /// the loss and the gradients into every weight (ExplodingTensor; the flight recorder
+    /// keeps the steps before it, `smdebug health` names the step).
+    NanAtStep,
 }
+
+/// The TRAIN step at which [`Scenario::NanAtStep`] feeds the NaN (not a multiple of
+/// [`TRAIN_SAVE_INTERVAL`]: only the flight recorder keeps it in full).
+pub const NAN_STEP: u64 = 137;
 
 impl Scenario {
     /// Every scenario, healthy first.
-    pub const ALL: [Scenario; 8] = [
+    pub const ALL: [Scenario; 9] = [
         Scenario::Healthy,
         Scenario::VanishingGradient,
         Scenario::Exploding,
@@ -80,6 +89,7 @@ impl Scenario {
         Scenario::Overfit,
         Scenario::PoorInitialization,
         Scenario::SaturatedActivation,
+        Scenario::NanAtStep,
     ];
 
     /// The name used on the command line (`vanishing-gradient`, ...).
@@ -93,6 +103,7 @@ impl Scenario {
             Scenario::Overfit => "overfit",
             Scenario::PoorInitialization => "poor-initialization",
             Scenario::SaturatedActivation => "saturated-activation",
+            Scenario::NanAtStep => "nan-at-step",
         }
     }
 
@@ -112,6 +123,7 @@ impl Scenario {
             Scenario::Overfit => Some("Overfit"),
             Scenario::PoorInitialization => Some("PoorWeightInitialization"),
             Scenario::SaturatedActivation => Some("SaturatedActivation"),
+            Scenario::NanAtStep => Some("ExplodingTensor"),
         }
     }
 
@@ -126,6 +138,9 @@ impl Scenario {
             Scenario::Overfit => "ReLU MLP 256-256, 12 training samples",
             Scenario::PoorInitialization => {
                 "ReLU MLP 64-64, weights N(0, 1) without fan-in scaling"
+            }
+            Scenario::NanAtStep => {
+                "healthy ReLU MLP; one sample's feature is NaN at TRAIN step 137"
             }
             Scenario::SaturatedActivation => "tanh MLP on raw features offset by 50",
         }
@@ -224,7 +239,7 @@ impl Setup {
             input_offset: 0.0,
         };
         match s {
-            Scenario::Healthy => base,
+            Scenario::Healthy | Scenario::NanAtStep => base,
             Scenario::VanishingGradient => Setup {
                 hidden: vec![16; 7],
                 act: Act::Sigmoid,
@@ -286,6 +301,8 @@ pub struct Demo {
     train_y: CTensor,
     val_x: CTensor,
     val_y: CTensor,
+    /// Training steps done.
+    train_steps: u64,
 }
 
 impl std::fmt::Debug for Demo {
@@ -395,6 +412,7 @@ impl Demo {
             train_y,
             val_x,
             val_y,
+            train_steps: 0,
         })
     }
 
@@ -506,7 +524,21 @@ impl Demo {
             }
             h.step()?;
         }
-        let logits = self.forward(&self.train_x)?;
+        let x = if self.scenario == Scenario::NanAtStep && self.train_steps == NAN_STEP {
+            // The corrupt record: sample 0's first feature.
+            let (n, f) = self.train_x.dims2().map_err(ce("data"))?;
+            let mut v = self
+                .train_x
+                .flatten_all()
+                .and_then(|t| t.to_vec1::<f32>())
+                .map_err(ce("data"))?;
+            v[0] = f32::NAN;
+            CTensor::from_vec(v, (n, f), self.train_x.device()).map_err(ce("data"))?
+        } else {
+            self.train_x.clone()
+        };
+        self.train_steps += 1;
+        let logits = self.forward(&x)?;
         let loss =
             candle_nn::loss::cross_entropy(&logits, &self.train_y).map_err(ce(LOSS_TENSOR))?;
         let grads = loss.backward().map_err(ce("backward"))?;

@@ -20,7 +20,7 @@ use smdebug_rules::{build_rule, invoke_rule_with, EndReason, Firing, Rule, StopT
 #[derive(clap::Args)]
 pub struct Args {
     /// The training setup: healthy, vanishing-gradient, exploding, dead-relu, stalled-loss,
-    /// overfit, poor-initialization or saturated-activation.
+    /// overfit, poor-initialization, saturated-activation or nan-at-step.
     #[arg(long, default_value = "healthy", value_parser = parse_scenario)]
     scenario: Scenario,
     /// Where to write the trial: a local directory or an `s3://` URL (default: a new
@@ -41,6 +41,13 @@ pub struct Args {
     /// training loop sees it through the hook).
     #[arg(long)]
     stop_on_fire: bool,
+    /// Print every firing as it happens (default: each rule's first firing, then one
+    /// summary line per rule).
+    #[arg(long)]
+    all_firings: bool,
+    /// Do not write the trial's HTML report.
+    #[arg(long)]
+    no_report: bool,
 }
 
 fn parse_scenario(s: &str) -> Result<Scenario, String> {
@@ -75,10 +82,34 @@ pub struct Outcome {
     pub firings: Vec<Firing>,
 }
 
+/// Where the demo writes the report of the trial at `out`: beside a local trial
+/// (`<out>.html`), under the temporary directory for an object-store trial.
+pub fn report_path(out: &str) -> std::path::PathBuf {
+    if out.contains("://") {
+        let name = out
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("trial");
+        std::env::temp_dir()
+            .join("smdebug-demo")
+            .join(format!("{name}.html"))
+    } else {
+        std::path::PathBuf::from(format!("{}.html", out.trim_end_matches('/')))
+    }
+}
+
 /// Runs the command, writing progress to stderr and firings/summary to `out`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     let outcome = train(args, out)?;
+    let page = (!args.no_report)
+        .then(|| write_report(&outcome.out, !args.json))
+        .transpose()?;
     if args.json {
+        // Standard output holds only the firings.
+        if let Some(page) = &page {
+            eprintln!("report: {}", page.display());
+        }
         return Ok(());
     }
     writeln!(out)?;
@@ -92,22 +123,19 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     )?;
     writeln!(out, "trial: {}", outcome.out)?;
     writeln!(out, "tensorboard: {}/tensorboard", outcome.out)?;
-    let mut rules: Vec<(&str, i64, usize)> = Vec::new();
-    for f in &outcome.firings {
-        match rules.iter_mut().find(|(r, _, _)| *r == f.rule) {
-            Some(e) => e.2 += 1,
-            None => rules.push((&f.rule, f.step, 1)),
-        }
+    if let Some(page) = &page {
+        writeln!(out, "report: {}", page.display())?;
     }
+    let rules = crate::rules::tally(outcome.firings.iter().map(|f| (f.rule.as_str(), f.step)));
     if rules.is_empty() {
         writeln!(out, "no rule fired")?;
     } else {
-        for (rule, first, n) in &rules {
-            writeln!(out, "{rule}: fired {n} time(s), first at step {first}")?;
+        for t in &rules {
+            writeln!(out, "{t}")?;
         }
     }
     if let Some(expected) = args.scenario.expected_rule() {
-        let seen = rules.iter().any(|(r, _, _)| *r == expected);
+        let seen = rules.iter().any(|t| t.rule == expected);
         writeln!(
             out,
             "expected {expected}: {}",
@@ -115,6 +143,26 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Writes the report of the demo's trial beside it (the demo's rules marked on it).
+fn write_report(trial: &str, progress: bool) -> Result<std::path::PathBuf> {
+    let page = report_path(trial);
+    if let Some(dir) = page.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let options = smdebug_report::ReportOptions {
+        rules: smdebug_report::default_rules(true),
+        ..Default::default()
+    };
+    crate::report::write_report(
+        trial,
+        &page,
+        &options,
+        &smdebug_trial::TrialOptions::default(),
+        progress,
+    )?;
+    Ok(page)
 }
 
 /// Trains, with the rules watching; prints firings to `out` as they come.
@@ -126,6 +174,15 @@ pub fn train(args: &Args, out: &mut dyn Write) -> Result<Outcome> {
     let mut demo = Demo::new(args.scenario, args.seed).context("building the demo network")?;
     let hook = Demo::hook_builder(&trial)?
         .export_tensorboard(true)
+        // On by default: a NaN keeps the steps that led to it (flight_recorder/ in the trial).
+        // Not the ReLU outputs: a diverging run's last finite steps would add DeadRelu
+        // findings on units the explosion killed, which ExplodingTensor already explains.
+        .flight_recorder(smdebug_hook::FlightRecorder {
+            collections: ["weights", "biases", "gradients", "losses", "relu_input"]
+                .map(String::from)
+                .to_vec(),
+            ..Default::default()
+        })
         .build()
         .with_context(|| format!("creating the hook at {trial}"))?;
     let mut hook = demo.register(hook)?;
@@ -156,7 +213,7 @@ pub fn train(args: &Args, out: &mut dyn Write) -> Result<Outcome> {
         if args.json {
             writeln!(out, "{}", f.to_json())?;
             out.flush()?;
-        } else {
+        } else if args.all_firings || !firings.iter().any(|s: &Firing| s.rule == f.rule) {
             let line = format!(
                 "rule {} fired at step {}{}: {}",
                 f.rule,
@@ -167,6 +224,11 @@ pub fn train(args: &Args, out: &mut dyn Write) -> Result<Outcome> {
                     .unwrap_or_default(),
                 f.message
             );
+            let line = if args.all_firings {
+                line
+            } else {
+                format!("{line} (first firing; later ones are counted below)")
+            };
             bar.suspend(|| writeln!(out, "{line}"))?;
         }
         firings.push(f);

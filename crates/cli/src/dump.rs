@@ -44,9 +44,13 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     // Written as it goes: the document of a large trial is several times the size of
     // its text.
     let mut out = std::io::BufWriter::new(out);
-    write_dump(&mut out, &args.path, &options, trial_options, args.compact)
+    // The dump has no step count to show; a spinner says it is alive.
+    let spinner = crate::progress::spinner(&format!("dumping {}", args.path), true);
+    let written = write_dump(&mut out, &args.path, &options, trial_options, args.compact)
         .and_then(|()| out.flush())
-        .context("writing the dump")
+        .context("writing the dump");
+    spinner.finish_and_clear();
+    written
 }
 
 #[cfg(test)]

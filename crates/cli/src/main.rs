@@ -3,12 +3,19 @@
 
 #[cfg(feature = "demo")]
 mod demo;
+mod doctor;
 mod dump;
 mod export;
+mod health;
 mod inspect;
+mod plot;
+mod progress;
+mod report;
 mod roundtrip;
 mod rules;
+mod seal;
 mod synth;
+mod verify;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -53,6 +60,25 @@ enum Command {
     /// live; print each rule firing as it happens and a summary.
     #[cfg(feature = "demo")]
     Demo(demo::Args),
+    /// Find the first step, mode, worker and tensor holding a NaN or infinity (from raw
+    /// values or health summaries, one pass), with a timeline around it and the tensors
+    /// whose magnitudes grew first (exit status 0: all finite, 1: found, 2: error).
+    Health(health::Args),
+    /// Add the payload CRC key to every index file of an existing trial (atomically, file by
+    /// file; smdebug ignores the key), so copies of it can be verified. Refuses a trial
+    /// whose records fail to parse, naming each.
+    Seal(seal::Args),
+    /// Diagnose a trial: missing collections files, lagging workers, a writer stopped
+    /// without its end marker, skipped steps, corrupt records and CRC mismatches (file and
+    /// offset), gradient-accumulation step semantics; says whether payloads are verifiable
+    /// (exit status 0: nothing found, 1: found, 2: error).
+    Doctor(doctor::Args),
+    /// Write one self-contained HTML report of a trial: summary, loss curves per mode,
+    /// gradient and weight norms, update ratios, activations, histograms, worker
+    /// completeness, rule verdicts on the step axis, health findings.
+    Report(report::Args),
+    /// Draw one statistic of the tensors a regex matches over steps, as PNG or SVG.
+    Plot(plot::Args),
 }
 
 fn main() -> Result<()> {
@@ -63,7 +89,12 @@ fn main() -> Result<()> {
         Command::Inspect(args) => inspect::run(&args, &mut std::io::stdout().lock()),
         Command::Synth(args) => synth::run(&args, &mut std::io::stdout().lock()),
         Command::Rules(args) => rules::main(&args),
+        Command::Health(args) => health::main(&args),
+        Command::Seal(args) => seal::run(&args, &mut std::io::stdout().lock()),
+        Command::Doctor(args) => doctor::main(&args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::run(&args, &mut std::io::stdout().lock()),
+        Command::Report(args) => report::run(&args, &mut std::io::stdout().lock()),
+        Command::Plot(args) => plot::run(&args, &mut std::io::stdout().lock()),
     }
 }

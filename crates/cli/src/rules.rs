@@ -41,9 +41,13 @@ pub struct Args {
     /// List every built-in rule with its parameters and defaults, and exit.
     #[arg(long)]
     list: bool,
-    /// One JSON object per line instead of text.
+    /// One JSON object per line instead of text (every firing).
     #[arg(long)]
     json: bool,
+    /// Print every firing as it happens (default: each rule's first firing, then one
+    /// summary line per rule with its count and first and last step).
+    #[arg(long)]
+    all_firings: bool,
     /// Write the stop-training signal into the trial when a rule fires (the hook's
     /// `should_stop()` then turns true).
     #[arg(long)]
@@ -152,9 +156,62 @@ fn list(args: &Args, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+/// How often one rule fired, and where first and last.
+#[cfg(feature = "demo")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tally<'a> {
+    /// The rule.
+    pub rule: &'a str,
+    /// Firings.
+    pub times: usize,
+    /// First and last global step it fired at.
+    pub first: i64,
+    /// Last step.
+    pub last: i64,
+}
+
+#[cfg(feature = "demo")]
+impl std::fmt::Display for Tally<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.times == 1 {
+            write!(f, "{}: fired 1 time, at step {}", self.rule, self.first)
+        } else {
+            write!(
+                f,
+                "{}: fired {} times, first at step {}, last at step {}",
+                self.rule, self.times, self.first, self.last
+            )
+        }
+    }
+}
+
+/// Per rule, in the order rules first fired: times fired, first and last step.
+#[cfg(feature = "demo")]
+pub fn tally<'a>(firings: impl Iterator<Item = (&'a str, i64)>) -> Vec<Tally<'a>> {
+    let mut out: Vec<Tally<'a>> = Vec::new();
+    for (rule, step) in firings {
+        match out.iter_mut().find(|t| t.rule == rule) {
+            Some(t) => {
+                t.times += 1;
+                t.first = t.first.min(step);
+                t.last = t.last.max(step);
+            }
+            None => out.push(Tally {
+                rule,
+                times: 1,
+                first: step,
+                last: step,
+            }),
+        }
+    }
+    out
+}
+
 struct Outcome {
     label: String,
     firings: usize,
+    /// First and last step fired at.
+    span: Option<(i64, i64)>,
     /// What the rule set aside instead of judging (NaN activations, …).
     remarks: Vec<smdebug_rules::Remark>,
     evaluated: u64,
@@ -217,11 +274,25 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
         MessageFormat::Text
     };
     let out = Mutex::new(out);
-    let print = |f: &Firing| {
-        let line = Message::line(format, f);
+    let rules_count = rules.len();
+    // Rules report firings, not steps: a spinner with the number of firings so far.
+    let bar = crate::progress::spinner(&format!("evaluating {rules_count} rule(s)"), !args.json);
+    let fired_so_far = std::sync::atomic::AtomicUsize::new(0);
+    let print = |f: &Firing, first: bool| {
+        let n = fired_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        bar.set_message(format!("evaluating {rules_count} rule(s), {n} firing(s)"));
+        if !(args.json || args.all_firings || first) {
+            return;
+        }
+        let mut line = Message::line(format, f);
+        if !args.json && !args.all_firings {
+            line.push_str(" (first firing; later ones are counted in the summary)");
+        }
         let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = writeln!(o, "{line}");
-        let _ = o.flush();
+        bar.suspend(|| {
+            let _ = writeln!(o, "{line}");
+            let _ = o.flush();
+        });
     };
     let results: Vec<Result<Outcome>> = std::thread::scope(|scope| {
         let handles: Vec<_> = rules
@@ -229,17 +300,24 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
             .map(|(label, mut rule)| {
                 let print = &print;
                 scope.spawn(move || -> Result<Outcome> {
+                    let mut seen = 0usize;
                     let eval = invoke_rule_with(
                         rule.as_mut(),
                         args.start_step,
                         args.end_step,
                         false,
-                        &mut |f| print(f),
+                        &mut |f| {
+                            seen += 1;
+                            print(f, seen == 1);
+                        },
                     )
                     .with_context(|| format!("rule {label}"))?;
+                    let steps = eval.firings.iter().map(|f| f.step);
+                    let span = steps.clone().min().zip(steps.max());
                     Ok(Outcome {
                         label,
                         firings: eval.firings.len(),
+                        span,
                         remarks: eval.remarks,
                         evaluated: eval.steps_evaluated,
                         skipped: eval.steps_skipped,
@@ -260,6 +338,7 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
             })
             .collect()
     });
+    bar.finish_and_clear();
     let out = out.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut fired = false;
     let mut summary = Vec::new();
@@ -293,8 +372,11 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                 out,
                 "  {}: {} ({} steps evaluated, {} skipped; {})",
                 o.label,
-                if o.firings > 0 {
-                    format!("fired {} time(s)", o.firings)
+                if let Some((first, last)) = o.span.filter(|_| o.firings > 0) {
+                    format!(
+                        "fired {} time(s), first at step {first}, last at step {last}",
+                        o.firings
+                    )
                 } else {
                     "did not fire".to_owned()
                 },
@@ -302,12 +384,31 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                 o.skipped,
                 o.end
             )?;
+            // Without --all-firings: each tensor's first remark and how many followed.
+            let mut shown: Vec<(Option<&str>, usize, i64)> = Vec::new();
             for r in &o.remarks {
-                let tensor = r.tensor.as_deref().unwrap_or("-");
+                let tensor = r.tensor.as_deref();
+                if !args.all_firings {
+                    if let Some(e) = shown.iter_mut().find(|e| e.0 == tensor) {
+                        e.1 += 1;
+                        e.2 = e.2.max(r.step);
+                        continue;
+                    }
+                    shown.push((tensor, 0, r.step));
+                }
                 writeln!(
                     out,
-                    "    remark at step {} on {tensor}: {}",
-                    r.step, r.message
+                    "    remark at step {} on {}: {}",
+                    r.step,
+                    tensor.unwrap_or("-"),
+                    r.message
+                )?;
+            }
+            for (tensor, more, last) in shown.iter().filter(|e| e.1 > 0) {
+                writeln!(
+                    out,
+                    "    … and {more} more remark(s) on {} up to step {last} (--all-firings lists them)",
+                    tensor.unwrap_or("-")
                 )?;
             }
         }
@@ -345,6 +446,7 @@ mod tests {
             config: None,
             list: false,
             json,
+            all_firings: false,
             stop_training: true,
             start_step: 0,
             end_step: None,

@@ -21,6 +21,10 @@ fn firings(scenario: &str) -> Vec<(String, i64)> {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(out.join("training_job_end.ts").exists());
+    assert!(
+        dir.path().join("trial.html").exists(),
+        "the report beside the trial"
+    );
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .map(|l| {
@@ -109,4 +113,77 @@ fn unknown_scenario_is_refused() {
         .expect("run smdebug demo");
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("vanishing-gradient"));
+}
+
+/// The human output names each rule's first firing once and ends with one line per rule
+/// (times fired, first and last step) and the report's path; `--all-firings` prints every
+/// firing.
+#[test]
+fn exploding_prints_first_firings_a_tally_and_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("trial");
+    let run = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_smdebug"))
+            .args(["demo", "--scenario", "exploding", "--out"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .expect("run smdebug demo");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let text = run(&[]);
+    // The flight recorder writes the steps before the first NaN, so other rules (e.g.
+    // PoorWeightInitialization on the exploding activations of step 1) may fire too: each
+    // rule that fired gets exactly one first-firing line and one tally line.
+    let fired: Vec<&str> = text.lines().filter(|l| l.starts_with("rule ")).collect();
+    let tally: Vec<&str> = text.lines().filter(|l| l.contains(": fired ")).collect();
+    assert_eq!(
+        fired.len(),
+        tally.len(),
+        "one first firing per rule:\n{text}"
+    );
+    assert_eq!(
+        fired
+            .iter()
+            .filter(|l| l.starts_with("rule ExplodingTensor fired at step "))
+            .count(),
+        1,
+        "one first firing of ExplodingTensor:\n{text}"
+    );
+    for line in &tally {
+        assert!(
+            line.contains(" times, first at step ") && line.contains(", last at step "),
+            "{text}"
+        );
+    }
+    assert!(
+        tally
+            .iter()
+            .any(|l| l.starts_with("ExplodingTensor: fired ")),
+        "{text}"
+    );
+    assert!(text.lines().count() < 20, "condensed output:\n{text}");
+    let report = dir.path().join("trial.html");
+    assert!(
+        text.contains(&format!("report: {}", report.display())),
+        "{text}"
+    );
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains(r#"data-rule="ExplodingTensor" data-step="#));
+
+    std::fs::remove_dir_all(&out).unwrap();
+    let all = run(&["--all-firings", "--no-report"]);
+    let n = all.lines().filter(|l| l.starts_with("rule ")).count();
+    let times: usize = tally
+        .iter()
+        .map(|line| {
+            line.split(" fired ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(n, times, "--all-firings prints every firing:\n{all}");
 }

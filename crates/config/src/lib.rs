@@ -49,7 +49,7 @@ pub use mode::{Mode, ParseModeError};
 pub use pyjson::{JsonSyntaxError, PyValue};
 pub use pyregex::PyRegex;
 pub use pystr::{is_python_whitespace, python_strip};
-pub use reduction_config::{ReductionConfig, ReductionKind};
+pub use reduction_config::{HealthSummary, ReductionConfig, ReductionKind};
 pub use save_config::{SaveConfig, SaveConfigMode, DEFAULT_SAVE_INTERVAL};
 /// The one reduction type of the workspace, defined by `smdebug-reduce` (which computes
 /// them) and used here in [`ReductionConfig`].

@@ -82,6 +82,7 @@ fn reduction_config() -> impl Strategy<Value = ReductionConfig> {
                 .collect(),
             save_raw_tensor: raw,
             save_shape: shape,
+            ..Default::default()
         })
 }
 

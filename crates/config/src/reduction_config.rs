@@ -40,6 +40,48 @@ pub struct ReductionConfig {
     pub save_raw_tensor: bool,
     /// Save the tensor's shape.
     pub save_shape: bool,
+    /// Save a health summary of the tensor (counts of NaN, ±Inf and zeros, the finite range,
+    /// optionally an exponent histogram; docs/src/format.md, "Health summaries"). Not an
+    /// smdebug option: written to the collections file as an extra key, which smdebug's
+    /// `ReductionConfig.from_dict` ignores, and only when not [`HealthSummary::Off`].
+    pub health: HealthSummary,
+}
+
+/// Whether and how much of a health summary the writer records for each tensor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HealthSummary {
+    /// No summary (smdebug's behaviour).
+    #[default]
+    Off,
+    /// Counts and finite range.
+    Counts,
+    /// Counts, finite range and the exponent histogram.
+    Histogram,
+}
+
+impl HealthSummary {
+    /// The JSON key in a reduction config object.
+    pub const KEY: &'static str = "health";
+
+    /// The value's text (`"off"`, `"counts"`, `"histogram"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            HealthSummary::Off => "off",
+            HealthSummary::Counts => "counts",
+            HealthSummary::Histogram => "histogram",
+        }
+    }
+
+    /// Parses [`HealthSummary::name`]'s text.
+    pub fn from_name(s: &str) -> Option<HealthSummary> {
+        [
+            HealthSummary::Off,
+            HealthSummary::Counts,
+            HealthSummary::Histogram,
+        ]
+        .into_iter()
+        .find(|h| h.name() == s)
+    }
 }
 
 /// Which lists of a [`ReductionConfig`] a name was meant for, and so which names are
@@ -192,16 +234,24 @@ impl ReductionConfig {
             && self.abs_norms.is_empty())
     }
 
-    /// The JSON object smdebug writes: `save_raw_tensor`, `reductions`, `save_shape`.
+    /// The JSON object smdebug writes: `save_raw_tensor`, `reductions`, `save_shape`; then
+    /// `health` when a summary is asked for (smdebug ignores the key).
     pub fn to_json_value(&self) -> PyValue {
-        PyValue::Object(vec![
+        let mut fields = vec![
             (
                 "save_raw_tensor".into(),
                 PyValue::Bool(self.save_raw_tensor),
             ),
             ("reductions".into(), PyValue::Str(self.reductions_string())),
             ("save_shape".into(), PyValue::Bool(self.save_shape)),
-        ])
+        ];
+        if self.health != HealthSummary::Off {
+            fields.push((
+                HealthSummary::KEY.into(),
+                PyValue::Str(self.health.name().into()),
+            ));
+        }
+        PyValue::Object(fields)
     }
 
     /// `json.dumps(reduction_config.to_json_dict())`.
@@ -211,7 +261,8 @@ impl ReductionConfig {
 
     /// Reads the JSON object form (`ReductionConfig.from_dict`): `reductions` is the string
     /// form (default empty), `save_raw_tensor` and `save_shape` must be JSON booleans (default
-    /// false); other keys are ignored, which is what lets the same function read SageMaker
+    /// false), `health` one of [`HealthSummary::name`]'s texts (default off); other keys are
+    /// ignored, which is what lets the same function read SageMaker
     /// `HookParameters`.
     pub fn from_json_value(v: &PyValue, path: &str) -> Result<Self, ConfigError> {
         let PyValue::Object(_) = v else {
@@ -230,6 +281,19 @@ impl ReductionConfig {
             }
         };
         c.save_shape = flag("save_shape")?;
+        match v.get(HealthSummary::KEY) {
+            None => {}
+            Some(PyValue::Str(s)) if HealthSummary::from_name(s).is_some() => {
+                c.health = HealthSummary::from_name(s).unwrap_or_default();
+            }
+            Some(other) => {
+                return Err(invalid(
+                    crate::save_config::join(path, HealthSummary::KEY),
+                    other,
+                    "\"off\", \"counts\" or \"histogram\"",
+                ))
+            }
+        }
         c.save_raw_tensor = flag("save_raw_tensor")?;
         match v.get("reductions") {
             None => {}
@@ -387,5 +451,20 @@ mod tests {
         assert!(ReductionConfig::from_json(r#"{"reductions": null}"#).is_err());
         let d = ReductionConfig::from_json(r#"{"other": 1}"#).unwrap();
         assert_eq!(d, ReductionConfig::default());
+    }
+
+    #[test]
+    fn health_key_only_when_on() {
+        let mut c = ReductionConfig::raw_only();
+        assert!(!c.to_json().contains("health"));
+        c.health = HealthSummary::Histogram;
+        assert_eq!(
+            c.to_json(),
+            r#"{"save_raw_tensor": true, "reductions": "", "save_shape": false, "health": "histogram"}"#
+        );
+        assert_eq!(ReductionConfig::from_json(&c.to_json()).unwrap(), c);
+        let e = ReductionConfig::from_json(r#"{"health": "all"}"#).unwrap_err();
+        assert!(e.to_string().contains("reduction_config.health"), "{e}");
+        assert!(ReductionConfig::from_json(r#"{"health": true}"#).is_err());
     }
 }

@@ -101,6 +101,7 @@ pub struct HookBuilder {
     pub(crate) stop_signal_file: Option<String>,
     pub(crate) stop_check_interval: Duration,
     pub(crate) storage_options: StorageOptions,
+    pub(crate) recorder: Option<crate::FlightRecorder>,
 }
 
 impl HookBuilder {
@@ -139,6 +140,7 @@ impl HookBuilder {
                 local_sync: LocalSync::RenameOnly,
                 ..StorageOptions::default()
             },
+            recorder: None,
         }
     }
 
@@ -350,6 +352,25 @@ impl HookBuilder {
     /// [`smdebug_index::DEFAULT_STOP_SIGNAL_FILE`]; see [`smdebug_index::stop_signal_key`]).
     pub fn stop_signal_file(mut self, name: impl Into<String>) -> Self {
         self.stop_signal_file = Some(name.into());
+        self
+    }
+
+    /// Turns the flight recorder on ([`crate::FlightRecorder`]): the last
+    /// `recorder.steps` steps of the recorded collections are kept in full in memory, even
+    /// at steps the save config does not save, and written into the trial as ordinary steps
+    /// when a trigger fires (a NaN or infinity seen by the writer thread, the stop signal or
+    /// [`smdebug_index::FLIGHT_RECORDER_TRIGGER_FILE`] appearing, or
+    /// [`crate::Hook::trigger_flight_recorder`]), with a manifest at
+    /// [`smdebug_index::flight_recorder_manifest_key`]. [`crate::Hook::should_save`] then
+    /// answers yes for recorded tensors at every step.
+    pub fn flight_recorder(mut self, recorder: crate::FlightRecorder) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    /// Turns the flight recorder off (the default).
+    pub fn without_flight_recorder(mut self) -> Self {
+        self.recorder = None;
         self
     }
 

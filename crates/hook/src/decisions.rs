@@ -8,7 +8,9 @@ use smdebug_config::keys::{
     GRADIENTS, NON_HISTOGRAM_COLLECTIONS, NON_REDUCTION_COLLECTIONS, OPTIMIZER_VARIABLES,
     SCALAR_COLLECTIONS,
 };
-use smdebug_config::{Collection, CollectionManager, Mode, ReductionConfig, SaveConfig};
+use smdebug_config::{
+    Collection, CollectionManager, HealthSummary, Mode, ReductionConfig, SaveConfig,
+};
 use smdebug_reduce::ReductionRequest;
 use std::collections::HashMap;
 
@@ -45,6 +47,8 @@ pub(crate) struct Plan {
     pub histogram: Option<String>,
     /// Some due collection is a scalar collection.
     pub scalar: bool,
+    /// The most any due collection asks of the health summary.
+    pub health: HealthSummary,
 }
 
 /// The save decisions of one hook: the collections, the hook's default configs, and the
@@ -266,6 +270,7 @@ impl SaveDecisions {
             let rc = &p.reduction;
             plan.shape |= rc.save_shape;
             plan.raw |= rc.save_raw_tensor;
+            plan.health = plan.health.max(rc.health);
             if p.scalar {
                 plan.scalar = true;
             } else {

@@ -11,18 +11,21 @@ use crate::queue::WriterQueue;
 use crate::steps::StepClock;
 use crate::stop::StopSignalWatch;
 use crate::tensorboard::clean_tag;
-use crate::writer::{self, Job, TbTarget, TensorJob, WriterConfig};
+use crate::writer::{self, Job, RecorderWiring, TbTarget, TensorJob, WriterConfig};
+use smdebug_config::HealthSummary;
 use smdebug_config::{
     is_sagemaker_job, Collection, CollectionManager, Framework, IncludeWorkers, Mode,
     ReductionConfig,
 };
 use smdebug_index::{
-    collections_file_key, stop_signal_key, tensorboard_worker, validate_worker,
-    DEFAULT_TENSORBOARD_DIR, END_OF_JOB_FILE, RULE_STOP_SIGNAL_ENV,
+    collections_file_key, flight_recorder_manifest_key, stop_signal_key, tensorboard_worker,
+    validate_worker, DEFAULT_TENSORBOARD_DIR, END_OF_JOB_FILE, FLIGHT_RECORDER_TRIGGER_FILE,
+    RULE_STOP_SIGNAL_ENV,
 };
 use smdebug_record::TensorValue;
 use smdebug_reduce::Flavor;
 use smdebug_storage::{BlockingStore, Bytes, Location};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -87,7 +90,7 @@ struct Outputs {
     wall_time: WallTime,
 }
 
-fn now() -> f64 {
+pub(crate) fn now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
@@ -136,6 +139,17 @@ pub struct Hook {
     queue: WriterQueue,
     /// Whether a stop signal has appeared.
     stop: StopSignalWatch,
+    /// Which tensors the flight recorder keeps (`None`: no recorder).
+    recorded: Option<RecordedCollections>,
+}
+
+/// The flight recorder's collections, and the answer per tensor name.
+#[derive(Debug)]
+struct RecordedCollections {
+    /// Collection names; empty: every saved collection.
+    names: Vec<String>,
+    /// Whether a tensor is recorded, by name (a tensor's collections never change once seen).
+    by_tensor: HashMap<String, bool>,
 }
 
 impl std::fmt::Debug for Hook {
@@ -266,12 +280,26 @@ impl Hook {
             std::env::var(RULE_STOP_SIGNAL_ENV).ok().as_deref(),
         )?;
 
+        let recorder = match &b.recorder {
+            Some(r) if writes => Some(RecorderWiring {
+                cfg: r.clone(),
+                stop_key: stop_key.clone(),
+                trigger_key: FLIGHT_RECORDER_TRIGGER_FILE.to_owned(),
+                manifest_key: flight_recorder_manifest_key(&b.worker)?,
+            }),
+            _ => None,
+        };
+        let recorded = recorder.as_ref().map(|r| RecordedCollections {
+            names: r.cfg.collections.clone(),
+            by_tensor: HashMap::new(),
+        });
         let cfg = WriterConfig {
             store: store.clone(),
             worker: b.worker.clone(),
             flavor,
             reduction_shape,
             tensorboard: tb_target,
+            recorder,
         };
         let queue = WriterQueue::start(cfg, b.queue_policy, b.queue_capacity)?;
 
@@ -296,6 +324,7 @@ impl Hook {
             closed: false,
             queue,
             stop: StopSignalWatch::new(stop_key, b.stop_check_interval),
+            recorded,
         })
     }
 
@@ -440,9 +469,11 @@ impl Hook {
                 wall_time,
                 shape: false,
                 reductions: Vec::new(),
+                health: HealthSummary::Off,
                 raw: true,
                 histogram: None,
                 tb_scalar: false,
+                record: false,
             };
             self.queue.send(Job::Tensor(Box::new(job)))?;
         }
@@ -474,7 +505,43 @@ impl Hook {
     /// Whether a tensor of this name would be saved at this step. Cheap after the first
     /// call per name; lets a training loop skip copying tensors that are not due.
     pub fn should_save(&mut self, name: &str) -> Result<bool> {
-        Ok(!self.saving_collections(name)?.is_empty())
+        Ok(!self.saving_collections(name)?.is_empty() || self.recording(name)?)
+    }
+
+    /// Whether the flight recorder keeps tensor `name` (it is in a recorded collection).
+    fn recording(&mut self, name: &str) -> Result<bool> {
+        let Some(rec) = &self.recorded else {
+            return Ok(false);
+        };
+        if let Some(&yes) = rec.by_tensor.get(name) {
+            return Ok(yes);
+        }
+        if !self.clock.started() || !self.outputs.writes {
+            return Ok(false);
+        }
+        let names = rec.names.clone();
+        let found = self.decisions.containing(name)?.to_vec();
+        let prepared = self.decisions.prepared();
+        let yes = found
+            .iter()
+            .any(|&i| names.is_empty() || names.contains(&prepared[i].name));
+        if let Some(rec) = &mut self.recorded {
+            rec.by_tensor.insert(name.to_owned(), yes);
+        }
+        Ok(yes)
+    }
+
+    /// Makes the flight recorder write what it holds now (steps before this one and this
+    /// step's recorded tensors, those saved later in the step too), with `reason` in the
+    /// manifest. Does nothing without a recorder.
+    pub fn trigger_flight_recorder(&mut self, reason: &str) -> Result<()> {
+        if self.recorded.is_none() || !self.clock.started() {
+            return Ok(());
+        }
+        self.queue.send(Job::RecorderTrigger {
+            step: self.clock.step(),
+            reason: reason.to_owned(),
+        })
     }
 
     /// Whether the raw value of a tensor of this name is due at this step (a due collection
@@ -490,11 +557,16 @@ impl Hook {
     /// value for empty tensors), plus TensorBoard summaries when enabled.
     pub fn save(&mut self, name: &str, value: TensorValue) -> Result<Saved> {
         let saving = self.saving_collections(name)?;
-        if saving.is_empty() {
+        let record = self.recording(name)?;
+        if saving.is_empty() && !record {
             return Ok(Saved::NotDue);
         }
         let tensorboard = self.outputs.tensorboard;
-        let plan = self.decisions.plan(name, &saving, tensorboard);
+        let plan = if saving.is_empty() {
+            crate::decisions::Plan::default()
+        } else {
+            self.decisions.plan(name, &saving, tensorboard)
+        };
         let job = TensorJob {
             name: name.to_owned(),
             raw: plan.raw && !value.is_empty(),
@@ -507,6 +579,8 @@ impl Hook {
             wall_time: self.wall(),
             shape: plan.shape,
             reductions: plan.reductions,
+            health: plan.health,
+            record,
         };
         self.queue.offer(Job::Tensor(Box::new(job)))
     }
@@ -533,9 +607,11 @@ impl Hook {
             wall_time: self.wall(),
             shape: false,
             reductions: Vec::new(),
+            health: HealthSummary::Off,
             raw: true,
             histogram: None,
             tb_scalar: false,
+            record: false,
         };
         self.queue.send(Job::Tensor(Box::new(job)))?;
         Ok(Saved::Queued)

@@ -67,6 +67,7 @@ mod decisions;
 mod error;
 mod hook;
 mod queue;
+mod recorder;
 mod steps;
 mod stop;
 pub mod tensorboard;
@@ -75,6 +76,7 @@ mod writer;
 pub use builder::{HookBuilder, QueuePolicy, ReductionShape, WallTime};
 pub use error::{HookError, Result, WriterError};
 pub use hook::{Hook, HookStats, Saved};
+pub use recorder::FlightRecorder;
 
 /// Re-exported so a training loop needs no other smdebug crate for the common calls.
 pub use smdebug_config::{

@@ -6,19 +6,21 @@
 //! into it. A reader that sees an index file therefore always finds a complete events file.
 
 use crate::error::WriterError;
+use crate::recorder::{FlightRecorder, KeptStep, Ring, Trigger};
 use crate::tensorboard;
 use crate::ReductionShape;
-use smdebug_config::Mode;
+use smdebug_config::PyValue;
+use smdebug_config::{HealthSummary, Mode};
 use smdebug_index::{
-    event_file_key, index_file_key, tensorboard_file_key, IndexFile, IndexMeta, ShapeEntry,
-    TensorEntry, END_OF_JOB_FILE,
+    event_file_key, health_tensor_name, index_file_key, tensorboard_file_key, HealthPart,
+    IndexFile, IndexMeta, ShapeEntry, TensorEntry, END_OF_JOB_FILE,
 };
 use smdebug_record::{
     append_record, append_tensor_event, histogram_event, scalar_event, Footer, Message, TensorValue,
 };
-use smdebug_reduce::{Flavor, ReductionRequest, Scalar, TensorView};
+use smdebug_reduce::{Flavor, Health, ReductionRequest, Scalar, TensorView};
 use smdebug_storage::{BlockingStore, Bytes, StorageError};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -45,12 +47,16 @@ pub(crate) struct TensorJob {
     pub shape: bool,
     /// Reductions to compute and write, in order (already deduplicated).
     pub reductions: Vec<ReductionRequest>,
+    /// The health summary to compute (in the same pass) and write after the reductions.
+    pub health: HealthSummary,
     /// Write the raw value (already false for empty tensors unless forced).
     pub raw: bool,
     /// TensorBoard histogram tag (already cleaned), when one is due.
     pub histogram: Option<String>,
     /// TensorBoard scalar, when the tensor is in a scalar collection.
     pub tb_scalar: bool,
+    /// Keep the value in the flight recorder.
+    pub record: bool,
 }
 
 /// One unit of work for the writer thread.
@@ -85,6 +91,13 @@ pub(crate) enum Job {
     Flush(SyncSender<Result<(), Arc<WriterError>>>),
     /// Several jobs, in order, sent as one message (one wake-up of the writer).
     Batch(Vec<Job>),
+    /// [`crate::Hook::trigger_flight_recorder`]: write what the recorder holds.
+    RecorderTrigger {
+        /// The global step the call was made in.
+        step: i64,
+        /// Why, in the caller's words.
+        reason: String,
+    },
 }
 
 /// Counters shared with the hook.
@@ -154,6 +167,21 @@ pub(crate) struct WriterConfig {
     pub reduction_shape: ReductionShape,
     /// Where TensorBoard files go; `None`: no TensorBoard output.
     pub tensorboard: Option<TbTarget>,
+    /// The flight recorder, when on.
+    pub recorder: Option<RecorderWiring>,
+}
+
+/// The flight recorder's settings and the keys it polls and writes.
+#[derive(Debug, Clone)]
+pub(crate) struct RecorderWiring {
+    /// Its settings.
+    pub cfg: FlightRecorder,
+    /// The stop-signal object the hook watches.
+    pub stop_key: String,
+    /// The recorder's own trigger object.
+    pub trigger_key: String,
+    /// Where the manifest goes.
+    pub manifest_key: String,
 }
 
 /// The events and index file of one (step, worker) being assembled.
@@ -217,6 +245,12 @@ struct Writer {
     last_events_len: usize,
     /// Events buffers the I/O thread is done with (see [`run_io`]).
     spare: Receiver<Vec<u8>>,
+    /// The flight recorder's ring, when on.
+    ring: Option<Ring>,
+    /// The last steps published (a recorder never rewrites a step the save config wrote).
+    published: VecDeque<i64>,
+    /// A recorder firing's manifest waits for its last step to be published.
+    manifest_due: bool,
 }
 
 /// The I/O thread: storage calls (fsync on disk, a round trip on object stores) overlap
@@ -287,7 +321,11 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
         reduction_names: HashMap::new(),
         last_events_len: 0,
         spare: spare_rx,
+        ring: None,
+        published: VecDeque::new(),
+        manifest_due: false,
     };
+    w.ring = w.cfg.recorder.as_ref().map(|r| Ring::new(r.cfg.clone()));
     for job in jobs {
         w.dispatch(job);
     }
@@ -296,6 +334,12 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     if !w.shared.failed() {
         if let Err(e) = w.end_step().and_then(|()| w.send_puts()) {
             w.shared.fail(e);
+        }
+        if w.manifest_due {
+            w.write_manifest();
+            if let Err(e) = w.send_puts() {
+                w.shared.fail(e);
+            }
         }
     }
     w.io = None;
@@ -306,12 +350,8 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     }
 }
 
-fn reduce_tensor(
-    t: &TensorValue,
-    requests: &[ReductionRequest],
-    flavor: Flavor,
-) -> Vec<Option<Scalar>> {
-    let view: TensorView<'_> = match t {
+fn tensor_view(t: &TensorValue) -> Option<TensorView<'_>> {
+    Some(match t {
         TensorValue::Float16(a) => a.view().into(),
         TensorValue::Float32(a) => a.view().into(),
         TensorValue::Float64(a) => a.view().into(),
@@ -327,13 +367,58 @@ fn reduce_tensor(
         // smdebug-reduce has no complex or string kernels; these reductions are skipped as
         // the hook skips a reduction numpy cannot compute.
         TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
-            return vec![None; requests.len()]
+            return None
         }
+    })
+}
+
+/// The requested reductions (`None` where one cannot be computed) and, when asked for, the
+/// health summary, from one pass.
+fn reduce_tensor(
+    t: &TensorValue,
+    requests: &[ReductionRequest],
+    health: HealthSummary,
+    flavor: Flavor,
+) -> (Vec<Option<Scalar>>, Option<Health>) {
+    let Some(view) = tensor_view(t) else {
+        return (vec![None; requests.len()], None);
     };
-    view.reduce(requests, flavor)
-        .into_iter()
-        .map(|r| r.ok())
-        .collect()
+    let (out, health) = if health == HealthSummary::Off {
+        (view.reduce(requests, flavor), None)
+    } else {
+        let histogram = health == HealthSummary::Histogram;
+        let (out, h) = view.reduce_with_health(requests, flavor, histogram);
+        (out, Some(h))
+    };
+    (out.into_iter().map(|r| r.ok()).collect(), health)
+}
+
+/// The records of a health summary (layout in `smdebug_index::HealthPart`).
+pub(crate) fn health_tensors(h: &Health) -> Vec<(HealthPart, TensorValue)> {
+    let counts = [h.elements, h.nan, h.pos_inf, h.neg_inf, h.zeros].map(saturating_i64);
+    let mut out = vec![
+        (
+            HealthPart::Counts,
+            TensorValue::from(ndarray::arr1(&counts).into_dyn()),
+        ),
+        (
+            HealthPart::Range,
+            TensorValue::from(ndarray::arr1(&[h.finite_min, h.finite_max, h.amax]).into_dyn()),
+        ),
+    ];
+    if let Some(hist) = &h.histogram {
+        let v: Vec<i64> = hist.iter().copied().map(saturating_i64).collect();
+        out.push((
+            HealthPart::Histogram,
+            TensorValue::from(ndarray::Array1::from(v).into_dyn()),
+        ));
+    }
+    out
+}
+
+/// A count as int64 (counts of elements held in memory never reach `i64::MAX`).
+fn saturating_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 /// A reduction result as the tensor smdebug stores: 0-d (PyTorch/TF hooks) or shape `[1]`
@@ -408,6 +493,10 @@ impl Writer {
                 let store = self.cfg.store.clone();
                 self.put(store, key, data, 0);
                 Ok(())
+            }
+            Job::RecorderTrigger { step, reason } => {
+                self.step_begins(step)?;
+                self.fire(Trigger::Explicit, reason, step)
             }
             // Taken apart by `dispatch` before they get here.
             Job::Flush(_) | Job::Batch(_) => Ok(()),
@@ -516,6 +605,7 @@ impl Writer {
     }
 
     fn tensor(&mut self, t: TensorJob) -> Result<(), WriterError> {
+        self.step_begins(t.step)?;
         if t.shape {
             let file = self.step_file(t.step)?;
             let index = file.index.get_or_insert_with(|| {
@@ -531,8 +621,10 @@ impl Writer {
                 shape: t.value.shape().iter().map(|&d| d as u64).collect(),
             });
         }
-        if !t.reductions.is_empty() {
-            let results = reduce_tensor(&t.value, &t.reductions, self.cfg.flavor);
+        let mut health = None;
+        if !t.reductions.is_empty() || t.health != HealthSummary::Off {
+            let (results, h) = reduce_tensor(&t.value, &t.reductions, t.health, self.cfg.flavor);
+            health = h;
             for (request, result) in t.reductions.iter().zip(results) {
                 // A reduction the original cannot compute (min of an empty tensor, the
                 // numpy norm of a 3-d tensor, ...) is skipped with a warning, as smdebug does.
@@ -543,6 +635,12 @@ impl Writer {
                 let tag = self.reduction_name(&t.name, request);
                 let value = scalar_tensor(scalar, self.cfg.reduction_shape);
                 self.write_record(tag, &value, t.step, t.mode, t.mode_step, t.wall_time)?;
+            }
+            if let Some(h) = &health {
+                for (part, value) in health_tensors(h) {
+                    let tag = health_tensor_name(&t.name, part);
+                    self.write_record(tag, &value, t.step, t.mode, t.mode_step, t.wall_time)?;
+                }
             }
         }
         if let Some(tag) = &t.histogram {
@@ -565,7 +663,273 @@ impl Writer {
                 self.tb_append(t.mode, t.step, &payload)?;
             }
         }
+        if t.record {
+            self.record(t, health)?;
+        }
         Ok(())
+    }
+
+    /// A job of global step `step` arrives: a step before it is over. Publishes it even
+    /// without an EndStep (a step only the recorder wrote is not due by the save config, so
+    /// the hook sends none), and polls for the recorder's signal once per step.
+    fn step_begins(&mut self, step: i64) -> Result<(), WriterError> {
+        if self.current.as_ref().is_some_and(|c| c.step < step) {
+            self.publish_step()?;
+        }
+        let Some(ring) = &mut self.ring else {
+            return Ok(());
+        };
+        if ring.live_step.is_some_and(|l| l < step) {
+            ring.live_step = None;
+            if self.manifest_due {
+                self.write_manifest();
+            }
+        }
+        let Some(ring) = &mut self.ring else {
+            return Ok(());
+        };
+        if !ring.cfg.on_signal
+            || ring.last_poll_step == step
+            || ring
+                .last_poll
+                .is_some_and(|t| t.elapsed() < ring.cfg.signal_interval)
+        {
+            return Ok(());
+        }
+        ring.last_poll = Some(std::time::Instant::now());
+        ring.last_poll_step = step;
+        let Some(wiring) = self.cfg.recorder.clone() else {
+            return Ok(());
+        };
+        let store = self.cfg.store.clone();
+        let seen_stop = ring.seen_stop;
+        let trigger = match store.exists(&wiring.trigger_key) {
+            Ok(true) => Some(wiring.trigger_key.clone()),
+            Ok(false) if !seen_stop => match store.exists(&wiring.stop_key) {
+                Ok(true) => Some(wiring.stop_key.clone()),
+                Ok(false) => None,
+                Err(e) => {
+                    tracing::warn!("polling {}: {e}", wiring.stop_key);
+                    None
+                }
+            },
+            Ok(false) => None,
+            Err(e) => {
+                tracing::warn!("polling {}: {e}", wiring.trigger_key);
+                None
+            }
+        };
+        let Some(key) = trigger else {
+            return Ok(());
+        };
+        if key == wiring.stop_key {
+            if let Some(r) = &mut self.ring {
+                r.seen_stop = true;
+            }
+        }
+        let why = format!("the signal object {key} appeared in the trial");
+        self.fire(Trigger::Signal(key.clone()), why, step)?;
+        if key == wiring.trigger_key {
+            // Gone once served, so that the next firing of the rule fires the recorder again.
+            if let Err(e) = store.delete(&key) {
+                tracing::warn!("deleting {key}: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps a recorded tensor (or writes it at once in a step a trigger fired in), and
+    /// fires the non-finite trigger when it holds NaN or infinities.
+    fn record(&mut self, t: TensorJob, health: Option<Health>) -> Result<(), WriterError> {
+        let Some(ring) = &mut self.ring else {
+            return Ok(());
+        };
+        let check = ring.cfg.on_non_finite && !ring.fired_non_finite;
+        let live = ring.live_step == Some(t.step);
+        let bad = if check {
+            health
+                .or_else(|| tensor_view(&t.value).map(|v| v.health(false)))
+                .filter(|h| !h.all_finite())
+        } else {
+            None
+        };
+        if live {
+            if !t.raw && !t.value.is_empty() {
+                self.write_record(t.name, &t.value, t.step, t.mode, t.mode_step, t.wall_time)?;
+            }
+        } else {
+            let why = bad.as_ref().map(|h| {
+                format!(
+                    "tensor {} holds {} NaN, {} +Inf, {} -Inf of {} elements at step {} ({} step {})",
+                    t.name,
+                    h.nan,
+                    h.pos_inf,
+                    h.neg_inf,
+                    h.elements,
+                    t.step,
+                    t.mode.name(),
+                    t.mode_step
+                )
+            });
+            ring.keep(
+                (t.step, t.mode, t.mode_step, t.wall_time),
+                t.name,
+                t.value,
+                t.raw,
+            );
+            if let Some(why) = why {
+                if let Some(r) = &mut self.ring {
+                    r.fired_non_finite = true;
+                }
+                self.fire(Trigger::NonFinite, why, t.step)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes everything the recorder holds: steps before `step` as steps of their own
+    /// (but a step the save config already wrote, which is left as it is), the tensors of
+    /// `step` into its step file, and from then on the rest of `step`'s recorded tensors as
+    /// they arrive. The manifest follows once `step` is published.
+    fn fire(&mut self, trigger: Trigger, why: String, step: i64) -> Result<(), WriterError> {
+        let Some(ring) = &mut self.ring else {
+            return Ok(());
+        };
+        // Steps S−N..S: at a step's first job (the signal's poll) the ring still holds N + 1
+        // steps before S.
+        let oldest = step - ring.cfg.steps as i64;
+        let kept: Vec<KeptStep> = ring
+            .take()
+            .into_iter()
+            .filter(|s| s.step >= oldest)
+            .collect();
+        let left_out = std::mem::take(&mut ring.left_out);
+        ring.live_step = Some(step);
+        let mut written = Vec::new();
+        let mut already = Vec::new();
+        let (mut mode, mut mode_step) = (None, None);
+        for s in kept {
+            if s.step == step {
+                (mode, mode_step) = (Some(s.mode), Some(s.mode_step));
+                for k in s.tensors {
+                    if !k.raw_written && !k.value.is_empty() {
+                        self.write_record(
+                            k.name,
+                            &k.value,
+                            s.step,
+                            s.mode,
+                            s.mode_step,
+                            s.wall_time,
+                        )?;
+                    }
+                }
+                written.push(s.step);
+            } else if self.published.contains(&s.step) || s.step > step {
+                already.push(s.step);
+            } else {
+                self.write_kept_step(s, &mut written)?;
+            }
+        }
+        if !written.contains(&step) {
+            written.push(step);
+        }
+        let entry = PyValue::Object(vec![
+            ("trigger".into(), PyValue::Str(trigger.name().into())),
+            (
+                "signal".into(),
+                match &trigger {
+                    Trigger::Signal(k) => PyValue::Str(k.clone()),
+                    _ => PyValue::Null,
+                },
+            ),
+            ("reason".into(), PyValue::Str(why)),
+            ("step".into(), PyValue::Int(step)),
+            (
+                "mode".into(),
+                mode.map_or(PyValue::Null, |m| PyValue::Str(m.name().into())),
+            ),
+            (
+                "mode_step".into(),
+                mode_step.map_or(PyValue::Null, PyValue::Int),
+            ),
+            (
+                "steps".into(),
+                PyValue::Array(written.into_iter().map(PyValue::Int).collect()),
+            ),
+            (
+                "steps_already_saved".into(),
+                PyValue::Array(already.into_iter().map(PyValue::Int).collect()),
+            ),
+            ("tensors_left_out".into(), PyValue::Int(left_out as i64)),
+            ("wall_time".into(), PyValue::Float(crate::hook::now())),
+        ]);
+        if let Some(r) = &mut self.ring {
+            r.manifest.push(entry);
+        }
+        self.manifest_due = true;
+        tracing::info!("flight recorder fired ({}) at step {step}", trigger.name());
+        Ok(())
+    }
+
+    /// Publishes one kept step as its own events and index file.
+    fn write_kept_step(&mut self, s: KeptStep, written: &mut Vec<i64>) -> Result<(), WriterError> {
+        let event_key = event_file_key(s.step, &self.cfg.worker)?;
+        let mut events = Vec::new();
+        let mut index = IndexFile::new(IndexMeta {
+            mode: s.mode,
+            mode_step: s.mode_step,
+            event_file_name: Some(event_key.clone()),
+        });
+        for k in s.tensors.iter().filter(|k| !k.value.is_empty()) {
+            let info = append_tensor_event(
+                &mut events,
+                &k.name,
+                &k.value,
+                s.step,
+                s.mode.as_int(),
+                s.mode_step,
+                s.wall_time,
+                Footer::Magic,
+            )
+            .map_err(|source| WriterError::Encode {
+                name: k.name.clone(),
+                step: s.step,
+                source,
+            })?;
+            index.tensors.push(TensorEntry {
+                name: k.name.clone(),
+                start_idx: info.offset,
+                length: info.len,
+                payload_crc32c: Some(info.payload_crc32c),
+            });
+            self.shared.records.fetch_add(1, Ordering::Relaxed);
+        }
+        if index.tensors.is_empty() {
+            return Ok(());
+        }
+        let store = self.cfg.store.clone();
+        let len = events.len() as u64;
+        self.put(store.clone(), event_key, Bytes::from(events), len);
+        let key = index_file_key(s.step, &self.cfg.worker)?;
+        self.put(store, key, Bytes::from(index.to_json()), 0);
+        written.push(s.step);
+        Ok(())
+    }
+
+    /// Puts the manifest: every firing so far.
+    fn write_manifest(&mut self) {
+        self.manifest_due = false;
+        let (Some(ring), Some(wiring)) = (&self.ring, &self.cfg.recorder) else {
+            return;
+        };
+        let doc = PyValue::Object(vec![
+            ("worker".into(), PyValue::Str(self.cfg.worker.clone())),
+            ("recordings".into(), PyValue::Array(ring.manifest.clone())),
+        ]);
+        let key = wiring.manifest_key.clone();
+        let store = self.cfg.store.clone();
+        let text = smdebug_config::pyjson::to_string(&doc);
+        self.put(store, key, Bytes::from(text), 0);
     }
 
     fn tb_append(&mut self, mode: Mode, step: i64, payload: &[u8]) -> Result<(), WriterError> {
@@ -604,6 +968,16 @@ impl Writer {
         }
         let key = index_file_key(file.step, &self.cfg.worker)?;
         self.put(store, key, Bytes::from(index.to_json()), 0);
+        if self.ring.is_some() {
+            self.published.push_back(file.step);
+            if self.published.len() > 64 {
+                self.published.pop_front();
+            }
+            if self.manifest_due && self.ring.as_ref().and_then(|r| r.live_step) <= Some(file.step)
+            {
+                self.write_manifest();
+            }
+        }
         Ok(())
     }
 

@@ -39,7 +39,8 @@
 //!   [`format_step`] / [`format_index_bucket`].
 //! * Names the writer (hook) and the readers (trial, rules) must agree on, defined here once:
 //!   reduction records ([`reduction_tensor_name`] and [`reverse_reduction_tensor_name`]) and
-//!   the stop signal ([`stop_signal_key`], [`DEFAULT_STOP_SIGNAL_FILE`]).
+//!   the stop signal ([`stop_signal_key`], [`DEFAULT_STOP_SIGNAL_FILE`]), health-summary
+//!   records ([`health_tensor_name`], [`HealthPart`] and the field layouts).
 //! * Worker names never become paths unchecked: [`validate_worker`] refuses `/`, `..`,
 //!   control characters and over-long names; TF device names go through
 //!   [`serialize_tf_device`].
@@ -51,14 +52,20 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod error;
+mod health;
 mod index_fast;
 mod index_json;
 mod layout;
+mod recorder;
 mod reduction;
 mod step;
 mod worker;
 
 pub use error::{IndexFileError, LayoutError, WorkerNameProblem};
+pub use health::{
+    health_tensor_name, reverse_health_tensor_name, HealthPart, HEALTH_COUNTS_FIELDS,
+    HEALTH_PREFIX, HEALTH_RANGE_FIELDS,
+};
 pub use index_json::{IndexFile, IndexMeta, ShapeEntry, TensorEntry, PAYLOAD_CRC_KEY};
 pub use layout::{
     classify_key, collections_file_key, event_dir_key, event_file_key, index_bucket_key,
@@ -67,6 +74,9 @@ pub use layout::{
     trial_prefix_from_index_path, validate_relative_key, StepFileKind, StepFileName, TrialFile,
     CLAIM_FILE, COLLECTIONS_DIR, DEFAULT_STOP_SIGNAL_FILE, DEFAULT_TENSORBOARD_DIR,
     END_OF_JOB_FILE, EVENTS_DIR, INDEX_DIR, RULE_STOP_SIGNAL_ENV, TEMP_SUFFIX,
+};
+pub use recorder::{
+    flight_recorder_manifest_key, FLIGHT_RECORDER_DIR, FLIGHT_RECORDER_TRIGGER_FILE,
 };
 pub use reduction::{
     reduction_tensor_name, reverse_reduction_tensor_name, ReductionTensorName, REDUCTIONS_PREFIX,

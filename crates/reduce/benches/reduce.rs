@@ -8,6 +8,12 @@
 //! * `reduce/numpy_f32_64Mi`: min, max, mean, sum, l1, l2 with numpy semantics (1-d input),
 //!   64 Mi float32 elements.
 //! * `reduce/read_bandwidth_f32_64Mi`: the baseline, a plain integer sum of the same buffer.
+//! * `reduce/reductions_only_f32_64Mi`: the same requests as `fused_f32_64Mi` without the
+//!   statistics (`reduce`): what the writer computes for a collection without a health
+//!   summary.
+//! * `reduce/health_f32_64Mi`: the same requests plus the health summary
+//!   (`reduce_with_health`, no histogram): the issue asks for ≤ 10 % over
+//!   `reductions_only_f32_64Mi`. `reduce/health_hist_f32_64Mi`: with the exponent histogram.
 //! * `reduce/median_f32_1Mi`: numpy median of 1 Mi float32 elements.
 //! * `reduce/pytorch_f32_32Ki`: min, max, mean, std and l2 (PyTorch flavour) of 32 Ki float32
 //!   elements, what the candle demo's hook computes for each activation (4096 × 8) at every
@@ -19,7 +25,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ndarray::Array1;
-use smdebug_reduce::{reduce, reduce_with_stats, Flavor, ReductionRequest};
+use smdebug_reduce::{reduce, reduce_with_health, reduce_with_stats, Flavor, ReductionRequest};
 use std::hint::black_box;
 
 const N: usize = 64 << 20;
@@ -73,6 +79,29 @@ fn bench(c: &mut Criterion) {
                 black_box(x.view()),
                 &fused,
                 Flavor::PyTorch,
+            ))
+        })
+    });
+    g.bench_function("reductions_only_f32_64Mi", |b| {
+        b.iter(|| black_box(reduce(black_box(x.view()), &fused, Flavor::PyTorch)))
+    });
+    g.bench_function("health_f32_64Mi", |b| {
+        b.iter(|| {
+            black_box(reduce_with_health(
+                black_box(x.view()),
+                &fused,
+                Flavor::PyTorch,
+                false,
+            ))
+        })
+    });
+    g.bench_function("health_hist_f32_64Mi", |b| {
+        b.iter(|| {
+            black_box(reduce_with_health(
+                black_box(x.view()),
+                &fused,
+                Flavor::PyTorch,
+                true,
             ))
         })
     });

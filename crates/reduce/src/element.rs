@@ -83,6 +83,8 @@ pub trait Element: Copy + PartialOrd + Debug + Send + Sync + 'static + sealed::S
     const HIGHEST: Self;
     /// The smallest value (the starting point of a running maximum).
     const LOWEST: Self;
+    /// Zero (`false` for bool); `-0.0` compares equal to it, as in numpy's `x == 0`.
+    const ZERO_ELEMENT: Self;
 
     /// The value in the accumulator type.
     fn to_acc(self) -> Self::Acc;
@@ -126,6 +128,7 @@ macro_rules! int_element {
             type Acc = f64;
             const HIGHEST: $t = <$t>::MAX;
             const LOWEST: $t = <$t>::MIN;
+            const ZERO_ELEMENT: $t = 0;
             #[inline(always)]
             fn to_acc(self) -> f64 {
                 self as f64
@@ -180,6 +183,7 @@ impl Element for u64 {
     type Acc = f64;
     const HIGHEST: u64 = u64::MAX;
     const LOWEST: u64 = 0;
+    const ZERO_ELEMENT: u64 = 0;
     #[inline(always)]
     fn to_acc(self) -> f64 {
         self as f64
@@ -222,6 +226,7 @@ impl Element for bool {
     type Acc = f64;
     const HIGHEST: bool = true;
     const LOWEST: bool = false;
+    const ZERO_ELEMENT: bool = false;
     #[inline(always)]
     fn to_acc(self) -> f64 {
         f64::from(u8::from(self))
@@ -263,6 +268,7 @@ impl Element for f32 {
     type Acc = f32;
     const HIGHEST: f32 = f32::INFINITY;
     const LOWEST: f32 = f32::NEG_INFINITY;
+    const ZERO_ELEMENT: f32 = 0.0;
     #[inline(always)]
     fn to_acc(self) -> f32 {
         self
@@ -310,6 +316,7 @@ impl Element for f64 {
     type Acc = f64;
     const HIGHEST: f64 = f64::INFINITY;
     const LOWEST: f64 = f64::NEG_INFINITY;
+    const ZERO_ELEMENT: f64 = 0.0;
     #[inline(always)]
     fn to_acc(self) -> f64 {
         self
@@ -352,6 +359,7 @@ impl Element for f16 {
     type Acc = f32;
     const HIGHEST: f16 = f16::INFINITY;
     const LOWEST: f16 = f16::NEG_INFINITY;
+    const ZERO_ELEMENT: f16 = f16::ZERO;
     #[inline(always)]
     fn to_acc(self) -> f32 {
         f32::from(self)

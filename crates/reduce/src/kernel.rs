@@ -259,6 +259,17 @@ fn pairwise<T: Element, const ABS: bool, const MOMENTS: bool>(
 /// The fused pass over `x` (or `|x|` with `ABS`): min, max, NaN/Inf counts, numpy-exact
 /// sums of `x` and `|x|`, wrapping integer sum, and with `MOMENTS` mean / M2 / Σx².
 pub(crate) fn fused<T: Element, const ABS: bool, const MOMENTS: bool>(x: &[T]) -> Fused<T> {
+    fused_with::<T, ABS, MOMENTS>(x, |_| {})
+}
+
+/// [`fused`], handing each buffer of [`BUFSIZE`] elements to `per_buffer` right after the
+/// summation tree has read it, while it is still in the core's cache: the health summary's
+/// zero counts and histogram ride on the same trip through memory.
+#[inline(always)]
+pub(crate) fn fused_with<T: Element, const ABS: bool, const MOMENTS: bool>(
+    x: &[T],
+    mut per_buffer: impl FnMut(&[T]),
+) -> Fused<T> {
     let mut lanes = Lanes {
         min: [T::HIGHEST; SIDE],
         max: [T::LOWEST; SIDE],
@@ -288,6 +299,7 @@ pub(crate) fn fused<T: Element, const ABS: bool, const MOMENTS: bool>(x: &[T]) -
     };
     for buf in x.chunks(BUFSIZE) {
         let (s, a) = pairwise::<T, ABS, MOMENTS>(buf, &mut lanes, &mut mom, &mut out.isum);
+        per_buffer(buf);
         out.sum_store = T::round_acc(out.sum_store + s);
         out.sum_acc = out.sum_acc + s;
         out.abs_store = T::round_acc(out.abs_store + a);

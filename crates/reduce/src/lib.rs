@@ -68,6 +68,7 @@
 mod dtype;
 mod element;
 mod error;
+mod health;
 mod kernel;
 mod linalg;
 mod numpy;
@@ -79,6 +80,7 @@ mod view;
 pub use dtype::{DType, Scalar};
 pub use element::{AccFloat, Element};
 pub use error::ReduceError;
+pub use health::{histogram_bucket, Health, HISTOGRAM_BUCKETS, HISTOGRAM_MIN_EXPONENT};
 pub use reduction::{Flavor, ParseReductionError, Reduction, ReductionRequest};
 pub use stats::Stats;
 pub use view::TensorView;
@@ -142,4 +144,42 @@ pub fn stats<T: Element, D: Dimension>(view: ArrayView<'_, T, D>) -> Stats {
     let data = contiguous(&view);
     let f = kernel::fused::<T, false, false>(&data);
     stats::from_fused(&data, &f, false)
+}
+
+/// [`reduce`] plus the tensor's [`Health`] summary (with the exponent histogram when
+/// `histogram`), from the same trip through memory: the summation tree reads each buffer of
+/// 8192 elements and the zero counts (and histogram) read it again while it is in cache.
+/// Only a tensor that holds NaN or infinities takes one more pass, to tell `+inf` from
+/// `-inf` and find its finite range.
+///
+/// ```
+/// use smdebug_reduce::{reduce_with_health, Flavor, Scalar};
+/// let x = ndarray::arr1(&[0.0f32, -2.0, f32::NAN, f32::INFINITY, 3.0, -0.0]);
+/// let (out, h) = reduce_with_health(x.view(), &["max".parse().unwrap()], Flavor::Numpy, false);
+/// assert!(out[0].as_ref().unwrap().to_f64().is_nan()); // numpy's max with a NaN
+/// assert_eq!((h.elements, h.nan, h.pos_inf, h.neg_inf, h.zeros), (6, 1, 1, 0, 2));
+/// assert_eq!((h.finite_min, h.finite_max, h.amax), (-2.0, 3.0, 3.0));
+/// ```
+pub fn reduce_with_health<T: Element, D: Dimension>(
+    view: ArrayView<'_, T, D>,
+    requests: &[ReductionRequest],
+    flavor: Flavor,
+    histogram: bool,
+) -> (Vec<Result<Scalar, ReduceError>>, Health) {
+    let data = contiguous(&view);
+    let mut scan = health::Scan::new(histogram);
+    let plain = kernel::fused_with::<T, false, true>(&data, |b| scan.buffer(b));
+    let out = match flavor {
+        Flavor::Numpy => numpy::reduce(&data, view.shape(), requests, Some(&plain)),
+        Flavor::PyTorch => torch::reduce(&data, requests, Some(&plain)),
+    };
+    (out, health::from_fused(&data, &plain, scan))
+}
+
+/// The [`Health`] summary of `view` alone (one pass; see [`reduce_with_health`]).
+pub fn health<T: Element, D: Dimension>(view: ArrayView<'_, T, D>, histogram: bool) -> Health {
+    let data = contiguous(&view);
+    let mut scan = health::Scan::new(histogram);
+    let f = kernel::fused_with::<T, false, false>(&data, |b| scan.buffer(b));
+    health::from_fused(&data, &f, scan)
 }

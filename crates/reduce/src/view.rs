@@ -1,6 +1,6 @@
 //! A tensor view of any supported dtype, for callers that only know the dtype at run time.
 
-use crate::{DType, Flavor, ReduceError, ReductionRequest, Scalar, Stats};
+use crate::{DType, Flavor, Health, ReduceError, ReductionRequest, Scalar, Stats};
 use half::f16;
 use ndarray::ArrayViewD;
 
@@ -93,6 +93,21 @@ impl TensorView<'_> {
         flavor: Flavor,
     ) -> (Vec<Result<Scalar, ReduceError>>, Stats) {
         each!(self, v => crate::reduce_with_stats(v.view(), requests, flavor))
+    }
+
+    /// [`crate::reduce_with_health`] on this view.
+    pub fn reduce_with_health(
+        &self,
+        requests: &[ReductionRequest],
+        flavor: Flavor,
+        histogram: bool,
+    ) -> (Vec<Result<Scalar, ReduceError>>, Health) {
+        each!(self, v => crate::reduce_with_health(v.view(), requests, flavor, histogram))
+    }
+
+    /// [`crate::health`] of this view.
+    pub fn health(&self, histogram: bool) -> Health {
+        each!(self, v => crate::health(v.view(), histogram))
     }
 
     /// [`crate::stats`] of this view.

@@ -17,6 +17,7 @@
 //! | [`rules`] | smdebug-rules | the rule engine and the 20 built-in rules |
 //! | [`dump`] | smdebug-dump | the `smdebug-trial-dump/v1` JSON document of a trial |
 //! | `export` (feature `export`) | smdebug-export | a trial as Parquet / Arrow IPC / CSV tables |
+//! | `report` (feature `report`) | smdebug-report | one self-contained HTML report of a trial; plots |
 //! | `candle` (feature `candle`) | smdebug-candle | saving a candle model's tensors |
 //! | `burn` (feature `burn`) | smdebug-burn | saving a burn model's tensors |
 //!
@@ -70,3 +71,5 @@ pub use smdebug_burn as burn;
 pub use smdebug_candle as candle;
 #[cfg(feature = "export")]
 pub use smdebug_export as export;
+#[cfg(feature = "report")]
+pub use smdebug_report as report;

@@ -74,6 +74,7 @@ fn reduction_config() -> impl Strategy<Value = ReductionConfig> {
                     abs_norms,
                     save_raw_tensor,
                     save_shape,
+                    ..Default::default()
                 }
             },
         )

@@ -77,7 +77,19 @@ impl ExplodingTensor {
     /// The raw value's elements, else (a tensor saved as reductions only) the reductions'.
     fn values(trial: &Trial, name: &str, step: i64) -> Result<Option<Vec<f64>>> {
         if let Some(v) = value_at(trial, name, step, Mode::Global)? {
-            return Ok(to_f64(&v).map(|a| a.into_iter().collect()));
+            // The fresh array's buffer as it is: iterating an n-dimensional array element by
+            // element cost 3/4 of this rule's time on the `large` preset.
+            return Ok(to_f64(&v).map(|a| {
+                if a.is_standard_layout() {
+                    let len = a.len();
+                    let (mut vec, offset) = a.into_raw_vec_and_offset();
+                    vec.drain(..offset.unwrap_or(0));
+                    vec.truncate(len);
+                    vec
+                } else {
+                    a.iter().copied().collect()
+                }
+            }));
         }
         let t = trial.tensor(name)?;
         // Reductions of an empty tensor are NaN by definition, not a sign of divergence.

@@ -1,0 +1,298 @@
+//! Pictures of an smdebug trial: [`report`] builds one self-contained HTML page (inline CSS
+//! and SVG, no script, font or network request) with the trial's summary, loss and scalar
+//! curves per mode, per-layer gradient and weight norms, the weight update ratio,
+//! activation statistics, histograms, a worker × step completeness heatmap, the rule
+//! verdicts marked on the step axis, and health findings. The numbers drawn are embedded
+//! in the page as JSON ([`data::SCHEMA`]) so they can be checked against the Trial API.
+//!
+//! With the default feature `plot`, [`plot::plot`] draws one tensor's statistic over
+//! steps as PNG or SVG with plotters, the DejaVu Sans font compiled in.
+//!
+//! Every value is read through `smdebug-trial`; big trials stay small pages: norms and
+//! activations are read at an even sample of at most [`ReportOptions::max_points`] steps,
+//! each series is drawn with at most two points per pixel column, chart groups hold at most
+//! [`ReportOptions::max_panels`] tensors and the heatmap bins workers and steps.
+//!
+//! ```no_run
+//! use smdebug_report::{report, ReportOptions, NoProgress};
+//! let page = report("/tmp/trial", &Default::default(), &ReportOptions::default(), &NoProgress)?;
+//! std::fs::write("report.html", page.html)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs, unsafe_code)]
+
+mod collect;
+pub mod data;
+#[cfg(feature = "plot")]
+pub mod plot;
+mod render;
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+pub use data::ReportData;
+use smdebug_trial::TrialOptions;
+
+/// What can go wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Reading the trial failed.
+    #[error(transparent)]
+    Trial(#[from] smdebug_trial::TrialError),
+    /// Listing the trial's objects failed.
+    #[error(transparent)]
+    Storage(#[from] smdebug_storage::StorageError),
+    /// A rule name or parameter is wrong.
+    #[error("rule {rule}: {message}")]
+    Rule {
+        /// The rule.
+        rule: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A bad regular expression.
+    #[error("regular expression: {0}")]
+    Regex(String),
+    /// A bad `--steps` range.
+    #[error("step range {text:?}: {message}")]
+    StepRange {
+        /// The text given.
+        text: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A worker thread panicked.
+    #[error("a report thread panicked")]
+    Panicked,
+    /// Drawing or writing a plot failed.
+    #[error("plot: {0}")]
+    Plot(String),
+    /// Nothing to plot.
+    #[error("no tensor matches {0:?} with values to plot")]
+    NothingToPlot(String),
+}
+
+impl ReportError {
+    fn regex(e: regex::Error) -> ReportError {
+        ReportError::Regex(e.to_string())
+    }
+}
+
+/// `Result` with [`ReportError`].
+pub type Result<T, E = ReportError> = std::result::Result<T, E>;
+
+/// A half-open range of global steps, `A:B` (either end may be left out; `N` is that step
+/// only) — the syntax of `smdebug export --steps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StepRange {
+    /// First step included.
+    pub start: Option<i64>,
+    /// First step excluded.
+    pub end: Option<i64>,
+}
+
+impl StepRange {
+    /// Whether `step` is in the range.
+    pub fn contains(&self, step: i64) -> bool {
+        self.start.is_none_or(|s| step >= s) && self.end.is_none_or(|e| step < e)
+    }
+}
+
+impl FromStr for StepRange {
+    type Err = ReportError;
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = |message: String| ReportError::StepRange {
+            text: s.to_owned(),
+            message,
+        };
+        let num = |t: &str| -> Result<Option<i64>> {
+            let t = t.trim();
+            if t.is_empty() {
+                return Ok(None);
+            }
+            t.parse()
+                .map(Some)
+                .map_err(|_| bad(format!("{t:?} is not a step")))
+        };
+        match s.split_once(':') {
+            Some((a, b)) => Ok(StepRange {
+                start: num(a)?,
+                end: num(b)?,
+            }),
+            None => {
+                let n = num(s)?.ok_or_else(|| bad("empty".into()))?;
+                Ok(StepRange {
+                    start: Some(n),
+                    end: Some(n + 1),
+                })
+            }
+        }
+    }
+}
+
+/// One rule the report runs: a label, the built-in rule's name and its parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleChoice {
+    /// Shown in the report.
+    pub label: String,
+    /// The built-in rule (see `smdebug rules --list`).
+    pub name: String,
+    /// Its parameters (SageMaker string form).
+    pub params: BTreeMap<String, String>,
+}
+
+impl RuleChoice {
+    /// A rule with its default parameters.
+    pub fn new(name: &str) -> RuleChoice {
+        RuleChoice {
+            label: name.to_owned(),
+            name: name.to_owned(),
+            params: BTreeMap::new(),
+        }
+    }
+}
+
+/// The rules of `--rules default`: one detector of each common training problem, on
+/// SageMaker's defaults (the `smdebug demo` set).
+pub const DEFAULT_RULES: &[&str] = &[
+    "VanishingGradient",
+    "ExplodingTensor",
+    "DeadRelu",
+    "LossNotDecreasing",
+    "Overfit",
+    "PoorWeightInitialization",
+    "SaturatedActivation",
+];
+
+/// The rules of `--rules all`: every built-in rule that needs no parameter.
+pub fn all_rules() -> Vec<RuleChoice> {
+    smdebug_rules::builtin_rules()
+        .iter()
+        .filter(|r| !r.params.iter().any(|p| p.required))
+        .map(|r| RuleChoice::new(r.name))
+        .collect()
+}
+
+/// [`DEFAULT_RULES`]; on a trial with TRAIN steps LossNotDecreasing watches the TRAIN
+/// series only (its default GLOBAL series would compare evaluation losses with training
+/// losses).
+pub fn default_rules(has_train_mode: bool) -> Vec<RuleChoice> {
+    DEFAULT_RULES
+        .iter()
+        .map(|n| {
+            let mut c = RuleChoice::new(n);
+            if *n == "LossNotDecreasing" && has_train_mode {
+                c.params.insert("mode".into(), "TRAIN".into());
+            }
+            c
+        })
+        .collect()
+}
+
+/// Checks that every chosen rule exists and takes the given parameters (before reading
+/// anything).
+pub fn check_rules(rules: &[RuleChoice]) -> Result<()> {
+    for r in rules {
+        let spec = smdebug_rules::find_rule(&r.name).map_err(|e| ReportError::Rule {
+            rule: r.name.clone(),
+            message: e.to_string(),
+        })?;
+        for k in r.params.keys() {
+            if !spec.params.iter().any(|p| p.name == k) {
+                return Err(ReportError::Rule {
+                    rule: r.name.clone(),
+                    message: format!("no parameter {k:?}"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What to put in the report and how far to bound it.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// Rules to run (none: the rules section says so).
+    pub rules: Vec<RuleChoice>,
+    /// Only these global steps.
+    pub steps: StepRange,
+    /// Most steps read per norm or activation series (an even sample beyond).
+    pub max_points: usize,
+    /// Most points per scalar series embedded in the page (an even sample beyond).
+    pub max_embedded: usize,
+    /// Most charts per group (scalars, gradient norms, weight norms, activations).
+    pub max_panels: usize,
+    /// Most rows and columns of the completeness heatmap.
+    pub max_heatmap: usize,
+    /// Tensors to draw histograms of (default: two weights, two gradients, one activation).
+    pub histogram_tensors: Option<regex::Regex>,
+    /// Most tensors with histograms.
+    pub histogram_tensors_max: usize,
+    /// Histograms per tensor (at evenly spread steps).
+    pub histogram_steps: usize,
+    /// Threads reading norms and activations.
+    pub threads: usize,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            rules: Vec::new(),
+            steps: StepRange::default(),
+            max_points: 400,
+            max_embedded: 20_000,
+            max_panels: 36,
+            max_heatmap: 48,
+            histogram_tensors: None,
+            histogram_tensors_max: 6,
+            histogram_steps: 3,
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        }
+    }
+}
+
+/// Told how far the report has got (a progress bar in the CLI).
+pub trait Progress: Sync {
+    /// A new phase begins with `total` units of work.
+    fn phase(&self, name: &str, total: u64);
+    /// `n` more units are done.
+    fn advance(&self, n: u64);
+}
+
+/// A [`Progress`] that ignores everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn phase(&self, _: &str, _: u64) {}
+    fn advance(&self, _: u64) {}
+}
+
+/// A built report: its data and its page.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// What the page draws (also embedded in it).
+    pub data: ReportData,
+    /// The HTML page.
+    pub html: String,
+}
+
+/// Reads the trial at `path` (local, `s3://…`, `memory://…`) and builds its report.
+pub fn report(
+    path: &str,
+    trial_options: &TrialOptions,
+    options: &ReportOptions,
+    progress: &dyn Progress,
+) -> Result<Report> {
+    check_rules(&options.rules)?;
+    let data = collect::collect(path, trial_options, options, progress)?;
+    let html = render::html(&data);
+    Ok(Report { data, html })
+}
+
+/// Builds the page of already collected data.
+pub fn render_html(data: &ReportData) -> String {
+    render::html(data)
+}
