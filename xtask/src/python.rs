@@ -1,7 +1,7 @@
 //! The Python package `smdebug_rs` (crates/python) in `cargo xtask test`: builds the wheel
 //! with maturin, installs it into the peer venv (beside the real smdebug, so both run from
 //! one Python), and runs the pytest suite of crates/python/tests, printing pytest's
-//! summary line. Benchmarks: see `bench_rows`.
+//! summary line. Benchmarks: see `bench_rows` (reader) and `hook_rows` (writer hook).
 use crate::peer::ensure_venv;
 use crate::util::{cache_dir, output, root, step};
 use anyhow::{bail, Context, Result};
@@ -215,9 +215,13 @@ pub fn bench_rows(python: &Path, large: &Path, smdebug: &Path, python_repeat: u3
                     rows.push(json!({"name": name, "error": e}));
                 }
             }
+            for (name, _, _, _) in HOOK_ROWS {
+                rows.push(json!({"name": name, "error": e}));
+            }
             return rows;
         }
     };
+    rows.extend(hook_rows(python));
     for ((label, value_goal), trial) in TRIALS.iter().zip(&trials) {
         let timed = time_package(python, trial, "smdebug_rs", 2)
             .and_then(|ours| Ok((ours, time_package(python, trial, "smdebug", python_repeat)?)));
@@ -242,6 +246,68 @@ pub fn bench_rows(python: &Path, large: &Path, smdebug: &Path, python_repeat: u3
         }
     }
     rows
+}
+
+/// The writer-hook rows: (name, key of bench_hook.py's output, unit, bound). The issue's
+/// goals are absolute (≤ 5 µs per small save, ≥ 2000 MB/s for 1 MiB tensors), so a row's
+/// ratio is ours against the bound (≥ 1 meets it, as the memory row of bench.rs does); the
+/// original's figure from the same run is the row's `baseline_value`.
+const HOOK_ROWS: [(&str, &str, &str, f64); 2] = [
+    (
+        "python: hook save of a small tensor, training-thread time, smdebug_rs vs smdebug",
+        "small_save_us",
+        "us",
+        5.0,
+    ),
+    (
+        "python: hook 1 MiB tensors, first step to close, smdebug_rs vs smdebug",
+        "big_mb_per_s",
+        "MB/s",
+        2000.0,
+    ),
+];
+
+/// Runs crates/python/bench/bench_hook.py for one package.
+fn time_hook(python: &Path, package: &str) -> Result<Value> {
+    step(&format!("Python benchmark: writer hook, {package}"));
+    let out = output(
+        Command::new(python)
+            .arg(root().join("crates/python/bench/bench_hook.py"))
+            .args(["--package", package])
+            .env("SMDEBUG_LOG_LEVEL", "error"),
+    )?;
+    serde_json::from_str(out.trim()).with_context(|| format!("bench_hook.py printed {out}"))
+}
+
+/// `cargo xtask bench` rows of the writer hook from Python: smdebug_rs.Hook against the
+/// original's hook (crates/python/tests/same_calls.py), both from the peer venv's Python
+/// (the release wheel is installed by `bench_rows`).
+fn hook_rows(python: &Path) -> Vec<Value> {
+    let timed =
+        time_hook(python, "smdebug_rs").and_then(|ours| Ok((ours, time_hook(python, "smdebug")?)));
+    HOOK_ROWS
+        .iter()
+        .map(|&(name, key, unit, bound)| match &timed {
+            Ok((ours, py)) => match (ours[key].as_f64(), py[key].as_f64()) {
+                (Some(o), Some(p)) => {
+                    // Time: lower is better; throughput: higher is better.
+                    let (ratio, vs_original) = if unit == "us" {
+                        (bound / o, p / o)
+                    } else {
+                        (o / bound, o / p)
+                    };
+                    json!({
+                        "name": name, "value": o, "unit": unit,
+                        "baseline": format!("bound {bound} {unit}; smdebug 1.0.34's hook, same Python: {p:.1} {unit} ({vs_original:.0}x)"),
+                        "baseline_value": p, "vs_original": vs_original,
+                        "ratio": ratio, "goal": 1.0,
+                    })
+                }
+                _ => json!({"name": name, "error": format!("no {key}: {ours} / {py}")}),
+            },
+            Err(e) => json!({"name": name, "error": format!("{e:#}")}),
+        })
+        .collect()
 }
 
 #[cfg(test)]

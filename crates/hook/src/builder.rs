@@ -419,6 +419,21 @@ impl HookBuilder {
         Hook::start(self)
     }
 
+    /// The out_dir this builder writes to.
+    pub fn configured_out_dir(&self) -> &str {
+        &self.out_dir
+    }
+
+    /// The worker name this builder's hook writes as.
+    pub fn configured_worker(&self) -> &str {
+        &self.worker
+    }
+
+    /// The `include_workers` setting so far.
+    pub fn configured_include_workers(&self) -> IncludeWorkers {
+        self.include_workers
+    }
+
     pub(crate) fn default_save_config(&self) -> SaveConfig {
         let interval = self.framework.default_save_interval();
         self.save_config

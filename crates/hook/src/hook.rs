@@ -633,8 +633,15 @@ impl Hook {
     /// `save_scalar(name, value)`: recorded as `scalar/<name>` (float64, shape `[1]`) in the
     /// events file of the step that is current when the cache is flushed (the end of the
     /// next step that saves something, or close), and as a TensorBoard scalar. `timestamp`
-    /// (seconds since the epoch) becomes the event's wall time; `None` or 0 means now.
+    /// (seconds since the epoch) becomes the event's wall time; `None` or 0 means the time
+    /// of this call (as smdebug's `ScalarCache` stamps it).
     pub fn save_scalar(&mut self, name: &str, value: f64, timestamp: Option<f64>) {
+        // smdebug stamps a scalar when it is saved, not when the cache is written.
+        let timestamp = Some(
+            timestamp
+                .filter(|&t| t != 0.0)
+                .unwrap_or_else(|| self.wall()),
+        );
         self.scalars.push(CachedScalar {
             name: format!("scalar/{name}"),
             value: TensorValue::from(ndarray::arr1(&[value]).into_dyn()),
@@ -657,6 +664,11 @@ impl Hook {
                 len: value.len(),
             });
         }
+        let timestamp = Some(
+            timestamp
+                .filter(|&t| t != 0.0)
+                .unwrap_or_else(|| self.wall()),
+        );
         self.scalars.push(CachedScalar {
             name,
             value,

@@ -24,6 +24,7 @@
 
 mod arrow;
 mod errors;
+mod hook;
 mod rules;
 mod trial;
 mod values;
@@ -61,5 +62,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     trial::register(m)?;
     rules::register(m)?;
     arrow::register(m)?;
+    hook::register(m)?;
     Ok(())
 }

@@ -1,4 +1,4 @@
-"""smdebug_rs: smdebug's trial reader and rules, in Rust.
+"""smdebug_rs: smdebug's trial reader, rules and writer hook, in Rust.
 
 A drop-in for ``smdebug.trials`` and ``smdebug.rules``: change ``smdebug`` to
 ``smdebug_rs`` in the imports of an analysis script or a rule file.
@@ -8,10 +8,29 @@ A drop-in for ``smdebug.trials`` and ``smdebug.rules``: change ``smdebug`` to
 
     trial = create_trial("s3://bucket/run")
     loss = trial.tensor("loss").value(10, mode=modes.TRAIN)   # a numpy array
+
+And the writer hook for training loops (``smdebug_rs.Hook``; ``smdebug_rs.xgboost.Hook``
+for ``xgboost.train``), which writes trials smdebug reads as its own.
 """
 
 from smdebug_rs import modes
 from smdebug_rs._native import __version__
+from smdebug_rs.core.collection import Collection, CollectionKeys
+from smdebug_rs.core.reduction_config import ReductionConfig
+from smdebug_rs.core.save_config import SaveConfig, SaveConfigMode
+from smdebug_rs.hook import Hook, get_collection, get_hook
 from smdebug_rs.modes import ModeKeys
 
-__all__ = ["__version__", "modes", "ModeKeys"]
+__all__ = [
+    "__version__",
+    "modes",
+    "ModeKeys",
+    "Hook",
+    "SaveConfig",
+    "SaveConfigMode",
+    "ReductionConfig",
+    "Collection",
+    "CollectionKeys",
+    "get_collection",
+    "get_hook",
+]

@@ -1,0 +1,230 @@
+"""``smdebug_rs.Hook``: smdebug's writer hook for any Python training loop.
+
+The constructor takes the original hooks' arguments; saving costs the training thread the
+save decision and one copy of the array (reductions, encoding and I/O run on the hook's own
+threads, in Rust). See docs/src/python.md.
+
+    import smdebug_rs as smd
+
+    hook = smd.Hook("/tmp/run", save_config=smd.SaveConfig(save_interval=10),
+                    include_collections=["weights", "losses"])
+    hook.set_mode(smd.modes.TRAIN)
+    for step in range(100):
+        with hook.step():
+            hook.save("fc1.weight", w)          # saved when a collection of it is due
+            hook.save_tensor("loss", loss, "losses")
+            hook.save_scalar("lr", 0.01)
+        if hook.should_stop():
+            break
+    hook.close()
+"""
+
+import atexit
+import json
+import os
+import weakref
+
+from smdebug_rs import _native
+from smdebug_rs.core.collection import Collection, CollectionKeys
+from smdebug_rs.core.reduction_config import ReductionConfig
+from smdebug_rs.core.save_config import SaveConfig, SaveConfigMode
+
+__all__ = ["Hook", "get_hook", "get_collection", "worker_from_env"]
+
+_CURRENT = None
+
+
+def worker_from_env(environ=None):
+    """``(worker name, number of workers)`` of this process, from the launcher's environment:
+    ``RANK``/``WORLD_SIZE`` (torchrun, torch.distributed's env://), else
+    ``OMPI_COMM_WORLD_RANK``/``OMPI_COMM_WORLD_SIZE`` (mpirun, Horovod, SageMaker's MPI
+    jobs), else ``SM_CURRENT_HOST``'s position in ``SM_HOSTS`` (SageMaker multi-host jobs,
+    as XGBoost's rabit ranks them), else ``("worker_0", 1)``. The name is
+    ``worker_<rank>``, as the original's hooks name workers."""
+    env = os.environ if environ is None else environ
+    for rank_key, size_key in (("RANK", "WORLD_SIZE"), ("OMPI_COMM_WORLD_RANK",
+                                                       "OMPI_COMM_WORLD_SIZE")):
+        if env.get(rank_key) not in (None, ""):
+            rank = int(env[rank_key])
+            size = int(env.get(size_key) or rank + 1)
+            return f"worker_{rank}", size
+    hosts, host = env.get("SM_HOSTS"), env.get("SM_CURRENT_HOST")
+    if hosts and host:
+        hosts = sorted(json.loads(hosts))
+        if host in hosts and len(hosts) > 1:
+            return f"worker_{hosts.index(host)}", len(hosts)
+    return "worker_0", 1
+
+
+def _json(obj, kind):
+    if obj is None:
+        return None
+    if kind is SaveConfig:
+        obj = SaveConfig.parse(obj)
+    if isinstance(obj, dict):
+        return json.dumps(obj)
+    if hasattr(obj, "to_json_dict"):
+        return json.dumps(obj.to_json_dict())
+    raise TypeError(f"expected a {kind.__name__}, got {type(obj).__name__}")
+
+
+def _collection_json(c):
+    d = c.to_json_dict()
+    for key, kind in (("save_config", SaveConfig), ("reduction_config", ReductionConfig)):
+        v = d.get(key)
+        if v is not None and hasattr(v, "to_json_dict") or isinstance(v, SaveConfigMode):
+            d[key] = json.loads(_json(v, kind))
+    return json.dumps(d)
+
+
+class _Step:
+    """What ``hook.step()`` returns: usable as ``with hook.step():`` (nothing happens at the
+    end of the block; the next step's start publishes this one)."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_STEP = _Step()
+
+
+class Hook(_native.Hook):
+    """smdebug's hook, framework-agnostic: ``Hook(out_dir, export_tensorboard=False,
+    tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
+    include_regex=None, include_collections=None, save_all=False, include_workers="one")``.
+
+    The default collections, reductions and save interval are those of ``framework``:
+    ``"numpy"`` (default; the original's numpy path, as its MXNet hook: collections
+    weights ``^(?!gradient).*weight``, biases ``^(?!gradient).*bias``, gradients
+    ``^gradient``, losses ``.*loss._(?!input).*output`` (always saved); reductions computed
+    as numpy does, stored with shape ``[1]``; every 500 steps), ``"pytorch"`` (PyTorch's
+    losses regex ``[Ll]oss_(?!input).*output``, 0-d reductions computed as torch does),
+    ``"tensorflow"``, ``"tensorflow2"``, ``"xgboost"``. The
+    worker comes from the environment (:func:`worker_from_env`) unless ``worker`` and
+    ``num_workers`` are given. ``wall_time_base`` makes event wall times ``base + step``
+    (reproducible trials); ``stop_check_interval`` (seconds, default 1) is the least time
+    between two looks for the stop signal."""
+
+    def __new__(cls, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
+                dry_run=False, reduction_config=None, save_config=None, include_regex=None,
+                include_collections=None, save_all=False, include_workers="one", *,
+                framework="numpy", worker=None, num_workers=None, collections=None,
+                wall_time_base=None, stop_check_interval=None, _json_file=None, **kwargs):
+        if _json_file is not None:
+            worker, num_workers = worker_from_env()
+            self = super().__new__(cls, "", framework=framework, worker=worker,
+                                   num_workers=num_workers, from_json_file=True,
+                                   json_file_path=_json_file[0],
+                                   stop_check_interval=stop_check_interval)
+            return self._setup()
+        if out_dir is None:
+            raise ValueError("out_dir is required (smdebug_rs.Hook has no SageMaker default; "
+                             "use Hook.create_from_json_file() in SageMaker jobs)")
+        if worker is None:
+            env_worker, env_n = worker_from_env()
+            worker = env_worker
+            num_workers = env_n if num_workers is None else num_workers
+        if num_workers is None:
+            num_workers = 1
+        if isinstance(include_regex, str):
+            include_regex = [include_regex]
+        self = super().__new__(
+            cls, os.path.expanduser(str(out_dir)), framework=framework,
+            export_tensorboard=export_tensorboard, tensorboard_dir=tensorboard_dir,
+            dry_run=dry_run, reduction_config=_json(reduction_config, ReductionConfig),
+            save_config=_json(save_config, SaveConfig), include_regex=include_regex,
+            include_collections=include_collections, save_all=save_all,
+            include_workers=include_workers, worker=worker, num_workers=num_workers,
+            collections=[_collection_json(c) for c in (collections or [])],
+            wall_time_base=wall_time_base, stop_check_interval=stop_check_interval)
+        return self._setup()
+
+    def _setup(self):
+        self._collections = {}
+        self._started = False
+        global _CURRENT
+        _CURRENT = self
+        # As the original registers _cleanup: a hook still open when Python exits is closed
+        # (its last step published, the end marker written).
+        atexit.register(_close_at_exit, weakref.ref(self))
+        return self
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    @classmethod
+    def create_from_json_file(cls, json_file_path=None, *, framework="numpy"):
+        """The hook of a SageMaker job: from ``json_file_path``, else
+        ``$SMDEBUG_CONFIG_FILE_PATH``, else ``/opt/ml/input/config/debughookconfig.json``
+        (``FileNotFoundError`` if there is none)."""
+        return cls(framework=framework, _json_file=(json_file_path,))
+
+    # -- collections -------------------------------------------------------------------
+
+    def get_collection(self, name):
+        """The collection ``name`` (created if missing). Change it before the first step:
+        its regexes, tensor names and configs are taken then."""
+        c = self._collections.get(name)
+        if c is None:
+            c = Collection._from_json(self._collection_json(name))
+            if c.save_config is not None and not isinstance(c.save_config, SaveConfig):
+                c.save_config = SaveConfig.from_dict(c.save_config)
+            if c.reduction_config is not None and not isinstance(c.reduction_config,
+                                                                 ReductionConfig):
+                c.reduction_config = ReductionConfig.from_dict(c.reduction_config)
+            self._collections[name] = c
+        return c
+
+    def include_collection(self, name):
+        """Saves collection ``name`` too (before the first step)."""
+        self._include_collection(name)
+
+    def _push_collections(self):
+        for c in self._collections.values():
+            self._set_collection(_collection_json(c))
+
+    # -- steps -------------------------------------------------------------------------
+
+    def step(self):
+        """Starts the next step; returns a context manager (``with hook.step(): ...``)."""
+        if not self._started:
+            self._push_collections()
+            self._started = True
+        self._step()
+        return _STEP
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _close_at_exit(ref):
+    hook = ref()
+    if hook is not None and not hook.closed:
+        hook.close()
+
+
+def get_hook():
+    """The hook created last in this process (``smdebug.get_hook``), or None."""
+    return _CURRENT
+
+
+def get_collection(name):
+    """``smdebug.get_collection``: collection ``name`` of the hook created last."""
+    if _CURRENT is None:
+        raise RuntimeError("no smdebug_rs.Hook has been created yet")
+    return _CURRENT.get_collection(name)

@@ -1,0 +1,565 @@
+//! `Hook`: smdebug's writer hook (`smdebug_hook::Hook`) for Python training loops.
+//!
+//! The training thread pays for the save decision and one copy of the array into a buffer
+//! the writer thread owns: reductions, protobuf encoding, CRCs and file I/O happen on the
+//! hook's writer and I/O threads. The copy is needed because the writer runs after the call
+//! returns (and `save_tensor` values are written at the end of the step), while the caller
+//! may reuse or change its array at once.
+
+use crate::trial::mode_arg;
+use crate::NativeError;
+use numpy::{
+    Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyString};
+use smdebug_config::{Collection, Framework, IncludeWorkers, ReductionConfig, SaveConfig};
+use smdebug_hook::{Hook, HookBuilder, HookError, Saved};
+use smdebug_record::TensorValue;
+use std::sync::Mutex;
+
+/// The Python exception for a hook failure: wrong arguments and configurations are
+/// `SMDebugValueError`, failures while writing `SMDebugRuntimeError`.
+fn hook_err(py: Python<'_>, e: HookError) -> PyErr {
+    let class = match &e {
+        HookError::InvalidSetting { .. }
+        | HookError::InvalidCollectionConfiguration { .. }
+        | HookError::NotAScalar { .. }
+        | HookError::NoStep { .. }
+        | HookError::HookConfig { .. }
+        | HookError::TensorBoardConfig { .. }
+        | HookError::SaveConfig { .. } => "SMDebugValueError",
+        HookError::NoHookConfig { .. } => "FileNotFoundError",
+        _ => "SMDebugRuntimeError",
+    };
+    NativeError::Other(class, e.to_string()).into_pyerr(py)
+}
+
+fn value_err(py: Python<'_>, msg: impl Into<String>) -> PyErr {
+    NativeError::Other("SMDebugValueError", msg.into()).into_pyerr(py)
+}
+
+fn framework_arg(py: Python<'_>, name: &str) -> PyResult<Framework> {
+    Ok(match name.to_ascii_lowercase().as_str() {
+        "pytorch" | "torch" => Framework::PyTorch,
+        // The original's numpy path: MXNet's collections and numpy reductions of shape [1].
+        "numpy" | "mxnet" => Framework::MXNet,
+        "tensorflow" => Framework::TensorFlow,
+        "tensorflow2" | "tf2" => Framework::TensorFlow2Eager,
+        "xgboost" => Framework::XGBoost,
+        other => {
+            return Err(value_err(
+                py,
+                format!(
+                "framework {other:?}: expected numpy, pytorch, mxnet, tensorflow, tensorflow2 or xgboost"
+            ),
+            ))
+        }
+    })
+}
+
+fn include_workers_arg(py: Python<'_>, s: &str) -> PyResult<IncludeWorkers> {
+    match s {
+        "one" => Ok(IncludeWorkers::One),
+        "all" => Ok(IncludeWorkers::All),
+        other => Err(value_err(
+            py,
+            format!("include_workers={other:?}: expected \"one\" or \"all\""),
+        )),
+    }
+}
+
+/// Copies a typed numpy array into a tensor value owned by the writer.
+fn copy_typed<T: Element + Clone>(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Option<TensorValue>>
+where
+    TensorValue: From<ndarray::ArrayD<T>>,
+{
+    let Ok(a) = arr.cast::<PyArrayDyn<T>>() else {
+        return Ok(None);
+    };
+    // SAFETY: the view lives only for the copy, which runs with the GIL held and calls no
+    // Python code, so nothing can resize or free the array meanwhile; a writer elsewhere
+    // (another thread's Rust code holding a numpy `readwrite` borrow without the GIL) would
+    // at worst make us copy values mid-update, as any copy in Python would. The checked
+    // `try_readonly` costs about a microsecond per call in numpy's borrow table, a fifth of
+    // a small save.
+    let view = unsafe { a.as_array() };
+    Ok(Some(TensorValue::from(view.to_owned())))
+}
+
+/// A value as a numpy array: numpy arrays as they are, objects with `__array__` (torch,
+/// jax, tensorflow on CPU, lists, Python numbers) through `numpy.asarray`, objects with only
+/// `__dlpack__` through `numpy.from_dlpack`.
+///
+/// A scalar (a Python number, bool or str, or a numpy scalar) becomes an array of shape
+/// `[1]`, as the original's `make_numpy_array` makes it (`np.array([x])`).
+fn as_numpy<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
+    if let Ok(a) = value.cast::<PyUntypedArray>() {
+        return Ok(a.clone());
+    }
+    let py = value.py();
+    let np = py.import("numpy")?;
+    let scalar = value.is_instance_of::<PyFloat>()
+        || value.is_instance_of::<PyInt>()
+        || value.is_instance_of::<PyString>()
+        || value.is_instance_of::<PyComplex>()
+        || value.is_instance(&np.getattr("generic")?)?;
+    let arr = if scalar {
+        np.call_method1("array", (PyList::new(py, [value])?,))?
+    } else if !value.hasattr("__array__")? && value.hasattr("__dlpack__")? {
+        np.call_method1("from_dlpack", (value,))?
+    } else {
+        np.call_method1("asarray", (value,))?
+    };
+    Ok(arr.cast_into::<PyUntypedArray>()?)
+}
+
+/// The tensor value of a Python value (one copy).
+pub(crate) fn tensor_value(value: &Bound<'_, PyAny>) -> PyResult<TensorValue> {
+    let arr = as_numpy(value)?;
+    if arr.dtype().kind() == b'U' {
+        // Text (the XGBoost hook's tree tables): a string tensor, as the original writes it.
+        let items: Vec<String> = arr
+            .call_method0("ravel")?
+            .call_method0("tolist")?
+            .extract()?;
+        let shape = arr.shape().to_vec();
+        let a = ndarray::ArrayD::from_shape_vec(shape, items)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        return Ok(TensorValue::from(a));
+    }
+    macro_rules! try_types {
+        ($($t:ty),*) => {
+            $(if let Some(v) = copy_typed::<$t>(&arr)? { return Ok(v); })*
+        };
+    }
+    try_types!(
+        f32,
+        f64,
+        half::f16,
+        i64,
+        i32,
+        i16,
+        i8,
+        u8,
+        u16,
+        u32,
+        u64,
+        bool,
+        num_complex::Complex32,
+        num_complex::Complex64
+    );
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "cannot save an array of dtype {}: expected a numeric, bool or str dtype",
+        arr.dtype().str()?
+    )))
+}
+
+/// The native hook. `smdebug_rs.Hook` (python/smdebug_rs/hook.py) subclasses it with the
+/// original's constructor and the collection objects.
+#[pyclass(subclass, module = "smdebug_rs._native", name = "Hook")]
+pub(crate) struct PyHook {
+    /// `None` once closed.
+    inner: Mutex<Option<Hook>>,
+    /// `dry_run`: nothing is written, saves are accepted and ignored.
+    dry_run: bool,
+    /// The out_dir as given.
+    out_dir: String,
+    /// This worker's name.
+    worker: String,
+}
+
+impl PyHook {
+    fn with<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Hook) -> Result<T, HookError>,
+    ) -> PyResult<T> {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(h) = guard.as_mut() else {
+            return Err(NativeError::Other(
+                "SMDebugRuntimeError",
+                format!("the hook writing {} is closed", self.out_dir),
+            )
+            .into_pyerr(py));
+        };
+        f(h).map_err(|e| hook_err(py, e))
+    }
+
+    fn from_builder(py: Python<'_>, b: HookBuilder, dry_run: bool) -> PyResult<Self> {
+        let out_dir = b.configured_out_dir().to_owned();
+        let worker = b.configured_worker().to_owned();
+        let hook = if dry_run {
+            None
+        } else {
+            Some(py.detach(|| b.build()).map_err(|e| hook_err(py, e))?)
+        };
+        Ok(PyHook {
+            inner: Mutex::new(hook),
+            dry_run,
+            out_dir,
+            worker,
+        })
+    }
+}
+
+/// The settings both constructors share.
+#[allow(clippy::too_many_arguments)]
+fn configure(
+    py: Python<'_>,
+    mut b: HookBuilder,
+    framework: Option<&str>,
+    worker: Option<(String, i64)>,
+    collections: Option<Vec<String>>,
+    save_config: Option<&str>,
+    reduction_config: Option<&str>,
+    wall_time_base: Option<f64>,
+) -> PyResult<HookBuilder> {
+    if let Some(f) = framework {
+        b = b.framework(framework_arg(py, f)?);
+    }
+    if let Some((name, n)) = worker {
+        // `worker` would turn include_workers to "all": keep the configured choice.
+        let include = b.configured_include_workers();
+        b = b.worker(name, n).include_workers(include);
+    }
+    if let Some(s) = save_config {
+        b = b.save_config(SaveConfig::from_json(s).map_err(|e| value_err(py, e.to_string()))?);
+    }
+    if let Some(r) = reduction_config {
+        b = b.reduction_config(
+            ReductionConfig::from_json(r).map_err(|e| value_err(py, e.to_string()))?,
+        );
+    }
+    for text in collections.into_iter().flatten() {
+        b = b.collection(Collection::from_json(&text).map_err(|e| value_err(py, e.to_string()))?);
+    }
+    if let Some(base) = wall_time_base {
+        b = b.wall_time(smdebug_hook::WallTime::PerStep(std::sync::Arc::new(
+            move |s| base + s as f64,
+        )));
+    }
+    Ok(b)
+}
+
+#[pymethods]
+impl PyHook {
+    /// `Hook(out_dir, ...)`: see `smdebug_rs.Hook`. Configs arrive as their JSON text
+    /// (`to_json()` of the Python objects), collections as a list of JSON texts. With
+    /// `from_json_file`, everything but the framework and the worker comes from the
+    /// SageMaker hook configuration at `json_file_path` (a missing file is
+    /// `FileNotFoundError`).
+    #[new]
+    #[pyo3(signature = (out_dir, *, framework="numpy", export_tensorboard=false,
+        tensorboard_dir=None, dry_run=false, reduction_config=None, save_config=None,
+        include_regex=None, include_collections=None, save_all=false, include_workers="one",
+        worker=None, num_workers=1, collections=None, wall_time_base=None,
+        from_json_file=false, json_file_path=None, stop_check_interval=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        out_dir: String,
+        framework: &str,
+        export_tensorboard: bool,
+        tensorboard_dir: Option<String>,
+        dry_run: bool,
+        reduction_config: Option<&str>,
+        save_config: Option<&str>,
+        include_regex: Option<Vec<String>>,
+        include_collections: Option<Vec<String>>,
+        save_all: bool,
+        include_workers: &str,
+        worker: Option<String>,
+        num_workers: i64,
+        collections: Option<Vec<String>>,
+        wall_time_base: Option<f64>,
+        from_json_file: bool,
+        json_file_path: Option<std::path::PathBuf>,
+        stop_check_interval: Option<f64>,
+    ) -> PyResult<Self> {
+        let stop_interval = stop_check_interval
+            .map(|s| {
+                std::time::Duration::try_from_secs_f64(s)
+                    .map_err(|e| value_err(py, format!("stop_check_interval={s}: {e}")))
+            })
+            .transpose()?;
+        let worker = Some((worker.unwrap_or_else(|| "worker_0".into()), num_workers));
+        if from_json_file {
+            // A SageMaker hook configuration (`debughookconfig.json`): `json_file_path`, else
+            // `$SMDEBUG_CONFIG_FILE_PATH`, else /opt/ml/input/config/debughookconfig.json.
+            let path = smdebug_config::hook_config_path(json_file_path.as_deref());
+            let b = HookBuilder::from_config_file(&path).map_err(|e| hook_err(py, e))?;
+            let mut b = configure(py, b, Some(framework), worker, None, None, None, None)?;
+            if let Some(i) = stop_interval {
+                b = b.stop_check_interval(i);
+            }
+            return Self::from_builder(py, b, false);
+        }
+        let mut b = HookBuilder::new(out_dir)
+            .export_tensorboard(export_tensorboard)
+            .save_all(save_all)
+            .include_workers(include_workers_arg(py, include_workers)?);
+        if let Some(d) = tensorboard_dir {
+            b = b.tensorboard_dir(d);
+        }
+        if let Some(r) = include_regex {
+            b = b.include_regex(r);
+        }
+        if let Some(c) = include_collections {
+            b = b.include_collections(c);
+        }
+        let b = configure(
+            py,
+            b,
+            Some(framework),
+            worker,
+            collections,
+            save_config,
+            reduction_config,
+            wall_time_base,
+        )?;
+        let b = match stop_interval {
+            Some(i) => b.stop_check_interval(i),
+            None => b,
+        };
+        Self::from_builder(py, b, dry_run)
+    }
+
+    /// The out_dir as given.
+    #[getter]
+    fn out_dir(&self) -> &str {
+        &self.out_dir
+    }
+
+    /// This worker's name (`worker_<rank>`).
+    #[getter]
+    fn worker(&self) -> &str {
+        &self.worker
+    }
+
+    /// Whether this is a dry run (nothing written).
+    #[getter]
+    fn dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    /// The global step (-1 before the first `step()`).
+    #[getter]
+    fn step_num(&self, py: Python<'_>) -> PyResult<i64> {
+        if self.dry_run {
+            return Ok(-1);
+        }
+        self.with(py, |h| Ok(h.global_step()))
+    }
+
+    /// The current mode step.
+    #[getter]
+    fn mode_step(&self, py: Python<'_>) -> PyResult<i64> {
+        if self.dry_run {
+            return Ok(-1);
+        }
+        self.with(py, |h| Ok(h.mode_step()))
+    }
+
+    /// `set_mode(mode)`: a `ModeKeys` member (ours or smdebug's), a mode name or its int.
+    fn set_mode(&self, py: Python<'_>, mode: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mode = mode_arg(Some(mode))?;
+        if self.dry_run {
+            return Ok(());
+        }
+        self.with(py, |h| {
+            h.set_mode(mode);
+            Ok(())
+        })
+    }
+
+    /// Starts the next step: ends the previous one (its `save_tensor` values and cached
+    /// scalars are written, its files published) and advances the step counters.
+    fn _step(&self, py: Python<'_>) -> PyResult<()> {
+        if self.dry_run {
+            return Ok(());
+        }
+        self.with(py, |h| h.step())
+    }
+
+    /// Replaces collection `name` by its JSON form (before the first step).
+    fn _set_collection(&self, py: Python<'_>, text: &str) -> PyResult<()> {
+        let c = Collection::from_json(text).map_err(|e| value_err(py, e.to_string()))?;
+        if self.dry_run {
+            return Ok(());
+        }
+        self.with(py, |h| {
+            let name = c.name.clone();
+            *h.get_collection(&name) = c;
+            Ok(())
+        })
+    }
+
+    /// The JSON form of collection `name`, created if missing.
+    fn _collection_json(&self, py: Python<'_>, name: &str) -> PyResult<String> {
+        if self.dry_run {
+            return Ok(Collection::new(name).to_json());
+        }
+        self.with(py, |h| Ok(h.get_collection(name).to_json()))
+    }
+
+    /// Adds a collection to the saved ones (before the first step).
+    fn _include_collection(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        if self.dry_run {
+            return Ok(());
+        }
+        self.with(py, |h| {
+            h.include_collection(name);
+            Ok(())
+        })
+    }
+
+    /// Whether a tensor of this name is saved at this step.
+    fn should_save_tensor(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        if self.dry_run {
+            return Ok(false);
+        }
+        self.with(py, |h| h.should_save(name))
+    }
+
+    /// Offers a tensor as a framework hook does with what it sees: written (its shape,
+    /// reductions and raw value, as its collections' configs say) if a collection containing
+    /// the name is due at this step. Returns whether it was taken. The array is copied only
+    /// when due.
+    fn save(&self, py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        if self.dry_run {
+            return Ok(false);
+        }
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(h) = guard.as_mut() else {
+            return Err(
+                NativeError::Other("SMDebugRuntimeError", "the hook is closed".into())
+                    .into_pyerr(py),
+            );
+        };
+        if !h.should_save(name).map_err(|e| hook_err(py, e))? {
+            return Ok(false);
+        }
+        let v = tensor_value(value)?;
+        Ok(h.save(name, v).map_err(|e| hook_err(py, e))? == Saved::Queued)
+    }
+
+    /// `save_tensor(tensor_name, tensor_value, collections_to_write="default")`: the value is
+    /// added to the collection (the last one of a list, as in the original; created if
+    /// missing) and written as a raw tensor at the end of the step, if that step saves
+    /// anything.
+    #[pyo3(signature = (tensor_name, tensor_value, collections_to_write=None))]
+    fn save_tensor(
+        &self,
+        py: Python<'_>,
+        tensor_name: &str,
+        tensor_value: &Bound<'_, PyAny>,
+        collections_to_write: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        if self.dry_run {
+            return Ok(());
+        }
+        let names: Vec<String> = match collections_to_write {
+            None => vec!["default".into()],
+            Some(c) => match c.extract::<String>() {
+                Ok(s) => vec![s],
+                Err(_) => c.extract()?,
+            },
+        };
+        let v = self::tensor_value(tensor_value)?;
+        self.with(py, |h| {
+            // The original keeps one entry per tensor name, overwritten for each listed
+            // collection: the last collection gets the tensor.
+            if let Some(last) = names.last() {
+                h.save_tensor(tensor_name, v, last);
+            }
+            Ok(())
+        })
+    }
+
+    /// `save_scalar(name, value, sm_metric=False, timestamp=None)`: written as
+    /// `scalar/<name>` at the end of the next step that saves something (or at close).
+    #[pyo3(signature = (name, value, sm_metric=false, timestamp=None))]
+    fn save_scalar(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        value: &Bound<'_, PyAny>,
+        sm_metric: bool,
+        timestamp: Option<f64>,
+    ) -> PyResult<()> {
+        // SageMaker Metrics are not written by this hook (see the crate README).
+        let _ = sm_metric;
+        if self.dry_run {
+            return Ok(());
+        }
+        if let Ok(x) = value.extract::<f64>() {
+            return self.with(py, |h| {
+                h.save_scalar(name, x, timestamp);
+                Ok(())
+            });
+        }
+        let v = tensor_value(value)?;
+        self.with(py, |h| h.save_scalar_tensor(name, v, timestamp))
+    }
+
+    /// Whether training should stop: a rule (or a person) created the stop-signal object in
+    /// the trial. Polled at most once per step and second, so cheap to call every iteration.
+    fn should_stop(&self, py: Python<'_>) -> PyResult<bool> {
+        if self.dry_run {
+            return Ok(false);
+        }
+        self.with(py, |h| Ok(h.should_stop()))
+    }
+
+    /// Tensors dropped because the writer's queue was full (always 0 with the default
+    /// blocking queue).
+    #[getter]
+    fn dropped_tensors(&self, py: Python<'_>) -> PyResult<u64> {
+        if self.dry_run {
+            return Ok(0);
+        }
+        self.with(py, |h| Ok(h.dropped_tensors()))
+    }
+
+    /// Waits until everything handed over so far is written.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        if self.dry_run {
+            return Ok(());
+        }
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        match guard.as_mut() {
+            Some(h) => py.detach(|| h.flush()).map_err(|e| hook_err(py, e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends training: writes what is cached, publishes the last step, writes the
+    /// collections file again and the end-of-training marker. Returns the writer's counts
+    /// (`records`, `event_bytes`, `dropped`). A second call does nothing.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let hook = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let d = PyDict::new(py);
+        if let Some(h) = hook {
+            let stats = py.detach(|| h.close()).map_err(|e| hook_err(py, e))?;
+            d.set_item("records", stats.records)?;
+            d.set_item("event_bytes", stats.event_bytes)?;
+            d.set_item("dropped", stats.dropped)?;
+        }
+        Ok(d)
+    }
+
+    /// Whether the hook is closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+}
+
+/// Registers `Hook`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyHook>()
+}
