@@ -400,6 +400,36 @@ impl TensorValue {
         self.len() == 0
     }
 
+    /// The elements of a real-valued tensor as `f64`, in logical (row-major) order; `None` for
+    /// complex numbers and strings. One definition for every reader that charts or summarises
+    /// values (smdebug-export's statistics, smdebug-report's charts): a bool is 0 or 1, and
+    /// 64-bit integers round to the nearest `f64` as numpy's `astype(float)` does.
+    ///
+    /// ```
+    /// use smdebug_record::TensorValue;
+    /// let t = TensorValue::from(ndarray::arr1(&[1u8, 200]).into_dyn());
+    /// assert_eq!(t.to_f64_vec(), Some(vec![1.0, 200.0]));
+    /// ```
+    pub fn to_f64_vec(&self) -> Option<Vec<f64>> {
+        Some(match self {
+            TensorValue::Float16(a) => a.iter().map(|x| x.to_f64()).collect(),
+            TensorValue::Float32(a) => a.iter().map(|&x| f64::from(x)).collect(),
+            TensorValue::Float64(a) => a.iter().copied().collect(),
+            TensorValue::Int8(a) => a.iter().map(|&x| f64::from(x)).collect(),
+            TensorValue::Int16(a) => a.iter().map(|&x| f64::from(x)).collect(),
+            TensorValue::Int32(a) => a.iter().map(|&x| f64::from(x)).collect(),
+            TensorValue::Int64(a) => a.iter().map(|&x| x as f64).collect(),
+            TensorValue::UInt8(a) => a.iter().map(|&x| f64::from(x)).collect(),
+            TensorValue::UInt16(a) => a.iter().map(|&x| f64::from(x)).collect(),
+            TensorValue::UInt32(a) => a.iter().map(|&x| f64::from(x)).collect(),
+            TensorValue::UInt64(a) => a.iter().map(|&x| x as f64).collect(),
+            TensorValue::Bool(a) => a.iter().map(|&x| if x { 1.0 } else { 0.0 }).collect(),
+            TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
+                return None
+            }
+        })
+    }
+
     /// The array if the tensor holds elements of type `T`.
     ///
     /// ```

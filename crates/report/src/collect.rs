@@ -295,23 +295,7 @@ fn parallel<T: Sync, R: Send>(
 
 /// The elements of a real value as f64 (`None` for strings and complex numbers).
 pub(crate) fn values_f64(value: &TensorValue) -> Option<Vec<f64>> {
-    Some(match value {
-        TensorValue::Float16(a) => a.iter().map(|x| x.to_f64()).collect(),
-        TensorValue::Float32(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        TensorValue::Float64(a) => a.iter().copied().collect(),
-        TensorValue::Int8(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        TensorValue::Int16(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        TensorValue::Int32(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        TensorValue::Int64(a) => a.iter().map(|&x| x as f64).collect(),
-        TensorValue::UInt8(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        TensorValue::UInt16(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        TensorValue::UInt32(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        TensorValue::UInt64(a) => a.iter().map(|&x| x as f64).collect(),
-        TensorValue::Bool(a) => a.iter().map(|&x| if x { 1.0 } else { 0.0 }).collect(),
-        TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
-            return None
-        }
-    })
+    value.to_f64_vec()
 }
 
 /// A one-number summary of a value: the element itself for one element, else the mean.
