@@ -51,11 +51,7 @@ pub fn collect(
 ) -> Result<ReportData> {
     let trial = Trial::open(path, trial_options.clone())?;
     let range = options.steps;
-    let global: Vec<i64> = trial
-        .steps(Mode::Global, false)?
-        .into_iter()
-        .filter(|&s| range.contains(s))
-        .collect();
+    let global = steps_in(trial.steps(Mode::Global, false)?, range);
     let names = trial.tensor_names()?;
     let collections = trial.collections();
     let in_collection = |c: &str, name: &str| {
@@ -312,6 +308,11 @@ fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
+/// The steps of `steps` that `range` holds (the report's `--steps`).
+fn steps_in(steps: Vec<i64>, range: StepRange) -> Vec<i64> {
+    steps.into_iter().filter(|&s| range.contains(s)).collect()
+}
+
 /// `n` evenly spaced items of `steps` (all of them when there are at most `n`), always
 /// with the first and the last.
 pub(crate) fn sample(steps: &[i64], n: usize) -> (Vec<i64>, bool) {
@@ -442,11 +443,7 @@ fn norm_charts(
     health: &Mutex<Vec<Finding>>,
 ) -> Result<(Chart, Option<Chart>)> {
     let t = trial.tensor(name)?;
-    let all: Vec<i64> = t
-        .steps(Mode::Global, false)?
-        .into_iter()
-        .filter(|&s| range.contains(s))
-        .collect();
+    let all = steps_in(t.steps(Mode::Global, false)?, range);
     let (steps, sampled) = sample(&all, max_points);
     let mut norm_values = Vec::with_capacity(steps.len());
     let mut ratio_steps = Vec::new();
@@ -526,11 +523,7 @@ fn activation_chart(
     max_points: usize,
 ) -> Result<Chart> {
     let t = trial.tensor(name)?;
-    let all: Vec<i64> = t
-        .steps(Mode::Global, false)?
-        .into_iter()
-        .filter(|&s| range.contains(s))
-        .collect();
+    let all = steps_in(t.steps(Mode::Global, false)?, range);
     let (steps, sampled) = sample(&all, max_points);
     let mut values = Vec::with_capacity(steps.len());
     let mut kept = Vec::with_capacity(steps.len());
@@ -588,11 +581,7 @@ fn activation_chart(
 
 fn histograms_of(trial: &Trial, name: &str, range: StepRange, at: usize) -> Result<Vec<Histogram>> {
     let t = trial.tensor(name)?;
-    let all: Vec<i64> = t
-        .steps(Mode::Global, false)?
-        .into_iter()
-        .filter(|&s| range.contains(s))
-        .collect();
+    let all = steps_in(t.steps(Mode::Global, false)?, range);
     let (steps, _) = sample(&all, at);
     let mut out = Vec::new();
     for s in steps {
