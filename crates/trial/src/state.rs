@@ -188,8 +188,14 @@ pub(crate) struct Tensors {
 }
 
 impl Tensors {
-    pub fn get(&self, name: &str) -> Option<&TensorData> {
-        self.ids.get(name).map(|&i| &self.data[i])
+    /// The tensor's number, if the trial has seen it.
+    pub fn id_of(&self, name: &str) -> Option<usize> {
+        self.ids.get(name).copied()
+    }
+
+    /// The data of tensor number `id` (numbers from [`Tensors::id_of`]; never reused).
+    pub fn by_id(&self, id: usize) -> Option<&TensorData> {
+        self.data.get(id)
     }
 
     pub fn contains_key(&self, name: &str) -> bool {

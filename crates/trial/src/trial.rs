@@ -641,8 +641,12 @@ impl Trial {
     /// A handle on one tensor, or `TensorUnavailable` if the trial has never seen it
     /// (refreshing once first).
     pub fn tensor(&self, name: &str) -> Result<Tensor<'_>> {
-        if self.has_tensor(name)? {
-            Ok(Tensor::new(self, name))
+        let id = match self.has_tensor(name)? {
+            true => lock(&self.state).tensors.id_of(name),
+            false => None,
+        };
+        if let Some(id) = id {
+            Ok(Tensor::new(self, name, id))
         } else {
             Err(AnalysisError::TensorUnavailable {
                 tensor: name.to_owned(),
