@@ -140,8 +140,12 @@ impl<'t> Tensor<'t> {
             return Ok(None);
         };
         let found = match worker {
-            Some(w) => workers.iter().find(|(x, _)| **x == *w),
-            None => workers.iter().min_by(|a, b| a.0.cmp(&b.0)),
+            Some(w) => st
+                .find_worker(w)
+                .and_then(|id| workers.iter().find(|(x, _)| *x == id)),
+            None => workers
+                .iter()
+                .min_by(|a, b| st.worker_name(a.0).cmp(st.worker_name(b.0))),
         };
         match (found, worker) {
             (Some((_, d)), _) => Ok(Some(take(st, d))),
@@ -356,7 +360,11 @@ impl<'t> Tensor<'t> {
             .tensors
             .by_id(self.id)
             .and_then(|d| d.step_dict(m, s))
-            .map(|ws| ws.iter().map(|(w, _)| w.to_string()).collect())
+            .map(|ws| {
+                ws.iter()
+                    .map(|(w, _)| st.worker_name(*w).to_owned())
+                    .collect()
+            })
             .unwrap_or_default())
     }
 
