@@ -80,8 +80,10 @@ impl<'t> Tensor<'t> {
             if mode != Mode::Global && m != mode {
                 continue;
             }
+            // The mode's step map, looked up once for all its steps.
+            let to_global = st.mode_to_global.get(&m).filter(|_| m != Mode::Global);
             for (ms, workers) in steps.iter() {
-                let g = st.global_step_currently(m, ms).unwrap_or(ms);
+                let g = to_global.and_then(|t| t.get(&ms)).copied().unwrap_or(ms);
                 let reported = if mode == Mode::Global { g } else { ms };
                 all.push((reported, g, workers.len()));
             }
