@@ -551,8 +551,10 @@ impl PyHook {
 
     /// Offers a tensor as a framework hook does with what it sees: written (its shape,
     /// reductions and raw value, as its collections' configs say) if a collection containing
-    /// the name is due at this step. Returns whether it was taken. The array is copied only
-    /// when due.
+    /// the name is due at this step. Returns whether it was taken. The array is read only
+    /// when due: a large C-contiguous numeric array whose raw value and shape are all that
+    /// is due is encoded from its buffer before the call returns (no copy); anything else is
+    /// copied once (see `smdebug_rs.Hook`).
     fn save(&self, py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
         if self.dry_run {
             return Ok(false);
