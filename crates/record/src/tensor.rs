@@ -495,11 +495,7 @@ impl TensorValue {
         if matches!(self, TensorValue::Str(_)) {
             return None;
         }
-        let proto = TensorProto {
-            dtype: self.dtype().to_proto() as i32,
-            tensor_shape: Some(shape_proto(tag, self.shape())),
-            ..Default::default()
-        };
+        let proto = numeric_header(tag, self.dtype(), self.shape());
         Some((proto, self.len() * self.dtype().item_size().unwrap_or(0)))
     }
 
@@ -633,6 +629,15 @@ fn write_le<T: Element>(a: &ArrayD<T>, out: &mut Vec<u8>) {
             out.reserve(a.len() * T::SIZE);
             a.iter().for_each(|&x| x.put_le(out))
         }
+    }
+}
+
+/// The `TensorProto` of a numeric tensor without its `tensor_content`.
+pub(crate) fn numeric_header(tag: &str, dtype: DType, shape: &[usize]) -> TensorProto {
+    TensorProto {
+        dtype: dtype.to_proto() as i32,
+        tensor_shape: Some(shape_proto(tag, shape)),
+        ..Default::default()
     }
 }
 
