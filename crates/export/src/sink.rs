@@ -173,6 +173,11 @@ impl TableWriter {
         &mut self.rows
     }
 
+    /// How many rows are waiting.
+    pub fn waiting(&self) -> usize {
+        self.rows.len()
+    }
+
     /// Writes the waiting rows, which belong to step bucket `bucket`, once there are enough
     /// of them for a row group (all of them when `force`).
     pub fn flush(&mut self, store: &BlockingStore, bucket: i64, force: bool) -> Result<()> {
