@@ -266,6 +266,10 @@ struct Run<'t> {
     index_files_seen: BTreeSet<i64>,
 }
 
+/// Entries a thread reads and reduces before handing them over: a hand-over costs about
+/// as much as reading a small tensor.
+const UNITS_PER_HANDOVER: usize = 32;
+
 /// Entries between two progress reports (a report costs a redraw on a terminal).
 const PROGRESS_EVERY: u64 = 256;
 
@@ -475,6 +479,7 @@ impl<'t> Run<'t> {
         for_each_ordered(
             &units,
             threads,
+            UNITS_PER_HANDOVER,
             |u| ctx.unit(plan, u),
             |u, o| -> Result<()> {
                 sink.take_outcome(u, o, &mut firsts, plan.selected[u.tensor])?;
@@ -495,6 +500,7 @@ impl<'t> Run<'t> {
         for_each_ordered(
             &firsts,
             threads,
+            UNITS_PER_HANDOVER,
             |(_, (_, _, first))| first.as_ref().map(|loc| ctx.wall_time(loc)),
             |_, wall| -> Result<()> {
                 walls.push(wall);

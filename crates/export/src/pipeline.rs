@@ -7,22 +7,26 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-/// Results a helper may have finished ahead of the one this thread consumes next, per
-/// thread: bounds the outcomes held in memory (each a few rows) whatever the bucket's size.
-const AHEAD_PER_THREAD: usize = 64;
+/// Chunks a helper may have finished ahead of the one this thread consumes next, per
+/// thread: bounds the outcomes held in memory whatever the bucket's size.
+const AHEAD_PER_THREAD: usize = 4;
 
-/// `for x in items { consume(x, f(x))? }` with `f` on up to `threads` threads, this
-/// one included: `consume` runs here, in the order of `items`, as soon as each result and
-/// those before it are ready, and this thread computes an item itself whenever the next
-/// result is not ready. The first error of `consume` stops the helpers (they finish the
-/// item in hand) and is returned.
+/// `for x in items { consume(x, f(x))? }` with `f` on up to `threads` threads, this one
+/// included: `consume` runs here, in the order of `items`, as soon as each result and those
+/// before it are ready, and this thread computes a chunk itself whenever the next result is
+/// not ready. Threads take `chunk` items at a time, so that a hand-over between threads
+/// (a channel message, maybe a wake-up) is paid per chunk, not per small item. The first
+/// error of `consume` stops the helpers (they finish the chunk in hand) and is returned.
 pub(crate) fn for_each_ordered<T: Sync, R: Send, E>(
     items: &[T],
     threads: usize,
+    chunk: usize,
     f: impl Fn(&T) -> R + Sync,
     mut consume: impl FnMut(&T, R) -> Result<(), E>,
 ) -> Result<(), E> {
-    let threads = threads.min(items.len());
+    let chunk = chunk.max(1);
+    let chunks = items.len().div_ceil(chunk);
+    let threads = threads.min(chunks);
     if threads <= 1 {
         return items.iter().try_for_each(|x| consume(x, f(x)));
     }
@@ -33,7 +37,9 @@ pub(crate) fn for_each_ordered<T: Sync, R: Send, E>(
             return None;
         }
         let k = next.fetch_add(1, Ordering::Relaxed);
-        items.get(k).map(|item| (k, f(item)))
+        let lo = k.checked_mul(chunk)?;
+        let c = items.get(lo..items.len().min(lo + chunk))?;
+        (!c.is_empty()).then(|| (k, c.iter().map(&f).collect::<Vec<R>>()))
     };
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::sync_channel(AHEAD_PER_THREAD * threads);
@@ -53,23 +59,25 @@ pub(crate) fn for_each_ordered<T: Sync, R: Send, E>(
                 .spawn_scoped(scope, helper);
         }
         drop(tx);
-        let mut ready: BTreeMap<usize, R> = BTreeMap::new();
+        let mut ready: BTreeMap<usize, Vec<R>> = BTreeMap::new();
         let mut want = 0;
         let mut result = Ok(());
-        while want < items.len() {
-            if let Some(r) = ready.remove(&want) {
-                want += 1;
-                if let Err(e) = consume(&items[want - 1], r) {
-                    result = Err(e);
-                    break;
+        'consume: while want < chunks {
+            if let Some(rs) = ready.remove(&want) {
+                for (x, r) in items[want * chunk..].iter().zip(rs) {
+                    if let Err(e) = consume(x, r) {
+                        result = Err(e);
+                        break 'consume;
+                    }
                 }
+                want += 1;
                 continue;
             }
             let arrived = match rx.try_recv() {
                 Ok(done) => Some(done),
                 Err(_) => take(),
             };
-            let (k, r) = match arrived {
+            let (k, rs) = match arrived {
                 Some(done) => done,
                 None => match rx.recv() {
                     Ok(done) => done,
@@ -78,7 +86,7 @@ pub(crate) fn for_each_ordered<T: Sync, R: Send, E>(
                     Err(_) => break,
                 },
             };
-            ready.insert(k, r);
+            ready.insert(k, rs);
         }
         // Helpers blocked on a full channel see it closed and end.
         stop.store(true, Ordering::Relaxed);
@@ -94,11 +102,12 @@ mod tests {
     #[test]
     fn consumes_every_item_once_in_order() {
         let items: Vec<u32> = (0..5000).collect();
-        for threads in [1, 2, 4] {
+        for (threads, chunk) in [(1, 1), (2, 1), (2, 7), (4, 64), (2, 10_000)] {
             let mut seen = Vec::new();
             for_each_ordered(
                 &items,
                 threads,
+                chunk,
                 |&x| x * 2,
                 |&x, r| {
                     assert_eq!(r, x * 2);
@@ -112,6 +121,7 @@ mod tests {
         for_each_ordered(
             &[] as &[u32],
             2,
+            4,
             |&x| x,
             |_, _| -> Result<(), ()> { panic!("no items") },
         )
@@ -126,6 +136,7 @@ mod tests {
         let r = for_each_ordered(
             &items,
             2,
+            4,
             |&x| {
                 computed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 x
