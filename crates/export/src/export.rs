@@ -253,6 +253,8 @@ struct Sink {
     summary: Summary,
     done: u64,
     total: u64,
+    /// Bytes of the `values` lists among the waiting `tensors` rows.
+    waiting_values: usize,
 }
 
 struct Run<'t> {
@@ -269,6 +271,10 @@ struct Run<'t> {
 /// Entries a thread reads and reduces before handing them over: a hand-over costs about
 /// as much as reading a small tensor.
 const UNITS_PER_HANDOVER: usize = 32;
+
+/// The `tensors` rows waiting with values (`--values all`) are written as a row group once
+/// their values take this many bytes, so that memory stays bounded however large the values.
+const ROW_GROUP_VALUE_BYTES: usize = 8 << 20;
 
 /// Entries between two progress reports (a report costs a redraw on a terminal).
 const PROGRESS_EVERY: u64 = 256;
@@ -317,6 +323,7 @@ impl<'t> Run<'t> {
                 summary: Summary::default(),
                 done: 0,
                 total: 0,
+                waiting_values: 0,
             },
             total: 0,
             start: Instant::now(),
@@ -583,14 +590,26 @@ impl Sink {
     }
 
     fn flush_all(&mut self, bucket: i64, force: bool) -> Result<()> {
+        if force {
+            self.waiting_values = 0;
+        }
         for w in self.writers.values_mut() {
             w.flush(&self.out, bucket, force)?;
         }
         Ok(())
     }
 
-    /// Writes the tables that have a row group's worth of rows waiting.
+    /// Writes the tables that have a row group's worth of rows waiting, and the `tensors`
+    /// rows early when their values reach [`ROW_GROUP_VALUE_BYTES`].
     fn flush_full(&mut self, bucket: i64, row_group: usize) -> Result<()> {
+        if self.waiting_values >= ROW_GROUP_VALUE_BYTES {
+            self.waiting_values = 0;
+            let out = &self.out;
+            self.writers
+                .get_mut(&Table::Tensors)
+                .expect("a writer per table")
+                .flush_group(out, bucket)?;
+        }
         for w in self.writers.values_mut() {
             if w.waiting() >= row_group {
                 w.flush(&self.out, bucket, false)?;
@@ -633,6 +652,7 @@ impl Sink {
             }
         }
         if let Some(r) = o.tensor {
+            self.waiting_values += r.values.as_ref().map_or(0, |v| v.len() * 8);
             if let Rows::Tensors(rows) = self.writer(Table::Tensors).rows() {
                 rows.push(r);
             }
