@@ -479,6 +479,12 @@ impl<'t> Run<'t> {
                 }
             }
         }
+        // Step by step, worker by worker: the entries that follow each other are records of
+        // the same events file, which a reader can then fetch together (a file read whole,
+        // a grouped ranged read, an object store's read-ahead) instead of once per tensor.
+        units.sort_unstable_by(|a, b| {
+            (a.step, &a.worker, a.tensor).cmp(&(b.step, &b.worker, b.tensor))
+        });
         // The first record of each (step, worker), for `steps`.
         let mut firsts = FirstRecords::new();
         let row_group = options.row_group_rows.max(1);
