@@ -18,7 +18,7 @@ use smdebug_index::{
 use smdebug_record::{
     append_record, append_tensor_event, histogram_event, scalar_event, Footer, Message, TensorValue,
 };
-use smdebug_reduce::{Flavor, Health, ReductionRequest, Scalar, TensorView};
+use smdebug_reduce::{Flavor, Health, ReductionRequest, Scalar};
 use smdebug_storage::{BlockingStore, Bytes, StorageError};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -350,28 +350,6 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     }
 }
 
-fn tensor_view(t: &TensorValue) -> Option<TensorView<'_>> {
-    Some(match t {
-        TensorValue::Float16(a) => a.view().into(),
-        TensorValue::Float32(a) => a.view().into(),
-        TensorValue::Float64(a) => a.view().into(),
-        TensorValue::Int8(a) => a.view().into(),
-        TensorValue::Int16(a) => a.view().into(),
-        TensorValue::Int32(a) => a.view().into(),
-        TensorValue::Int64(a) => a.view().into(),
-        TensorValue::UInt8(a) => a.view().into(),
-        TensorValue::UInt16(a) => a.view().into(),
-        TensorValue::UInt32(a) => a.view().into(),
-        TensorValue::UInt64(a) => a.view().into(),
-        TensorValue::Bool(a) => a.view().into(),
-        // smdebug-reduce has no complex or string kernels; these reductions are skipped as
-        // the hook skips a reduction numpy cannot compute.
-        TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
-            return None
-        }
-    })
-}
-
 /// The requested reductions (`None` where one cannot be computed) and, when asked for, the
 /// health summary, from one pass.
 fn reduce_tensor(
@@ -380,7 +358,7 @@ fn reduce_tensor(
     health: HealthSummary,
     flavor: Flavor,
 ) -> (Vec<Option<Scalar>>, Option<Health>) {
-    let Some(view) = tensor_view(t) else {
+    let Some(view) = t.reduce_view() else {
         return (vec![None; requests.len()], None);
     };
     let (out, health) = if health == HealthSummary::Off {
@@ -748,7 +726,7 @@ impl Writer {
         let live = ring.live_step == Some(t.step);
         let bad = if check {
             health
-                .or_else(|| tensor_view(&t.value).map(|v| v.health(false)))
+                .or_else(|| t.value.reduce_view().map(|v| v.health(false)))
                 .filter(|h| !h.all_finite())
         } else {
             None

@@ -400,6 +400,29 @@ impl TensorValue {
         self.len() == 0
     }
 
+    /// A view for smdebug-reduce's kernels (reductions, health summaries); `None` for complex
+    /// numbers and strings, which smdebug-reduce has no kernels for. The one mapping for the
+    /// writer (the hook's reductions) and the readers (`smdebug health`).
+    pub fn reduce_view(&self) -> Option<smdebug_reduce::TensorView<'_>> {
+        Some(match self {
+            TensorValue::Float16(a) => a.view().into(),
+            TensorValue::Float32(a) => a.view().into(),
+            TensorValue::Float64(a) => a.view().into(),
+            TensorValue::Int8(a) => a.view().into(),
+            TensorValue::Int16(a) => a.view().into(),
+            TensorValue::Int32(a) => a.view().into(),
+            TensorValue::Int64(a) => a.view().into(),
+            TensorValue::UInt8(a) => a.view().into(),
+            TensorValue::UInt16(a) => a.view().into(),
+            TensorValue::UInt32(a) => a.view().into(),
+            TensorValue::UInt64(a) => a.view().into(),
+            TensorValue::Bool(a) => a.view().into(),
+            TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
+                return None
+            }
+        })
+    }
+
     /// The elements of a real-valued tensor as `f64`, in logical (row-major) order; `None` for
     /// complex numbers and strings. One definition for every reader that charts or summarises
     /// values (smdebug-export's statistics, smdebug-report's charts): a bool is 0 or 1, and
