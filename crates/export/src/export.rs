@@ -75,11 +75,17 @@ pub fn export_trial(
     export(&trial, out, options, progress)
 }
 
-/// The trial options [`export_trial`] and [`follow_trial`] open a trial with: each value
-/// is read once, so the cache only needs to hold what one round of threads has in hand.
+/// The value cache of an export's trial. Each value is read once, but the reader decodes
+/// a small events file whole on its second miss and keeps it as one cache entry
+/// (smdebug-trial's whole-file read), so the next records of that file, which the step-major
+/// order asks for next, cost no file access. Bounded: a few MB, whatever the trial's size.
+const EXPORT_CACHE_BYTES: usize = 16 << 20;
+
+/// The trial options [`export_trial`] and [`follow_trial`] open a trial with (see
+/// [`EXPORT_CACHE_BYTES`]).
 pub fn trial_options() -> TrialOptions {
     TrialOptions {
-        cache_bytes: 0,
+        cache_bytes: EXPORT_CACHE_BYTES,
         skip_corrupt_index_files: true,
         ..TrialOptions::default()
     }
