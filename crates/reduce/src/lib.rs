@@ -73,6 +73,8 @@ mod kernel;
 mod linalg;
 mod numpy;
 mod reduction;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 mod stats;
 mod torch;
 mod view;
@@ -168,7 +170,7 @@ pub fn reduce_with_health<T: Element, D: Dimension>(
 ) -> (Vec<Result<Scalar, ReduceError>>, Health) {
     let data = contiguous(&view);
     let mut scan = health::Scan::new(histogram);
-    let plain = kernel::fused_with::<T, false, true>(&data, |b| scan.buffer(b));
+    let plain = kernel::fused_with::<T, false, true, true>(&data, |b| scan.buffer(b));
     let out = match flavor {
         Flavor::Numpy => numpy::reduce(&data, view.shape(), requests, Some(&plain)),
         Flavor::PyTorch => torch::reduce(&data, requests, Some(&plain)),
@@ -180,6 +182,6 @@ pub fn reduce_with_health<T: Element, D: Dimension>(
 pub fn health<T: Element, D: Dimension>(view: ArrayView<'_, T, D>, histogram: bool) -> Health {
     let data = contiguous(&view);
     let mut scan = health::Scan::new(histogram);
-    let f = kernel::fused_with::<T, false, false>(&data, |b| scan.buffer(b));
+    let f = kernel::fused_with::<T, false, false, true>(&data, |b| scan.buffer(b));
     health::from_fused(&data, &f, scan)
 }
