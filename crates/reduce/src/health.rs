@@ -129,24 +129,12 @@ pub(crate) fn from_fused<T: Element>(x: &[T], f: &Fused<T>, scan: Scan) -> Healt
     }
     // Rare path: the tensor holds NaN or infinities, so the pass's extremes include them;
     // one more look tells +inf from -inf and finds the finite range.
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for v in x {
-        let v = v.to_f64();
-        if v.is_nan() {
-            h.nan += 1;
-        } else if v == f64::INFINITY {
-            h.pos_inf += 1;
-        } else if v == f64::NEG_INFINITY {
-            h.neg_inf += 1;
-        } else {
-            lo = lo.min(v);
-            hi = hi.max(v);
-        }
-    }
-    if lo <= hi {
+    let s = crate::finite::finite_stats(x);
+    (h.nan, h.pos_inf, h.neg_inf) = (s.nan, s.pos_inf, s.neg_inf);
+    if let (Some(lo), Some(hi), Some(amax)) = (s.min(), s.max(), s.amax()) {
         h.finite_min = lo;
         h.finite_max = hi;
-        h.amax = lo.abs().max(hi.abs());
+        h.amax = amax;
     }
     h
 }

@@ -68,6 +68,7 @@
 mod dtype;
 mod element;
 mod error;
+mod finite;
 mod health;
 mod kernel;
 mod linalg;
@@ -82,6 +83,7 @@ mod view;
 pub use dtype::{DType, Scalar};
 pub use element::{AccFloat, Element};
 pub use error::ReduceError;
+pub use finite::FiniteStats;
 pub use health::{histogram_bucket, Health, HISTOGRAM_BUCKETS, HISTOGRAM_MIN_EXPONENT};
 pub use reduction::{Flavor, ParseReductionError, Reduction, ReductionRequest};
 pub use stats::Stats;
@@ -184,4 +186,11 @@ pub fn health<T: Element, D: Dimension>(view: ArrayView<'_, T, D>, histogram: bo
     let mut scan = health::Scan::new(histogram);
     let f = kernel::fused_with::<T, false, false, true>(&data, |b| scan.buffer(b));
     health::from_fused(&data, &f, scan)
+}
+
+/// Counts of NaN, ±Inf and zero elements of `view` and `f64` statistics of its finite
+/// elements (min, max, mean, M2, std, Σ|x|, √Σx²), in one pass: what a table of tensor
+/// statistics wants, where one NaN must not hide the rest of the tensor.
+pub fn finite_stats<T: Element, D: Dimension>(view: ArrayView<'_, T, D>) -> FiniteStats {
+    finite::finite_stats(&contiguous(&view))
 }
