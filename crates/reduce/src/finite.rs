@@ -197,8 +197,10 @@ pub(crate) fn finite_stats<T: Element>(x: &[T]) -> FiniteStats {
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 fn finite_stats_avx2<T: Element>(x: &[T]) -> FiniteStats {
+    /// # Safety
+    /// The CPU must have AVX2 (an `unsafe fn` keeps the crate's Rust 1.85).
     #[target_feature(enable = "avx2")]
-    fn inner<T: Element>(x: &[T]) -> FiniteStats {
+    unsafe fn inner<T: Element>(x: &[T]) -> FiniteStats {
         finite_stats_body(x)
     }
     // SAFETY: `finite_stats` checked at run time that the CPU has AVX2.

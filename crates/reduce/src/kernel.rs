@@ -290,8 +290,10 @@ fn fused_avx2<T: Element, const ABS: bool, const MOMENTS: bool, const ZEROS: boo
     x: &[T],
     per_buffer: impl FnMut(&[T]),
 ) -> Fused<T> {
+    /// # Safety
+    /// The CPU must have AVX2 (an `unsafe fn` keeps the crate's Rust 1.85).
     #[target_feature(enable = "avx2")]
-    fn inner<T: Element, const ABS: bool, const MOMENTS: bool, const ZEROS: bool>(
+    unsafe fn inner<T: Element, const ABS: bool, const MOMENTS: bool, const ZEROS: bool>(
         x: &[T],
         per_buffer: impl FnMut(&[T]),
     ) -> Fused<T> {

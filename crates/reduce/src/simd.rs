@@ -97,26 +97,33 @@ fn tree(mut s: [f32; LEAVES]) -> f32 {
     s[0]
 }
 
+/// # Safety
+/// The CPU must have AVX2 (as for every function of this module with `target_feature`:
+/// `unsafe fn` rather than a safe `target_feature` function keeps the crate's Rust 1.85).
 #[inline]
 #[target_feature(enable = "avx2")]
-fn lanes(v: __m256) -> [f32; LANES] {
+unsafe fn lanes(v: __m256) -> [f32; LANES] {
     let mut out = [0.0f32; LANES];
-    // SAFETY: `out` holds 8 `f32`.
-    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
+    // `out` holds 8 `f32`.
+    _mm256_storeu_ps(out.as_mut_ptr(), v);
     out
 }
 
+/// # Safety
+/// The CPU must have AVX2.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn load(x: &[f32; BUFSIZE], i: usize) -> __m256 {
+unsafe fn load(x: &[f32; BUFSIZE], i: usize) -> __m256 {
     assert!(i + LANES <= BUFSIZE);
-    // SAFETY: elements `i..i + 8` lie inside `x` (asserted; the compiler drops the check
-    // where the loop bounds prove it).
-    unsafe { _mm256_loadu_ps(x.as_ptr().add(i)) }
+    // Elements `i..i + 8` lie inside `x` (asserted; the compiler drops the check where the
+    // loop bounds prove it).
+    _mm256_loadu_ps(x.as_ptr().add(i))
 }
 
+/// # Safety
+/// The CPU must have AVX2.
 #[target_feature(enable = "avx2")]
-fn buffer_avx2<const MOMENTS: bool, const ZEROS: bool>(
+unsafe fn buffer_avx2<const MOMENTS: bool, const ZEROS: bool>(
     x: &[f32; BUFSIZE],
     mut merge: impl FnMut(f64, f64, f64),
 ) -> Buffer {
@@ -185,8 +192,8 @@ fn buffer_avx2<const MOMENTS: bool, const ZEROS: bool>(
     let fold = |v: [f32; LANES], pick: fn(f32, f32) -> f32| v.into_iter().reduce(pick);
     let zeros = if ZEROS {
         let mut c = [0u32; LANES];
-        // SAFETY: `c` holds 8 `u32`.
-        unsafe { _mm256_storeu_si256(c.as_mut_ptr().cast(), zc) };
+        // `c` holds 8 `u32`.
+        _mm256_storeu_si256(c.as_mut_ptr().cast(), zc);
         c.iter().map(|&v| u64::from(v)).sum()
     } else {
         0
