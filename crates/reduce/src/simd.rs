@@ -10,9 +10,10 @@
 //! multiplications stay separate: no FMA), so every sum and moment is bit-identical; only
 //! the sign of a zero min/max may differ, as it does between numpy's own code paths.
 //!
-//! `unsafe` is confined to this module: calling a `#[target_feature]` function, which is
-//! sound because [`available`] checked the CPU first, and unaligned loads from slices whose
-//! length the code checked.
+//! `unsafe` is confined to this module (and the two one-line AVX2 wrappers of
+//! `kernel.rs` and `finite.rs`): calling the `#[target_feature]` functions, sound because
+//! [`available`] checked the CPU first; unaligned loads and stores at offsets the code
+//! checked; and viewing `&[T]` as `&[f32]` after a `TypeId` check said `T` is `f32`.
 
 #![allow(unsafe_code)]
 
