@@ -77,10 +77,59 @@ pub(crate) fn buffer<const MOMENTS: bool, const ZEROS: bool>(
     unsafe { buffer_avx2::<MOMENTS, ZEROS>(x.try_into().expect("checked length"), merge) }
 }
 
-/// numpy's combination of the 8 accumulators of one leaf.
-#[inline(always)]
-fn combine(r: [f32; LANES]) -> f32 {
-    ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+/// numpy's combination `((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7))` of the 8 accumulators of
+/// each of four leaves' registers, in registers: two rounds of horizontal adds pair the
+/// lanes as numpy does within each 128-bit half, and the halves' sums add last.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn combine4(a: __m256, b: __m256, c: __m256, d: __m256) -> [f32; 4] {
+    let u = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    let s = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps::<1>(u));
+    let mut out = [0.0f32; 4];
+    _mm_storeu_ps(out.as_mut_ptr(), s);
+    out
+}
+
+/// Each register's 8 lanes widened to `f64` and summed in lane order (as `Iterator::sum`
+/// over the lanes: `-0.0 + l0 + l1 + … + l7`, where `-0.0 + l0` is `l0`), for four
+/// registers at once: a 4 × 8 transpose puts lane `j` of the four side by side, so the
+/// eight additions run on `f64` vectors.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn lane_sums_f64(a: __m256, b: __m256, c: __m256, d: __m256) -> [f64; 4] {
+    let t0 = _mm256_unpacklo_ps(a, b); // a0 b0 a1 b1 | a4 b4 a5 b5
+    let t1 = _mm256_unpackhi_ps(a, b); // a2 b2 a3 b3 | a6 b6 a7 b7
+    let t2 = _mm256_unpacklo_ps(c, d);
+    let t3 = _mm256_unpackhi_ps(c, d);
+    let j0 = _mm256_shuffle_ps::<0x44>(t0, t2); // a0 b0 c0 d0 | a4 b4 c4 d4
+    let j1 = _mm256_shuffle_ps::<0xEE>(t0, t2); // lanes 1 | 5
+    let j2 = _mm256_shuffle_ps::<0x44>(t1, t3); // lanes 2 | 6
+    let j3 = _mm256_shuffle_ps::<0xEE>(t1, t3); // lanes 3 | 7
+    let (l0, l1, l2, l3) = (
+        _mm256_castps256_ps128(j0),
+        _mm256_castps256_ps128(j1),
+        _mm256_castps256_ps128(j2),
+        _mm256_castps256_ps128(j3),
+    );
+    let (h0, h1, h2, h3) = (
+        _mm256_extractf128_ps::<1>(j0),
+        _mm256_extractf128_ps::<1>(j1),
+        _mm256_extractf128_ps::<1>(j2),
+        _mm256_extractf128_ps::<1>(j3),
+    );
+    let mut acc = _mm256_cvtps_pd(l0);
+    for v in [l1, l2, l3, h0, h1, h2, h3] {
+        acc = _mm256_add_pd(acc, _mm256_cvtps_pd(v));
+    }
+    let mut out = [0.0f64; 4];
+    _mm256_storeu_pd(out.as_mut_ptr(), acc);
+    out
 }
 
 /// numpy's halving tree over the leaf sums of one full buffer. Every split of a full buffer
@@ -141,26 +190,46 @@ unsafe fn buffer_avx2<const MOMENTS: bool, const ZEROS: bool>(
         let (b0, b1) = (2 * pair * PW_BLOCK, (2 * pair + 1) * PW_BLOCK);
         let (mut r0, mut r1) = (zero, zero);
         let (mut a0, mut a1) = (zero, zero);
-        for i in 0..STEPS {
-            let v0 = load(x, b0 + i * LANES);
-            let v1 = load(x, b1 + i * LANES);
-            r0 = _mm256_add_ps(r0, v0);
-            r1 = _mm256_add_ps(r1, v1);
-            a0 = _mm256_add_ps(a0, _mm256_and_ps(v0, absmask));
-            a1 = _mm256_add_ps(a1, _mm256_and_ps(v1, absmask));
-            mn = _mm256_min_ps(_mm256_min_ps(v0, v1), mn);
-            mx = _mm256_max_ps(_mm256_max_ps(v0, v1), mx);
-            if ZEROS {
-                // An equal lane's mask is -1 as an integer: subtracting counts it.
-                let e0 = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_EQ_OQ>(v0, zero));
-                let e1 = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_EQ_OQ>(v1, zero));
-                zc = _mm256_sub_epi32(_mm256_sub_epi32(zc, e0), e1);
-            }
+        // One step of both leaves; written out four times per loop turn because with the
+        // zero count the compiler kept the loop rolled, and the rolled loop stalled on
+        // memory (its loads issued no further ahead than the additions they feed).
+        macro_rules! step {
+            ($i:expr) => {{
+                let v0 = load(x, b0 + $i * LANES);
+                let v1 = load(x, b1 + $i * LANES);
+                r0 = _mm256_add_ps(r0, v0);
+                r1 = _mm256_add_ps(r1, v1);
+                a0 = _mm256_add_ps(a0, _mm256_and_ps(v0, absmask));
+                a1 = _mm256_add_ps(a1, _mm256_and_ps(v1, absmask));
+                mn = _mm256_min_ps(_mm256_min_ps(v0, v1), mn);
+                mx = _mm256_max_ps(_mm256_max_ps(v0, v1), mx);
+                if ZEROS {
+                    // An equal lane's mask is -1 as an integer: subtracting counts it.
+                    let e0 = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_EQ_OQ>(v0, zero));
+                    let e1 = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_EQ_OQ>(v1, zero));
+                    zc = _mm256_sub_epi32(_mm256_sub_epi32(zc, e0), e1);
+                }
+            }};
         }
-        sums[2 * pair] = combine(lanes(r0));
-        sums[2 * pair + 1] = combine(lanes(r1));
-        abss[2 * pair] = combine(lanes(a0));
-        abss[2 * pair + 1] = combine(lanes(a1));
+        // The data 8 pairs (8 KiB) ahead, into L1 ahead of time: 16 lines of 64 bytes per
+        // pair (past the end of the buffer this fetches the next buffer's start; a
+        // prefetch never faults). Without it the loop stalled on memory whenever the
+        // compiler kept it rolled; 1 KiB ahead helped half as much as 4 or 8 KiB.
+        let ahead = x.as_ptr().wrapping_add((2 * pair + 16) * PW_BLOCK);
+        for line in 0..2 * PW_BLOCK / 16 {
+            _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line * 16).cast());
+        }
+        for i in (0..STEPS).step_by(4) {
+            step!(i);
+            step!(i + 1);
+            step!(i + 2);
+            step!(i + 3);
+        }
+        let [s0, s1, t0, t1] = combine4(r0, r1, a0, a1);
+        sums[2 * pair] = s0;
+        sums[2 * pair + 1] = s1;
+        abss[2 * pair] = t0;
+        abss[2 * pair + 1] = t1;
     }
     if MOMENTS {
         // The second look at the buffer while it is in L1: corrected two-pass moments
@@ -183,9 +252,8 @@ unsafe fn buffer_avx2<const MOMENTS: bool, const ZEROS: bool>(
                 q0 = _mm256_add_ps(q0, _mm256_mul_ps(e0, e0));
                 q1 = _mm256_add_ps(q1, _mm256_mul_ps(e1, e1));
             }
-            for (m, d, q) in [(m0, d0, q0), (m1, d1, q1)] {
-                let d1: f64 = lanes(d).iter().map(|&v| f64::from(v)).sum();
-                let d2: f64 = lanes(q).iter().map(|&v| f64::from(v)).sum();
+            let [sd0, sd1, sq0, sq1] = lane_sums_f64(d0, d1, q0, q1);
+            for (m, d1, d2) in [(m0, sd0, sq0), (m1, sd1, sq1)] {
                 merge(nf, f64::from(m) + d1 / nf, (d2 - d1 * d1 / nf).max(0.0));
             }
         }
