@@ -1,7 +1,6 @@
 //! The summary statistics of a raw value, from one fused pass over its elements.
 
 use smdebug_record::TensorValue;
-use smdebug_reduce::TensorView;
 
 /// Summary statistics of one raw value (see `docs/src/export.md`, table `tensors`).
 ///
@@ -38,7 +37,7 @@ pub struct Statistics {
 /// statistics of finite elements (blocks converted to `f64` while in cache, Chan et al.'s
 /// merge, vectorized): this crate keeps only the table's names for its results.
 pub fn statistics(value: &TensorValue) -> Option<Statistics> {
-    let s = view(value)?.finite_stats();
+    let s = value.reduce_view()?.finite_stats();
     Some(Statistics {
         min: s.min(),
         max: s.max(),
@@ -50,27 +49,6 @@ pub fn statistics(value: &TensorValue) -> Option<Statistics> {
         pos_inf_count: s.pos_inf,
         neg_inf_count: s.neg_inf,
         zero_count: s.zeros,
-    })
-}
-
-/// The value as a reduce view (`None` for complex numbers and strings).
-fn view(value: &TensorValue) -> Option<TensorView<'_>> {
-    Some(match value {
-        TensorValue::Float16(a) => a.view().into(),
-        TensorValue::Float32(a) => a.view().into(),
-        TensorValue::Float64(a) => a.view().into(),
-        TensorValue::Int8(a) => a.view().into(),
-        TensorValue::Int16(a) => a.view().into(),
-        TensorValue::Int32(a) => a.view().into(),
-        TensorValue::Int64(a) => a.view().into(),
-        TensorValue::UInt8(a) => a.view().into(),
-        TensorValue::UInt16(a) => a.view().into(),
-        TensorValue::UInt32(a) => a.view().into(),
-        TensorValue::UInt64(a) => a.view().into(),
-        TensorValue::Bool(a) => a.view().into(),
-        TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
-            return None
-        }
     })
 }
 
