@@ -568,7 +568,7 @@ impl Hook {
     /// immutable (an activation, a gradient), `make` captures a clone of the handle and
     /// converts it; a tensor the training loop later updates in place (a parameter before
     /// the optimizer step) must be copied now, through [`Hook::save`]. An error from `make`
-    /// stops the writer like a storage error ([`WriterError::Convert`]).
+    /// stops the writer like a storage error ([`crate::WriterError::Convert`]).
     pub fn save_deferred(
         &mut self,
         name: &str,
