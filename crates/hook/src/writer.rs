@@ -34,8 +34,12 @@ const MAX_CACHED_NAMES: usize = 4096;
 pub(crate) struct TensorJob {
     /// The tensor's name.
     pub name: String,
-    /// Its value.
+    /// Its value (empty until `deferred` made it).
     pub value: TensorValue,
+    /// Makes the value on the writer thread ([`crate::Hook::save_deferred`]).
+    pub deferred: Option<Deferred>,
+    /// Elements of the value (known before a deferred value is made).
+    pub len: usize,
     /// The global step.
     pub step: i64,
     /// The mode.
@@ -58,6 +62,16 @@ pub(crate) struct TensorJob {
     pub tb_scalar: bool,
     /// Keep the value in the flight recorder.
     pub record: bool,
+}
+
+/// A value made on the writer thread: the training thread hands over a cheap handle (a
+/// framework's reference-counted tensor) instead of copying the elements itself.
+pub(crate) struct Deferred(pub Box<dyn FnOnce() -> Result<TensorValue, String> + Send>);
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Deferred(..)")
+    }
 }
 
 /// A numeric tensor given as the little-endian bytes of its raw value
@@ -664,7 +678,14 @@ impl Writer {
         )
     }
 
-    fn tensor(&mut self, t: TensorJob) -> Result<(), WriterError> {
+    fn tensor(&mut self, mut t: TensorJob) -> Result<(), WriterError> {
+        if let Some(make) = t.deferred.take() {
+            t.value = (make.0)().map_err(|message| WriterError::Convert {
+                name: t.name.clone(),
+                step: t.step,
+                message,
+            })?;
+        }
         self.step_begins(t.step)?;
         if t.shape {
             let file = self.step_file(t.step)?;
