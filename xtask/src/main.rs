@@ -20,6 +20,7 @@ mod proto;
 mod python;
 mod scale;
 mod services;
+mod stores;
 mod test;
 mod tidy;
 mod util;
@@ -48,7 +49,7 @@ enum Task {
     GenProto(proto::GenProtoArgs),
     /// Installs (or verifies) the Python smdebug peer and the test tools; prints their paths.
     Peer,
-    /// Starts the test services (S3 server) and prints the environment to use them; runs
+    /// Starts the test services (S3 server, GCS and Azure emulators) and prints the environment to use them; runs
     /// until interrupted.
     Services,
 }
