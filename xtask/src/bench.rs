@@ -428,6 +428,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }));
     }
     rows.push(peak_memory_row(&peer_python));
+    rows.extend(crate::bench_stores::rows(
+        &peer_python,
+        &smdebug_bin(),
+        s3_env.as_deref(),
+    ));
     rows.extend(export_rows(&peer_python, &large_trial_dir()));
     rows.extend(crate::python::bench_rows(
         &peer_python,

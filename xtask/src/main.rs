@@ -13,6 +13,7 @@ mod bench;
 mod bench_doc;
 mod bench_health;
 mod bench_report;
+mod bench_stores;
 mod browser;
 mod fuzz;
 mod peer;
@@ -43,6 +44,9 @@ enum Task {
     Bench(bench::BenchArgs),
     /// The report's rows of `bench` alone (`smdebug report` of a trial, its page, Chromium).
     BenchReport(bench_report::BenchReportArgs),
+    /// The object store rows of `bench` alone (S3 open vs Python, `--last 10` vs whole),
+    /// on a moto server of their own; prints them as JSON lines.
+    BenchStores,
     /// Runs one fuzz target (installs cargo-fuzz if needed).
     Fuzz(fuzz::FuzzArgs),
     /// Regenerates the checked-in protobuf code of smdebug-record (`--check`: fail on a diff).
@@ -61,6 +65,7 @@ fn main() -> Result<()> {
         Task::GenProto(args) => proto::run(args),
         Task::Bench(args) => bench::run(args),
         Task::BenchReport(args) => bench::report_only(args),
+        Task::BenchStores => bench_stores::run_alone(),
         Task::Peer => {
             let peer = peer::ensure_peer()?;
             let tools = peer::ensure_tools()?;
