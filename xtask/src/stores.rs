@@ -145,15 +145,13 @@ fn fake_gcs_server(tools_python: &Path) -> Result<PathBuf> {
 fn start_azurite(dir: &Path) -> Result<Server> {
     let main = dir.join("node_modules/azurite/dist/src/blob/main.js");
     let port = free_port()?;
-    let workspace = std::env::temp_dir().join(format!("smdebug-rs-azurite-{port}"));
-    std::fs::create_dir_all(&workspace)?;
     let child = Command::new("node")
         .arg(&main)
         .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
-        // In memory: nothing is left on disk (it refuses --location then; the working
-        // folder takes whatever else it may write).
+        // In memory: nothing is left on disk (it refuses --location then, and writes
+        // nothing into its working folder).
         .arg("--inMemoryPersistence")
-        .current_dir(&workspace)
+        .current_dir(std::env::temp_dir())
         // No telemetry upload attempts from a test machine; object_store's x-ms-version
         // may be newer than this Azurite knows.
         .args([
