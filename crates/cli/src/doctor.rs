@@ -3,6 +3,7 @@
 //! further; the report also says whether the trial's payloads can be verified.
 //!
 //! Exit status: 0 nothing found, 1 a problem found, 2 the doctor itself failed.
+use crate::steps::step_runs;
 use crate::verify::{check_index, RecordProblem, TrialFiles};
 use anyhow::Result;
 use serde_json::{json, Value};
@@ -45,29 +46,6 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
     /// Index entries that carry a payload CRC, of all entries.
     pub verifiable: (usize, usize),
-}
-
-fn steps_text(steps: &[i64]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < steps.len() {
-        let mut j = i;
-        while j + 1 < steps.len() && steps[j + 1] == steps[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            steps[i].to_string()
-        } else {
-            format!("{}-{}", steps[i], steps[j])
-        });
-        i = j + 1;
-    }
-    if parts.len() > 8 {
-        let n = parts.len();
-        parts.truncate(8);
-        parts.push(format!("… ({n} runs)"));
-    }
-    parts.join(",")
 }
 
 /// Diagnoses the trial at `path`.
@@ -175,7 +153,7 @@ pub fn diagnose(path: &str) -> Result<Diagnosis> {
             if !lacks.is_empty() {
                 lagging.push(format!(
                     "{w} lacks steps {} (its last step is {}, the trial's {})",
-                    steps_text(&lacks),
+                    step_runs(&lacks, 8),
                     s.iter().next_back().copied().unwrap_or(-1),
                     all_steps.iter().next_back().copied().unwrap_or(-1)
                 ));
@@ -317,7 +295,7 @@ pub fn diagnose(path: &str) -> Result<Diagnosis> {
                 skipped.push(format!(
                     "{} mode steps {} are due by the save config but absent",
                     mode.name(),
-                    steps_text(&missing)
+                    step_runs(&missing, 8)
                 ));
             }
         }
@@ -408,7 +386,7 @@ fn gradient_accumulation(
             "gradient-accumulation",
             format!(
                 "{w_name} is unchanged from the previous saved step at steps {} although gradients were saved at both",
-                steps_text(&unchanged)
+                step_runs(&unchanged, 8)
             ),
             "The weights did not move between saved steps that both have gradients: the \
              optimizer did not step in between, so the hook's step counts forward/backward \

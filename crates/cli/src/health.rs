@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use smdebug_index::{health_tensor_name, reverse_health_tensor_name, HealthPart};
 use smdebug_record::TensorValue;
-use smdebug_reduce::{Flavor, Reduction, ReductionRequest, TensorView};
+use smdebug_reduce::{Flavor, Reduction, ReductionRequest};
 use smdebug_trial::{Mode, Trial, TrialOptions};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -88,38 +88,9 @@ struct Scan {
     records: u64,
 }
 
-fn f64s(v: &TensorValue) -> Vec<f64> {
-    match v {
-        TensorValue::Float16(a) => a.iter().map(|x| x.to_f64()).collect(),
-        TensorValue::Float32(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        TensorValue::Float64(a) => a.iter().copied().collect(),
-        TensorValue::Int64(a) => a.iter().map(|&x| x as f64).collect(),
-        TensorValue::Int32(a) => a.iter().map(|&x| f64::from(x)).collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn view(t: &TensorValue) -> Option<TensorView<'_>> {
-    Some(match t {
-        TensorValue::Float16(a) => a.view().into(),
-        TensorValue::Float32(a) => a.view().into(),
-        TensorValue::Float64(a) => a.view().into(),
-        TensorValue::Int8(a) => a.view().into(),
-        TensorValue::Int16(a) => a.view().into(),
-        TensorValue::Int32(a) => a.view().into(),
-        TensorValue::Int64(a) => a.view().into(),
-        TensorValue::UInt8(a) => a.view().into(),
-        TensorValue::UInt16(a) => a.view().into(),
-        TensorValue::UInt32(a) => a.view().into(),
-        TensorValue::UInt64(a) => a.view().into(),
-        TensorValue::Bool(a) => a.view().into(),
-        _ => return None,
-    })
-}
-
 /// The sample of one raw value: the health summary and the flattened l2, one fused pass.
 fn from_raw(v: &TensorValue, offset: u64) -> Option<Sample> {
-    let view = view(v)?;
+    let view = v.reduce_view()?;
     let l2 = ReductionRequest::new(Reduction::L2, false);
     let (out, h) = view.reduce_with_health(&[l2], Flavor::PyTorch, false);
     Some(Sample {
@@ -185,10 +156,10 @@ fn scan(trial: &Trial) -> Result<Scan> {
                 let mut sample = None;
                 if let Some((counts, range)) = &summary {
                     if let Ok(c) = counts.value(step, Mode::Global, w) {
-                        let c = f64s(&c);
+                        let c = c.to_f64_vec().unwrap_or_default();
                         let r = range
                             .value(step, Mode::Global, w)
-                            .map(|r| f64s(&r))
+                            .map(|r| r.to_f64_vec().unwrap_or_default())
                             .unwrap_or_default();
                         let offset = counts
                             .step_record_locations(step, Mode::Global, w)?
@@ -218,7 +189,7 @@ fn scan(trial: &Trial) -> Result<Scan> {
                 let red = |op: &str, abs: bool| {
                     reductions
                         .get(&(op.to_owned(), abs))
-                        .and_then(|v| f64s(v).first().copied())
+                        .and_then(|v| v.to_f64_vec().unwrap_or_default().first().copied())
                 };
                 if let (None, Some(tensor)) = (&sample, &tensor) {
                     if let Ok(v) = tensor.value(step, Mode::Global, w) {
@@ -234,9 +205,12 @@ fn scan(trial: &Trial) -> Result<Scan> {
                         nan: 0,
                         pos_inf: 0,
                         neg_inf: 0,
-                        non_finite_reduction: reductions
-                            .values()
-                            .any(|v| f64s(v).iter().any(|x| !x.is_finite())),
+                        non_finite_reduction: reductions.values().any(|v| {
+                            v.to_f64_vec()
+                                .unwrap_or_default()
+                                .iter()
+                                .any(|x| !x.is_finite())
+                        }),
                         amax: red("max", true),
                         l2: None,
                         offset: locs.first().map_or(u64::MAX, |l| l.start),

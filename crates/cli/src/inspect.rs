@@ -1,5 +1,6 @@
 //! `smdebug inspect`: a human summary of a trial — steps, modes, workers, collections and
 //! tensors with their dtypes, shapes and sizes.
+use crate::steps::step_runs;
 use anyhow::{Context, Result};
 use smdebug_trial::{Mode, Trial, TrialOptions};
 use std::io::Write;
@@ -15,28 +16,6 @@ pub struct Args {
     timeout: u64,
     #[command(flatten)]
     steps: crate::steps::StepArgs,
-}
-
-fn ranges(steps: &[i64]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < steps.len() {
-        let mut j = i;
-        while j + 1 < steps.len() && steps[j + 1] == steps[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            steps[i].to_string()
-        } else {
-            format!("{}-{}", steps[i], steps[j])
-        });
-        i = j + 1;
-    }
-    if parts.is_empty() {
-        "none".into()
-    } else {
-        parts.join(",")
-    }
 }
 
 fn human(bytes: u64) -> String {
@@ -87,7 +66,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
         "steps      {} ({} complete): {}",
         all.len(),
         complete.len(),
-        ranges(&all)
+        step_runs(&all, usize::MAX)
     )?;
     for m in trial.modes() {
         let s = trial.steps(m, true)?;
@@ -96,7 +75,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
             "  {:<8} {} mode steps: {}",
             m.name(),
             s.len(),
-            ranges(&s)
+            step_runs(&s, usize::MAX)
         )?;
     }
     writeln!(out, "last complete step {}", trial.last_complete_step())?;
@@ -166,8 +145,6 @@ mod tests {
 
     #[test]
     fn step_ranges_and_sizes() {
-        assert_eq!(ranges(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
-        assert_eq!(ranges(&[]), "none");
         assert_eq!(human(512), "512 B");
         assert_eq!(human(3 << 20), "3.0 MiB");
     }

@@ -50,7 +50,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
         stat: args.stat.clone(),
         mode,
         steps: match &args.steps {
-            Some(s) => s.parse::<StepRange>()?,
+            Some(s) => s.parse::<StepRange>().map_err(anyhow::Error::msg)?,
             None => StepRange::default(),
         },
         size: (w, h),

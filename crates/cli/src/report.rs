@@ -90,7 +90,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     let options = ReportOptions {
         rules: rule_choices(&args.rules, has_train)?,
         steps: match &args.steps {
-            Some(s) => s.parse::<StepRange>()?,
+            Some(s) => s.parse::<StepRange>().map_err(anyhow::Error::msg)?,
             None => StepRange::default(),
         },
         histogram_tensors: args

@@ -113,6 +113,19 @@ pub enum HookError {
     /// The writer thread could not be started.
     #[error("cannot start the writer thread: {0}")]
     Thread(#[source] std::io::Error),
+    /// [`Hook::save_bytes`](crate::Hook::save_bytes) got bytes that are not a numeric
+    /// tensor of the given dtype and shape.
+    #[error("tensor {name:?}: {len} bytes are not a {dtype} tensor of shape {shape:?}")]
+    TensorBytes {
+        /// The tensor's name.
+        name: String,
+        /// The dtype given.
+        dtype: &'static str,
+        /// The shape given.
+        shape: Vec<usize>,
+        /// How many bytes came.
+        len: usize,
+    },
     /// A builder setting is out of range.
     #[error("invalid hook setting {setting}: {reason}")]
     InvalidSetting {

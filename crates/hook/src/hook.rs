@@ -11,7 +11,7 @@ use crate::queue::WriterQueue;
 use crate::steps::StepClock;
 use crate::stop::StopSignalWatch;
 use crate::tensorboard::clean_tag;
-use crate::writer::{self, Job, RecorderWiring, TbTarget, TensorJob, WriterConfig};
+use crate::writer::{self, BytesJob, Job, RecorderWiring, TbTarget, TensorJob, WriterConfig};
 use smdebug_config::HealthSummary;
 use smdebug_config::{
     is_sagemaker_job, Collection, CollectionManager, Framework, IncludeWorkers, Mode,
@@ -22,7 +22,7 @@ use smdebug_index::{
     validate_worker, DEFAULT_TENSORBOARD_DIR, END_OF_JOB_FILE, FLIGHT_RECORDER_TRIGGER_FILE,
     RULE_STOP_SIGNAL_ENV,
 };
-use smdebug_record::TensorValue;
+use smdebug_record::{DType, TensorValue};
 use smdebug_reduce::Flavor;
 use smdebug_storage::{BlockingStore, Bytes, Location};
 use std::collections::HashMap;
@@ -583,6 +583,70 @@ impl Hook {
             record,
         };
         self.queue.offer(Job::Tensor(Box::new(job)))
+    }
+
+    /// [`Hook::save`] of a numeric tensor given as its dtype, its shape and the little-endian
+    /// bytes of its elements in C order, e.g. a [`Bytes::from_owner`] of a buffer that a
+    /// Python or C caller lends: when what is due of the tensor is its raw value and shape
+    /// only (no reductions, health summary, TensorBoard summary or flight-recorder copy),
+    /// the writer thread encodes the record straight from `data` (no copy before the encode)
+    /// and drops `data` right after. The job goes to the writer at once, not with the step's
+    /// batch, so that a caller waiting for its buffer to be released waits for the encode
+    /// only (and not with [`QueuePolicy::DropNewest`](crate::QueuePolicy::DropNewest), which
+    /// must not block). In every other case nothing is done and `Ok(None)` comes back: pass
+    /// the value to [`Hook::save`] as a [`TensorValue`].
+    ///
+    /// Fails with [`HookError::TensorBytes`] when `data` does not hold `shape` of `dtype`
+    /// (or `dtype` is a string dtype).
+    pub fn save_bytes(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        shape: &[usize],
+        data: Bytes,
+    ) -> Result<Option<Saved>> {
+        let expected = dtype
+            .item_size()
+            .and_then(|item| shape.iter().try_fold(item, |n, &d| n.checked_mul(d)));
+        if expected != Some(data.len()) {
+            return Err(HookError::TensorBytes {
+                name: name.to_owned(),
+                dtype: dtype.name(),
+                shape: shape.to_vec(),
+                len: data.len(),
+            });
+        }
+        let saving = self.saving_collections(name)?;
+        let record = self.recording(name)?;
+        if saving.is_empty() && !record {
+            return Ok(Some(Saved::NotDue));
+        }
+        if record || data.is_empty() || !self.queue.blocks() {
+            return Ok(None);
+        }
+        let tensorboard = self.outputs.tensorboard;
+        let plan = self.decisions.plan(name, &saving, tensorboard);
+        let only_raw = plan.raw
+            && plan.reductions.is_empty()
+            && plan.health == HealthSummary::Off
+            && plan.histogram.is_none()
+            && !(plan.scalar && tensorboard);
+        if !only_raw {
+            return Ok(None);
+        }
+        let job = BytesJob {
+            name: name.to_owned(),
+            dtype,
+            shape: shape.to_vec(),
+            data,
+            step: self.clock.step(),
+            mode: self.clock.mode(),
+            mode_step: self.clock.mode_step(),
+            wall_time: self.wall(),
+            write_shape: plan.shape,
+        };
+        self.queue.send_at_once(Job::Bytes(Box::new(job)))?;
+        Ok(Some(Saved::Queued))
     }
 
     /// Writes a raw record of `value` under `name` into the current step, with no

@@ -82,5 +82,6 @@ pub use recorder::FlightRecorder;
 pub use smdebug_config::{
     Collection, Framework, IncludeWorkers, Mode, ReductionConfig, SaveConfig, SaveConfigMode,
 };
-pub use smdebug_record::TensorValue;
+pub use smdebug_record::{DType, TensorValue};
 pub use smdebug_reduce::Flavor;
+pub use smdebug_storage::Bytes;

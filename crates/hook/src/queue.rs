@@ -141,6 +141,18 @@ impl WriterQueue {
         Ok(())
     }
 
+    /// Whether jobs wait for room in the channel ([`QueuePolicy::Block`]).
+    pub fn blocks(&self) -> bool {
+        self.policy == QueuePolicy::Block
+    }
+
+    /// Hands a job to the writer thread now, after the held ones, instead of with the
+    /// step's batch.
+    pub fn send_at_once(&mut self, job: Job) -> Result<()> {
+        self.send_pending()?;
+        self.send_now(job)
+    }
+
     /// Sends the held jobs as one batch (see [`WriterQueue::send`]).
     pub fn send_pending(&mut self) -> Result<()> {
         self.pending_elements = 0;

@@ -16,9 +16,10 @@ use smdebug_index::{
     IndexFile, IndexMeta, ShapeEntry, TensorEntry, END_OF_JOB_FILE,
 };
 use smdebug_record::{
-    append_record, append_tensor_event, histogram_event, scalar_event, Footer, Message, TensorValue,
+    append_record, append_tensor_event, append_tensor_event_le, histogram_event, scalar_event,
+    DType, Footer, Message, RecordInfo, TensorValue,
 };
-use smdebug_reduce::{Flavor, Health, ReductionRequest, Scalar, TensorView};
+use smdebug_reduce::{Flavor, Health, ReductionRequest, Scalar};
 use smdebug_storage::{BlockingStore, Bytes, StorageError};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -59,11 +60,38 @@ pub(crate) struct TensorJob {
     pub record: bool,
 }
 
+/// A numeric tensor given as the little-endian bytes of its raw value
+/// ([`crate::Hook::save_bytes`]), encoded from them with no copy before the encode. The
+/// bytes are dropped with the job, right after the encode (or unread after a failure).
+#[derive(Debug)]
+pub(crate) struct BytesJob {
+    /// The tensor's name.
+    pub name: String,
+    /// Its dtype (numeric).
+    pub dtype: DType,
+    /// Its shape.
+    pub shape: Vec<usize>,
+    /// Its elements' little-endian bytes, in C order.
+    pub data: Bytes,
+    /// The global step.
+    pub step: i64,
+    /// The mode.
+    pub mode: Mode,
+    /// The mode's step.
+    pub mode_step: i64,
+    /// The event's wall time.
+    pub wall_time: f64,
+    /// Write the shape into the index (`save_shape`).
+    pub write_shape: bool,
+}
+
 /// One unit of work for the writer thread.
 #[derive(Debug)]
 pub(crate) enum Job {
     /// A tensor of the current step.
     Tensor(Box<TensorJob>),
+    /// A tensor of the current step as the bytes of its raw value.
+    Bytes(Box<BytesJob>),
     /// A TensorBoard scalar (from `save_scalar`).
     TbScalar {
         /// The cleaned tag.
@@ -350,28 +378,6 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     }
 }
 
-fn tensor_view(t: &TensorValue) -> Option<TensorView<'_>> {
-    Some(match t {
-        TensorValue::Float16(a) => a.view().into(),
-        TensorValue::Float32(a) => a.view().into(),
-        TensorValue::Float64(a) => a.view().into(),
-        TensorValue::Int8(a) => a.view().into(),
-        TensorValue::Int16(a) => a.view().into(),
-        TensorValue::Int32(a) => a.view().into(),
-        TensorValue::Int64(a) => a.view().into(),
-        TensorValue::UInt8(a) => a.view().into(),
-        TensorValue::UInt16(a) => a.view().into(),
-        TensorValue::UInt32(a) => a.view().into(),
-        TensorValue::UInt64(a) => a.view().into(),
-        TensorValue::Bool(a) => a.view().into(),
-        // smdebug-reduce has no complex or string kernels; these reductions are skipped as
-        // the hook skips a reduction numpy cannot compute.
-        TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
-            return None
-        }
-    })
-}
-
 /// The requested reductions (`None` where one cannot be computed) and, when asked for, the
 /// health summary, from one pass.
 fn reduce_tensor(
@@ -380,7 +386,7 @@ fn reduce_tensor(
     health: HealthSummary,
     flavor: Flavor,
 ) -> (Vec<Option<Scalar>>, Option<Health>) {
-    let Some(view) = tensor_view(t) else {
+    let Some(view) = t.reduce_view() else {
         return (vec![None; requests.len()], None);
     };
     let (out, health) = if health == HealthSummary::Off {
@@ -478,6 +484,7 @@ impl Writer {
     fn handle(&mut self, job: Job) -> Result<(), WriterError> {
         match job {
             Job::Tensor(t) => self.tensor(*t),
+            Job::Bytes(t) => self.tensor_bytes(&t),
             Job::TbScalar {
                 tag,
                 value,
@@ -534,6 +541,29 @@ impl Writer {
         mode_step: i64,
         wall_time: f64,
     ) -> Result<(), WriterError> {
+        self.write_record_with(name, step, mode, mode_step, |events, name| {
+            append_tensor_event(
+                events,
+                name,
+                value,
+                step,
+                mode.as_int(),
+                mode_step,
+                wall_time,
+                Footer::Magic,
+            )
+        })
+    }
+
+    /// Appends the record `encode` writes into the step's events file and its index entry.
+    fn write_record_with(
+        &mut self,
+        name: String,
+        step: i64,
+        mode: Mode,
+        mode_step: i64,
+        encode: impl FnOnce(&mut Vec<u8>, &str) -> Result<RecordInfo, smdebug_record::Error>,
+    ) -> Result<(), WriterError> {
         // The key goes into the index once per step, not into every record.
         let named = self
             .current
@@ -545,17 +575,7 @@ impl Writer {
             Some(event_file_key(step, &self.cfg.worker)?)
         };
         let file = self.step_file(step)?;
-        let info = append_tensor_event(
-            &mut file.events,
-            &name,
-            value,
-            step,
-            mode.as_int(),
-            mode_step,
-            wall_time,
-            Footer::Magic,
-        )
-        .map_err(|source| WriterError::Encode {
+        let info = encode(&mut file.events, &name).map_err(|source| WriterError::Encode {
             name: name.clone(),
             step,
             source,
@@ -602,6 +622,46 @@ impl Writer {
                 .insert(*request, tag.clone());
         }
         tag
+    }
+
+    /// A tensor given as bytes: its shape entry and raw record, encoded straight from them.
+    fn tensor_bytes(&mut self, t: &BytesJob) -> Result<(), WriterError> {
+        self.step_begins(t.step)?;
+        if t.write_shape {
+            let file = self.step_file(t.step)?;
+            let index = file.index.get_or_insert_with(|| {
+                IndexFile::new(IndexMeta {
+                    mode: t.mode,
+                    mode_step: t.mode_step,
+                    event_file_name: None,
+                })
+            });
+            index.shapes.push(ShapeEntry {
+                name: t.name.clone(),
+                original_name: t.name.clone(),
+                shape: t.shape.iter().map(|&d| d as u64).collect(),
+            });
+        }
+        self.write_record_with(
+            t.name.clone(),
+            t.step,
+            t.mode,
+            t.mode_step,
+            |events, name| {
+                append_tensor_event_le(
+                    events,
+                    name,
+                    t.dtype,
+                    &t.shape,
+                    &t.data,
+                    t.step,
+                    t.mode.as_int(),
+                    t.mode_step,
+                    t.wall_time,
+                    Footer::Magic,
+                )
+            },
+        )
     }
 
     fn tensor(&mut self, t: TensorJob) -> Result<(), WriterError> {
@@ -748,7 +808,7 @@ impl Writer {
         let live = ring.live_step == Some(t.step);
         let bad = if check {
             health
-                .or_else(|| tensor_view(&t.value).map(|v| v.health(false)))
+                .or_else(|| t.value.reduce_view().map(|v| v.health(false)))
                 .filter(|h| !h.all_finite())
         } else {
             None

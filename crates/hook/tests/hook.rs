@@ -6,7 +6,7 @@ use ndarray::{arr0, arr1, Array2};
 use smdebug_config::{
     Collection, ConfigError, Mode, Reduction, ReductionConfig, SaveConfig, SaveConfigMode,
 };
-use smdebug_hook::{HookBuilder, HookError, QueuePolicy, Saved, TensorValue, WriterError};
+use smdebug_hook::{DType, HookBuilder, HookError, QueuePolicy, Saved, TensorValue, WriterError};
 use smdebug_index::IndexFile;
 use smdebug_record::{decode_record_at, decode_tensor_event, TensorEvent};
 use smdebug_storage::{BlockingStore, Bytes, Location};
@@ -611,4 +611,116 @@ fn a_tensor_smdebug_cannot_encode_fails_the_writer_with_its_name() {
             if matches!(&**source, WriterError::Encode { name, step: 0, .. } if name == "labels")),
         "{err:?}"
     );
+}
+
+/// Writes two steps of `weights` (and a `loss` with reductions) through `save` or, for the
+/// weights, `save_bytes`; returns the trial's events and index files.
+fn write_weights_via(bytes: bool) -> Vec<(PathBuf, Vec<u8>)> {
+    let (_d, t) = trial();
+    let mut hook = HookBuilder::new(t.to_str().unwrap())
+        .save_config(every(1))
+        .include_collections(["weights", "losses"])
+        .wall_time(smdebug_hook::WallTime::PerStep(std::sync::Arc::new(|s| {
+            1.6e9 + s as f64
+        })))
+        .build()
+        .unwrap();
+    for step in 0..2 {
+        hook.step().unwrap();
+        let w = Array2::<f32>::from_shape_fn((3, 4), |(i, j)| (step * 12 + i * 4 + j) as f32);
+        if bytes {
+            let le: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let saved = hook
+                .save_bytes("fc.weight", DType::Float32, &[3, 4], Bytes::from(le))
+                .unwrap();
+            assert_eq!(saved, Some(Saved::Queued));
+        } else {
+            hook.save("fc.weight", TensorValue::from(w.into_dyn()))
+                .unwrap();
+        }
+        hook.save("loss_output_0", f32t(step as f32)).unwrap();
+    }
+    hook.close().unwrap();
+    let mut files = Vec::new();
+    for dir in ["events", "index"] {
+        for e in walk(&t.join(dir)) {
+            files.push((
+                e.strip_prefix(&t).unwrap().to_path_buf(),
+                std::fs::read(&e).unwrap(),
+            ));
+        }
+    }
+    files.sort();
+    files
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn save_bytes_writes_the_bytes_save_writes() {
+    let via_value = write_weights_via(false);
+    let via_bytes = write_weights_via(true);
+    assert_eq!(via_value.len(), 4);
+    assert_eq!(via_value, via_bytes);
+}
+
+#[test]
+fn save_bytes_declines_what_needs_the_value_and_refuses_bad_lengths() {
+    let (_d, t) = trial();
+    let rc = ReductionConfig {
+        reductions: vec![Reduction::Max],
+        ..ReductionConfig::default()
+    };
+    let mut biases = Collection::new("biases");
+    biases.include(".*bias").unwrap();
+    biases.reduction_config = Some(rc);
+    let mut hook = HookBuilder::new(t.to_str().unwrap())
+        .save_config(every(2))
+        .include_collections(["weights", "biases"])
+        .collection(biases)
+        .build()
+        .unwrap();
+    hook.step().unwrap();
+    let le = Bytes::from(vec![0u8; 8]);
+    // Reductions are due: the caller must hand over a value.
+    assert_eq!(
+        hook.save_bytes("fc.bias", DType::Float32, &[2], le.clone())
+            .unwrap(),
+        None
+    );
+    // Raw only: taken.
+    assert_eq!(
+        hook.save_bytes("fc.weight", DType::Float32, &[2], le.clone())
+            .unwrap(),
+        Some(Saved::Queued)
+    );
+    let bad = hook.save_bytes("fc.weight", DType::Float32, &[3], le.clone());
+    assert!(
+        matches!(bad, Err(HookError::TensorBytes { len: 8, .. })),
+        "{bad:?}"
+    );
+    let text = hook.save_bytes("fc.weight", DType::Str, &[2], le.clone());
+    assert!(
+        matches!(text, Err(HookError::TensorBytes { .. })),
+        "{text:?}"
+    );
+    hook.step().unwrap(); // step 1: not due
+    assert_eq!(
+        hook.save_bytes("fc.weight", DType::Float32, &[2], le)
+            .unwrap(),
+        Some(Saved::NotDue)
+    );
+    hook.close().unwrap();
+    assert_eq!(tags(&t, 0), ["fc.weight"]);
 }

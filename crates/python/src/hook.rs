@@ -1,10 +1,12 @@
 //! `Hook`: smdebug's writer hook (`smdebug_hook::Hook`) for Python training loops.
 //!
-//! The training thread pays for the save decision and one copy of the array into a buffer
-//! the writer thread owns: reductions, protobuf encoding, CRCs and file I/O happen on the
-//! hook's writer and I/O threads. The copy is needed because the writer runs after the call
-//! returns (and `save_tensor` values are written at the end of the step), while the caller
-//! may reuse or change its array at once.
+//! The training thread pays for the save decision and, for most values, one copy of the
+//! array into a buffer the writer thread owns: reductions, protobuf encoding, CRCs and file
+//! I/O happen on the hook's writer and I/O threads. The copy is needed when the writer runs
+//! after the call returns (reductions, `save_tensor` values written at the end of the
+//! step), while the caller may reuse or change its array at once. A large C-contiguous
+//! array whose raw value is all that is due is lent instead (`save_lent`): the writer
+//! encodes the record from its buffer, with the GIL released, before `save` returns.
 
 use crate::trial::mode_arg;
 use crate::NativeError;
@@ -14,9 +16,11 @@ use numpy::{
 use pyo3::prelude::*;
 use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyString};
 use smdebug_config::{Collection, Framework, IncludeWorkers, ReductionConfig, SaveConfig};
-use smdebug_hook::{Hook, HookBuilder, HookError, Saved};
+use smdebug_hook::{Bytes, DType, Hook, HookBuilder, HookError, Saved};
 use smdebug_record::TensorValue;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
+use std::sync::{MutexGuard, TryLockError};
 
 /// The Python exception for a hook failure: wrong arguments and configurations are
 /// `SMDebugValueError`, failures while writing `SMDebugRuntimeError`.
@@ -87,6 +91,109 @@ where
     Ok(Some(TensorValue::from(view.to_owned())))
 }
 
+/// Arrays from this size on are lent to the writer rather than copied (see [`save_lent`]):
+/// below it a copy costs the training thread less than waiting for the writer thread to
+/// wake up and encode.
+const LEND_MIN_BYTES: usize = 256 << 10;
+
+/// An array's buffer as [`save_lent`] lends it: dtype, start, length in bytes.
+struct Lendable {
+    dtype: DType,
+    data: *const u8,
+    len: usize,
+}
+
+/// The buffer of a C-contiguous, aligned numpy array of a numeric dtype in this machine's
+/// (little-endian) byte order, of at least [`LEND_MIN_BYTES`]: its bytes are the record's
+/// `tensor_content` as they are.
+fn lendable(arr: &Bound<'_, PyUntypedArray>) -> Option<Lendable> {
+    if !cfg!(target_endian = "little") || !arr.is_c_contiguous() || !arr.is_aligned() {
+        return None;
+    }
+    fn typed<T: Element>(arr: &Bound<'_, PyUntypedArray>, dtype: DType) -> Option<Lendable> {
+        let a = arr.cast::<PyArrayDyn<T>>().ok()?;
+        let len = a.len() * std::mem::size_of::<T>();
+        Some(Lendable {
+            dtype,
+            data: a.data() as *const u8,
+            len,
+        })
+    }
+    // Byte-swapped dtypes are not equivalent to these, so they are not lent. Bool and
+    // complex values are copied: their record encoding is not checked against numpy's
+    // memory here.
+    let lent = typed::<f32>(arr, DType::Float32)
+        .or_else(|| typed::<f64>(arr, DType::Float64))
+        .or_else(|| typed::<half::f16>(arr, DType::Float16))
+        .or_else(|| typed::<i64>(arr, DType::Int64))
+        .or_else(|| typed::<i32>(arr, DType::Int32))
+        .or_else(|| typed::<i16>(arr, DType::Int16))
+        .or_else(|| typed::<i8>(arr, DType::Int8))
+        .or_else(|| typed::<u8>(arr, DType::UInt8))
+        .or_else(|| typed::<u16>(arr, DType::UInt16))
+        .or_else(|| typed::<u32>(arr, DType::UInt32))
+        .or_else(|| typed::<u64>(arr, DType::UInt64))?;
+    (lent.len >= LEND_MIN_BYTES).then_some(lent)
+}
+
+/// A numpy array's buffer lent to the writer thread as the `Bytes` of a tensor. Dropping it
+/// (when the writer is done with the bytes) drops `_released`, which ends the lender's wait.
+struct LentBuffer {
+    data: *const u8,
+    len: usize,
+    _released: SyncSender<()>,
+}
+
+// SAFETY: the buffer is only read, and `save_lent` keeps it alive and unchanged (the array
+// object is referenced by the caller's frame, and the calling thread does not return to
+// Python) until this object is dropped, on whichever thread.
+unsafe impl Send for LentBuffer {}
+
+impl AsRef<[u8]> for LentBuffer {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: see `unsafe impl Send`: `len` bytes from `data` are one live buffer for as
+        // long as this object exists.
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+}
+
+/// Waits, on drop, until every `Bytes` made of a [`LentBuffer`] is gone: also when the save
+/// fails or panics, so the buffer is never read after `save_lent` returns.
+struct WaitForRelease(Receiver<()>);
+
+impl Drop for WaitForRelease {
+    fn drop(&mut self) {
+        // Only ever disconnected (nothing is sent): once the `LentBuffer` is dropped.
+        let _ = self.0.recv();
+    }
+}
+
+/// `Hook::save_bytes` of an array's buffer, without a copy: with the GIL released, the
+/// writer thread encodes the record straight from the buffer and the call returns once it
+/// has. `None` when the hook wants a copy (reductions, TensorBoard summaries, flight
+/// recorder), after which the buffer is no longer referenced.
+fn save_lent(
+    py: Python<'_>,
+    h: &mut Hook,
+    name: &str,
+    arr: &Bound<'_, PyUntypedArray>,
+    lent: Lendable,
+) -> PyResult<Option<Saved>> {
+    let shape = arr.shape().to_vec();
+    let (tx, rx) = sync_channel::<()>(0);
+    let buffer = LentBuffer {
+        data: lent.data,
+        len: lent.len,
+        _released: tx,
+    };
+    let dtype = lent.dtype;
+    py.detach(move || {
+        let _wait = WaitForRelease(rx);
+        h.save_bytes(name, dtype, &shape, Bytes::from_owner(buffer))
+    })
+    .map_err(|e| hook_err(py, e))
+}
+
 /// A value as a numpy array: numpy arrays as they are, objects with `__array__` (torch,
 /// jax, tensorflow on CPU, lists, Python numbers) through `numpy.asarray`, objects with only
 /// `__dlpack__` through `numpy.from_dlpack`.
@@ -114,9 +221,16 @@ fn as_numpy<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArra
     Ok(arr.cast_into::<PyUntypedArray>()?)
 }
 
-/// The tensor value of a Python value (one copy).
+/// The tensor value of a Python value (one copy; two for a byte-swapped array, which numpy
+/// first turns into native order).
 pub(crate) fn tensor_value(value: &Bound<'_, PyAny>) -> PyResult<TensorValue> {
-    let arr = as_numpy(value)?;
+    let mut arr = as_numpy(value)?;
+    if arr.dtype().is_native_byteorder() == Some(false) {
+        let native = arr.dtype().call_method1("newbyteorder", ("=",))?;
+        arr = arr
+            .call_method1("astype", (native,))?
+            .cast_into::<PyUntypedArray>()?;
+    }
     if arr.dtype().kind() == b'U' {
         // Text (the XGBoost hook's tree tables): a string tensor, as the original writes it.
         let items: Vec<String> = arr
@@ -170,12 +284,25 @@ pub(crate) struct PyHook {
 }
 
 impl PyHook {
+    /// The hook's lock, taken without holding the GIL while waiting: a save of a large
+    /// array waits for the writer with the lock held and the GIL released, and a thread
+    /// blocking on the lock with the GIL held would keep that save from returning.
+    fn lock(&self, py: Python<'_>) -> MutexGuard<'_, Option<Hook>> {
+        loop {
+            match self.inner.try_lock() {
+                Ok(g) => return g,
+                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(TryLockError::WouldBlock) => py.detach(|| drop(self.inner.lock())),
+            }
+        }
+    }
+
     fn with<T>(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&mut Hook) -> Result<T, HookError>,
     ) -> PyResult<T> {
-        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.lock(py);
         let Some(h) = guard.as_mut() else {
             return Err(NativeError::Other(
                 "SMDebugRuntimeError",
@@ -424,13 +551,15 @@ impl PyHook {
 
     /// Offers a tensor as a framework hook does with what it sees: written (its shape,
     /// reductions and raw value, as its collections' configs say) if a collection containing
-    /// the name is due at this step. Returns whether it was taken. The array is copied only
-    /// when due.
+    /// the name is due at this step. Returns whether it was taken. The array is read only
+    /// when due: a large C-contiguous numeric array whose raw value and shape are all that
+    /// is due is encoded from its buffer before the call returns (no copy); anything else is
+    /// copied once (see `smdebug_rs.Hook`).
     fn save(&self, py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
         if self.dry_run {
             return Ok(false);
         }
-        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.lock(py);
         let Some(h) = guard.as_mut() else {
             return Err(
                 NativeError::Other("SMDebugRuntimeError", "the hook is closed".into())
@@ -439,6 +568,14 @@ impl PyHook {
         };
         if !h.should_save(name).map_err(|e| hook_err(py, e))? {
             return Ok(false);
+        }
+        if let Ok(arr) = value.cast::<PyUntypedArray>() {
+            if let Some(lent) = lendable(arr) {
+                let saved = save_lent(py, h, name, arr, lent)?;
+                if let Some(s) = saved {
+                    return Ok(s == Saved::Queued);
+                }
+            }
         }
         let v = tensor_value(value)?;
         Ok(h.save(name, v).map_err(|e| hook_err(py, e))? == Saved::Queued)
@@ -527,7 +664,7 @@ impl PyHook {
         if self.dry_run {
             return Ok(());
         }
-        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.lock(py);
         match guard.as_mut() {
             Some(h) => py.detach(|| h.flush()).map_err(|e| hook_err(py, e)),
             None => Ok(()),
@@ -538,7 +675,7 @@ impl PyHook {
     /// collections file again and the end-of-training marker. Returns the writer's counts
     /// (`records`, `event_bytes`, `dropped`). A second call does nothing.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let hook = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let hook = self.lock(py).take();
         let d = PyDict::new(py);
         if let Some(h) = hook {
             let stats = py.detach(|| h.close()).map_err(|e| hook_err(py, e))?;

@@ -17,6 +17,12 @@ os.environ.setdefault("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
 import smdebug_rs as smd  # noqa: E402
 
 
+def rs_trial(path):
+    from smdebug_rs.trials import create_trial
+
+    return create_trial(str(path))
+
+
 def smdebug_trial(path):
     from smdebug.trials import create_trial
 
@@ -394,3 +400,102 @@ def test_save_tensor_with_several_collections_goes_to_the_last(tmp_path):
     cols = smdebug_trial(out).collections()
     assert "x" in cols["extra"].tensor_names
     assert "x" not in cols["default"].tensor_names
+
+
+# Arrays of at least 256 KiB (hook.rs LEND_MIN_BYTES) that are C-contiguous are lent to the
+# writer, which encodes the record from their buffer before save() returns; others are copied.
+BIG_DTYPES = [np.float32, np.float64, np.float16, np.int64, np.int32, np.int16, np.int8,
+              np.uint8, np.uint16, np.uint32, np.uint64, np.bool_, np.complex64]
+
+
+def _big_arrays(step):
+    rng = np.random.default_rng(step)
+    base = rng.standard_normal((512, 520)) * 100  # 266240 elements: >= 256 KiB in every dtype
+    return [(base if dt is not np.bool_ else base > 0).astype(dt) for dt in BIG_DTYPES]
+
+
+def _write_big(out, arrays_of_step, after_save=None):
+    hook = smd.Hook(str(out), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights"], worker="worker_0", num_workers=1,
+                    wall_time_base=1.6e9)
+    for step in range(2):
+        hook.step()
+        for i, a in enumerate(arrays_of_step(step)):
+            hook.save(f"layer{i}.weight", a)
+            if after_save is not None:
+                after_save(a)
+    hook.close()
+
+
+def _trial_files(root):
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            rel = os.path.relpath(p, root)
+            if rel.startswith(("events", "index")):
+                with open(p, "rb") as fh:
+                    out[rel] = fh.read()
+    return out
+
+
+def test_lent_and_copied_arrays_write_the_same_bytes(tmp_path):
+    lent, copied = tmp_path / "lent", tmp_path / "copied"
+    _write_big(lent, _big_arrays)
+    # Fortran order: not C-contiguous, so copied (in C order) on the copy path.
+    _write_big(copied, lambda s: [np.asfortranarray(a) for a in _big_arrays(s)])
+    a, b = _trial_files(lent), _trial_files(copied)
+    assert a.keys() == b.keys() and len(a) == 4
+    for k in a:
+        assert a[k] == b[k], k
+    tr = rs_trial(str(lent))
+    for step in range(2):
+        for i, want in enumerate(_big_arrays(step)):
+            got = tr.tensor(f"layer{i}.weight").value(step)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    theirs = smdebug_trial(lent)
+    np.testing.assert_array_equal(theirs.tensor("layer0.weight").value(1), _big_arrays(1)[0])
+
+
+def test_saved_values_do_not_change_with_the_array_after_save(tmp_path):
+    # The lent buffer is done with when save() returns: changing the array in place right
+    # after (as an optimizer step does) leaves the saved value as it was.
+    out = tmp_path / "t"
+    _write_big(out, _big_arrays, after_save=lambda a: a.fill(0))
+    tr = rs_trial(str(out))
+    for step in range(2):
+        for i, want in enumerate(_big_arrays(step)):
+            np.testing.assert_array_equal(tr.tensor(f"layer{i}.weight").value(step), want)
+
+
+def test_non_contiguous_big_arrays_are_saved_correctly(tmp_path):
+    out = tmp_path / "t"
+    base = np.arange(1024 * 600, dtype=np.float32).reshape(1024, 600)
+    views = {"strided.weight": base[:, ::2], "transposed.weight": base.T,
+             "reversed.weight": base[::-1], "swapped.weight": base.astype(">f4")}
+    hook = smd.Hook(str(out), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights"], worker="worker_0", num_workers=1)
+    hook.step()
+    for name, v in views.items():
+        assert hook.save(name, v)
+    hook.close()
+    tr = rs_trial(str(out))
+    for name, v in views.items():
+        got = tr.tensor(name).value(0)
+        assert got.shape == v.shape
+        np.testing.assert_array_equal(got, v)
+
+
+def test_big_arrays_with_reductions_are_copied_and_reduced(tmp_path):
+    out = tmp_path / "t"
+    rc = smd.ReductionConfig(reductions=["max", "mean"], save_raw_tensor=True)
+    hook = smd.Hook(str(out), save_config=smd.SaveConfig(save_interval=1), reduction_config=rc,
+                    include_collections=["weights"], worker="worker_0", num_workers=1)
+    a = _big_arrays(0)[0]
+    hook.step()
+    hook.save("big.weight", a)
+    hook.close()
+    t = rs_trial(str(out)).tensor("big.weight")
+    np.testing.assert_array_equal(t.value(0), a)
+    assert t.reduction_value(0, "max") == pytest.approx(float(a.max()))

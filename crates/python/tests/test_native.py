@@ -176,6 +176,49 @@ def test_bad_arguments_raise_python_exceptions(trial_path):
         create_trial(trial_path, profiler=True)
 
 
+def test_values_of_every_shape_are_read_only_c_ordered_views(trial_path):
+    tr = create_trial(trial_path)
+    for name in tr.tensor_names():
+        t = tr.tensor(name)
+        for s in t.steps():
+            for w in t.workers(s):
+                v = t.value(s, worker=w)
+                assert v.flags.c_contiguous and not v.flags.writeable, (name, s, w)
+                assert v.base is not None and v.shape == tuple(t.shape(s, worker=w))
+                # The view's bytes are the value's: a copy compares equal.
+                np.testing.assert_array_equal(np.array(v), v)
+
+
+def _plain(x):
+    """A DataFrame cell as plain Python: None for missing, lists for arrays."""
+    import pandas as pd
+
+    if x is None or x is pd.NA:
+        return None
+    if hasattr(x, "__len__") and not isinstance(x, str):
+        return [_plain(y) for y in x]
+    return x
+
+
+def test_to_pandas_columns(trial_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    tr = create_trial(trial_path)
+    df = tr.to_pandas()
+    ref = tr.to_arrow().to_pandas()  # pyarrow's defaults: object columns
+    assert list(df.columns) == list(ref.columns) and len(df) == len(ref)
+    for col in df.columns:
+        if df[col].dtype.kind in "fiu":
+            assert df[col].dtype == ref[col].dtype, col
+            np.testing.assert_array_equal(df[col].to_numpy(), ref[col].to_numpy())
+        else:
+            assert [_plain(x) for x in df[col]] == [_plain(x) for x in ref[col]], col
+    if hasattr(pd, "ArrowDtype"):
+        assert str(df["tensor"].dtype) == "string" and str(df["shape"].dtype).endswith("[pyarrow]")
+    plain = tr.to_pandas(types_mapper=None)
+    assert plain["tensor"].dtype == object
+
+
 def test_to_arrow_and_to_pandas(trial_path):
     pa = pytest.importorskip("pyarrow")
     pytest.importorskip("pandas")

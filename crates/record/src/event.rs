@@ -2,10 +2,11 @@
 //! the TensorBoard events (scalar, histogram, file version, graph).
 use crate::error::{Error, Result};
 use crate::framing::{append_record_with, Footer, RecordInfo, FRAMING_LEN};
+use crate::proto::TensorProto;
 use crate::proto::{
     event, summary, summary_metadata, Event, HistogramProto, Summary, SummaryMetadata,
 };
-use crate::tensor::TensorValue;
+use crate::tensor::{numeric_header, DType, TensorValue};
 use prost::encoding::{self, encode_key, encode_varint, encoded_len_varint, key_len, WireType};
 use prost::Message;
 
@@ -160,6 +161,110 @@ pub fn append_tensor_event(
             let _ = event.encode(buf);
         }));
     };
+    let head = EventHead {
+        tag,
+        step,
+        mode,
+        mode_step,
+        wall_time,
+    };
+    append_numeric_event(out, &head, header, content_len, footer, |buf| {
+        tensor.write_le(buf)
+    })
+}
+
+/// [`append_tensor_event`] of a numeric tensor given as its dtype, shape and the
+/// little-endian bytes of its elements in C order (e.g. a buffer a Python or C caller lends):
+/// the bytes go from `le_bytes` straight into `out`, identical to those of
+/// `append_tensor_event` for the same values.
+///
+/// Fails for a string dtype, for `le_bytes` of another length than the shape's element count
+/// times the dtype's size, and for a mode outside 1..=4.
+///
+/// ```
+/// use smdebug_record::{append_tensor_event, append_tensor_event_le, DType, Footer, TensorValue};
+/// let value = TensorValue::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
+/// let mut from_value = Vec::new();
+/// append_tensor_event(&mut from_value, "a", &value, 3, 1, 1, 1.6e9, Footer::Magic)?;
+/// let le: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+/// let mut from_bytes = Vec::new();
+/// append_tensor_event_le(&mut from_bytes, "a", DType::Float32, &[2], &le, 3, 1, 1, 1.6e9, Footer::Magic)?;
+/// assert_eq!(from_bytes, from_value);
+/// # Ok::<(), smdebug_record::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)] // the fields of one smdebug event, as tensor_event
+pub fn append_tensor_event_le(
+    out: &mut Vec<u8>,
+    tag: &str,
+    dtype: DType,
+    shape: &[usize],
+    le_bytes: &[u8],
+    step: i64,
+    mode: u8,
+    mode_step: i64,
+    wall_time: f64,
+    footer: Footer,
+) -> Result<RecordInfo> {
+    let unencodable = |reason: String| Error::UnencodableTensor {
+        at: Default::default(),
+        reason,
+    };
+    let Some(item) = dtype.item_size() else {
+        return Err(unencodable(format!(
+            "tensor {tag:?}: {} has no fixed-size little-endian encoding",
+            dtype.name()
+        )));
+    };
+    let elements = shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .and_then(|n| n.checked_mul(item));
+    if elements != Some(le_bytes.len()) {
+        return Err(unencodable(format!(
+            "tensor {tag:?}: {} bytes do not hold shape {shape:?} of {}",
+            le_bytes.len(),
+            dtype.name()
+        )));
+    }
+    let header = numeric_header(tag, dtype, shape);
+    let head = EventHead {
+        tag,
+        step,
+        mode,
+        mode_step,
+        wall_time,
+    };
+    append_numeric_event(out, &head, header, le_bytes.len(), footer, |buf| {
+        buf.extend_from_slice(le_bytes)
+    })
+}
+
+/// The fields of a tensor event besides the tensor.
+struct EventHead<'a> {
+    tag: &'a str,
+    step: i64,
+    mode: u8,
+    mode_step: i64,
+    wall_time: f64,
+}
+
+/// Frames the event of a numeric tensor whose proto is `header` plus `content_len` bytes of
+/// `tensor_content` that `content` appends.
+fn append_numeric_event(
+    out: &mut Vec<u8>,
+    head: &EventHead<'_>,
+    header: TensorProto,
+    content_len: usize,
+    footer: Footer,
+    content: impl FnOnce(&mut Vec<u8>),
+) -> Result<RecordInfo> {
+    let EventHead {
+        tag,
+        step,
+        mode,
+        mode_step,
+        wall_time,
+    } = *head;
     // The event is built without the tensor and the nesting around it is written here, so
     // that the values go from the array straight into `out`. prost (like Python's protobuf)
     // writes fields in field-number order: in the summary value `tag` (1), the tensor (8),
@@ -210,7 +315,7 @@ pub fn append_tensor_event(
         if content_len > 0 {
             encode_key(4, WireType::LengthDelimited, buf);
             encode_varint(content_len as u64, buf);
-            tensor.write_le(buf);
+            content(buf);
         }
         encoding::message::encode(9, &metadata, buf);
     }))

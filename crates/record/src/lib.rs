@@ -58,10 +58,10 @@ mod tensor;
 pub use crc::{mask, masked_crc32c, unmask, MAGIC_FOOTER};
 pub use error::{Error, Position, RecordPart, Result};
 pub use event::{
-    append_tensor_event, decode_event, decode_tensor_event, decode_tensor_event_bytes,
-    encode_tensor_event, file_version_event, graph_event, histogram_event, mode_number,
-    scalar_event, tensor_event, tensor_event_from, TensorEvent, FILE_VERSION, MODE_PLUGIN_NAME,
-    MODE_STEP_PLUGIN_NAME,
+    append_tensor_event, append_tensor_event_le, decode_event, decode_tensor_event,
+    decode_tensor_event_bytes, encode_tensor_event, file_version_event, graph_event,
+    histogram_event, mode_number, scalar_event, tensor_event, tensor_event_from, TensorEvent,
+    FILE_VERSION, MODE_PLUGIN_NAME, MODE_STEP_PLUGIN_NAME,
 };
 pub use framing::{
     append_record, append_record_with, decode_exact_record, decode_record_at, encode_record,

@@ -400,6 +400,29 @@ impl TensorValue {
         self.len() == 0
     }
 
+    /// A view for smdebug-reduce's kernels (reductions, health summaries); `None` for complex
+    /// numbers and strings, which smdebug-reduce has no kernels for. The one mapping for the
+    /// writer (the hook's reductions) and the readers (`smdebug health`).
+    pub fn reduce_view(&self) -> Option<smdebug_reduce::TensorView<'_>> {
+        Some(match self {
+            TensorValue::Float16(a) => a.view().into(),
+            TensorValue::Float32(a) => a.view().into(),
+            TensorValue::Float64(a) => a.view().into(),
+            TensorValue::Int8(a) => a.view().into(),
+            TensorValue::Int16(a) => a.view().into(),
+            TensorValue::Int32(a) => a.view().into(),
+            TensorValue::Int64(a) => a.view().into(),
+            TensorValue::UInt8(a) => a.view().into(),
+            TensorValue::UInt16(a) => a.view().into(),
+            TensorValue::UInt32(a) => a.view().into(),
+            TensorValue::UInt64(a) => a.view().into(),
+            TensorValue::Bool(a) => a.view().into(),
+            TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
+                return None
+            }
+        })
+    }
+
     /// The elements of a real-valued tensor as `f64`, in logical (row-major) order; `None` for
     /// complex numbers and strings. One definition for every reader that charts or summarises
     /// values (smdebug-export's statistics, smdebug-report's charts): a bool is 0 or 1, and
@@ -472,11 +495,7 @@ impl TensorValue {
         if matches!(self, TensorValue::Str(_)) {
             return None;
         }
-        let proto = TensorProto {
-            dtype: self.dtype().to_proto() as i32,
-            tensor_shape: Some(shape_proto(tag, self.shape())),
-            ..Default::default()
-        };
+        let proto = numeric_header(tag, self.dtype(), self.shape());
         Some((proto, self.len() * self.dtype().item_size().unwrap_or(0)))
     }
 
@@ -610,6 +629,15 @@ fn write_le<T: Element>(a: &ArrayD<T>, out: &mut Vec<u8>) {
             out.reserve(a.len() * T::SIZE);
             a.iter().for_each(|&x| x.put_le(out))
         }
+    }
+}
+
+/// The `TensorProto` of a numeric tensor without its `tensor_content`.
+pub(crate) fn numeric_header(tag: &str, dtype: DType, shape: &[usize]) -> TensorProto {
+    TensorProto {
+        dtype: dtype.to_proto() as i32,
+        tensor_shape: Some(shape_proto(tag, shape)),
+        ..Default::default()
     }
 }
 

@@ -434,6 +434,28 @@ proptest! {
         prop_assert_eq!(plain, direct);
     }
 
+    /// A numeric tensor given as its little-endian bytes is encoded exactly as the value.
+    #[test]
+    fn append_tensor_event_le_equals_the_value_encoding(
+        t in any_tensor(),
+        tag in "[a-z/:._0-9]{0,12}",
+        step in 0i64..1_000_000,
+        mode in 1u8..=4,
+        mode_step in 0i64..1_000_000,
+        wall_time in 0.0f64..2e9,
+    ) {
+        let mut from_value = Vec::new();
+        let a = append_tensor_event(&mut from_value, &tag, &t, step, mode, mode_step, wall_time, Footer::Magic).unwrap();
+        let mut from_bytes = Vec::new();
+        let b = append_tensor_event_le(&mut from_bytes, &tag, t.dtype(), t.shape(), &t.to_le_bytes(), step, mode, mode_step, wall_time, Footer::Magic);
+        if t.dtype() == DType::Str {
+            prop_assert!(b.is_err());
+        } else {
+            prop_assert_eq!(a, b.unwrap());
+            prop_assert_eq!(from_value, from_bytes);
+        }
+    }
+
     #[test]
     fn framing_roundtrips(
         payloads in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..6),
@@ -482,4 +504,52 @@ proptest! {
             let _ = tensor_event_from(&ev);
         }
     }
+}
+
+#[test]
+fn append_tensor_event_le_refuses_bytes_that_do_not_fit_the_shape() {
+    let mut out = Vec::new();
+    let short = append_tensor_event_le(
+        &mut out,
+        "a",
+        DType::Float32,
+        &[2, 3],
+        &[0; 23],
+        1,
+        1,
+        1,
+        0.0,
+        Footer::Magic,
+    );
+    assert!(
+        matches!(short, Err(Error::UnencodableTensor { .. })),
+        "{short:?}"
+    );
+    let text = append_tensor_event_le(
+        &mut out,
+        "a",
+        DType::Str,
+        &[1],
+        &[0; 8],
+        1,
+        1,
+        1,
+        0.0,
+        Footer::Magic,
+    );
+    assert!(text.is_err());
+    let huge = append_tensor_event_le(
+        &mut out,
+        "a",
+        DType::Float64,
+        &[usize::MAX, 2],
+        &[],
+        1,
+        1,
+        1,
+        0.0,
+        Footer::Magic,
+    );
+    assert!(huge.is_err());
+    assert!(out.is_empty());
 }

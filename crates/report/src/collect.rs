@@ -49,8 +49,14 @@ pub fn collect(
     options: &ReportOptions,
     progress: &dyn Progress,
 ) -> Result<ReportData> {
-    let trial = Trial::open(path, trial_options.clone())?;
     let range = options.steps;
+    // Only the range's index files are listed and read (docs/src/scale.md); the rules'
+    // readers get the same options.
+    let trial_options = &TrialOptions {
+        range_steps: range.to_range_steps().or(trial_options.range_steps),
+        ..trial_options.clone()
+    };
+    let trial = Trial::open(path, trial_options.clone())?;
     let global = steps_in(trial.steps(Mode::Global, false)?, range);
     let names = trial.tensor_names()?;
     let collections = trial.collections();

@@ -28,7 +28,6 @@ pub mod plot;
 mod render;
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 
 pub use data::ReportData;
 use smdebug_trial::TrialOptions;
@@ -53,14 +52,6 @@ pub enum ReportError {
     /// A bad regular expression.
     #[error("regular expression: {0}")]
     Regex(String),
-    /// A bad `--steps` range.
-    #[error("step range {text:?}: {message}")]
-    StepRange {
-        /// The text given.
-        text: String,
-        /// What is wrong.
-        message: String,
-    },
     /// A worker thread panicked.
     #[error("a report thread panicked")]
     Panicked,
@@ -81,54 +72,8 @@ impl ReportError {
 /// `Result` with [`ReportError`].
 pub type Result<T, E = ReportError> = std::result::Result<T, E>;
 
-/// A half-open range of global steps, `A:B` (either end may be left out; `N` is that step
-/// only) — the syntax of `smdebug export --steps`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StepRange {
-    /// First step included.
-    pub start: Option<i64>,
-    /// First step excluded.
-    pub end: Option<i64>,
-}
-
-impl StepRange {
-    /// Whether `step` is in the range.
-    pub fn contains(&self, step: i64) -> bool {
-        self.start.is_none_or(|s| step >= s) && self.end.is_none_or(|e| step < e)
-    }
-}
-
-impl FromStr for StepRange {
-    type Err = ReportError;
-    fn from_str(s: &str) -> Result<Self> {
-        let bad = |message: String| ReportError::StepRange {
-            text: s.to_owned(),
-            message,
-        };
-        let num = |t: &str| -> Result<Option<i64>> {
-            let t = t.trim();
-            if t.is_empty() {
-                return Ok(None);
-            }
-            t.parse()
-                .map(Some)
-                .map_err(|_| bad(format!("{t:?} is not a step")))
-        };
-        match s.split_once(':') {
-            Some((a, b)) => Ok(StepRange {
-                start: num(a)?,
-                end: num(b)?,
-            }),
-            None => {
-                let n = num(s)?.ok_or_else(|| bad("empty".into()))?;
-                Ok(StepRange {
-                    start: Some(n),
-                    end: Some(n + 1),
-                })
-            }
-        }
-    }
-}
+/// The `--steps` range of the report, the one step-range type of the trial reader.
+pub use smdebug_trial::StepRange;
 
 /// One rule the report runs: a label, the built-in rule's name and its parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,8 +1,9 @@
 """``smdebug_rs.Hook``: smdebug's writer hook for any Python training loop.
 
 The constructor takes the original hooks' arguments; saving costs the training thread the
-save decision and one copy of the array (reductions, encoding and I/O run on the hook's own
-threads, in Rust). See docs/src/python.md.
+save decision and one copy of the array, or none for large contiguous arrays (reductions,
+encoding and I/O run on the hook's own threads, in Rust; see ``Hook``). See
+docs/src/python.md.
 
     import smdebug_rs as smd
 
@@ -108,7 +109,19 @@ class Hook(_native.Hook):
     worker comes from the environment (:func:`worker_from_env`) unless ``worker`` and
     ``num_workers`` are given. ``wall_time_base`` makes event wall times ``base + step``
     (reproducible trials); ``stop_check_interval`` (seconds, default 1) is the least time
-    between two looks for the stop signal."""
+    between two looks for the stop signal.
+
+    Copies: ``save(name, a)`` takes ``a`` without a copy when it is a C-contiguous, aligned
+    numpy array of a numeric dtype (not bool or complex) in native byte order, of at least
+    256 KiB, and only its raw value and shape are due: with the GIL released, the writer
+    thread encodes the record straight from ``a``'s buffer and ``save`` returns once it
+    has, so ``a`` may be changed right after. Everything else is copied once on the calling
+    thread, which then returns while the writer works: non-contiguous, Fortran-ordered,
+    byte-swapped or unaligned arrays, bool, complex and text values, arrays under 256 KiB
+    (copying costs less than waiting for the writer), arrays with reductions, health
+    summaries, TensorBoard summaries or a flight-recorder copy due (needed after the call
+    returns), values converted from ``__array__``/DLPack objects that numpy cannot view, and
+    every ``save_tensor`` and ``save_scalar`` value (written at the end of the step)."""
 
     def __new__(cls, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
                 dry_run=False, reduction_config=None, save_config=None, include_regex=None,

@@ -25,7 +25,9 @@ class Trial(_native.Trial):
         workers: Optional[Sequence[str]] = None,
         values: str = "none",
     ) -> Any: ...
-    def to_pandas(self, table: str = "tensors", **selection: Any) -> Any: ...
+    def to_pandas(
+        self, table: str = "tensors", *, types_mapper: Any = ..., **selection: Any
+    ) -> Any: ...
 
 LocalTrial = Trial
 S3Trial = Trial
