@@ -3,7 +3,7 @@
 (crates/trial/benches/trial.rs, IDs trial/open, trial/list, trial/every_value,
 trial/one_reduction_per_value, trial/raw_read_baseline).
 
-  trial_bench_read.py PATH [--repeat 3] [--reduction mean] [--json OUT]
+  trial_bench_read.py PATH [--repeat 3] [--reduction mean] [--every-worker] [--json OUT]
 
 PATH is a local directory or an s3://bucket/prefix URL; for S3, smdebug's boto3 takes the
 endpoint and credentials from the AWS_* environment variables (AWS_ENDPOINT_URL[_S3] for
@@ -12,7 +12,10 @@ the moto test server, as the conformance tests set them).
 Phases, each from a fresh create_trial() per repetition:
   open                     create_trial(PATH) (collections + every index file)
   list                     tensor_names() and, per tensor, steps()
-  every_value              tensor.value(step) for every tensor x complete step
+  every_value              tensor.value(step) for every tensor x complete step (with
+                           --every-worker: tensor.value(step, worker=w) for every worker w
+                           of tensor.workers(step), the many-small-tensors bench,
+                           crates/trial/benches/small.rs)
   one_reduction_per_value  tensor.reduction_value(step, R) for the same set
   raw_read_baseline        reading every events/ file whole (plain Python I/O; local only)
 Reports the median and the fastest (best-of-N) wall seconds per phase; `cargo xtask bench`
@@ -37,7 +40,7 @@ import peer_common as pc  # noqa: E402
 PHASES = ("open", "list", "every_value", "one_reduction_per_value", "raw_read_baseline")
 
 
-def one_run(path, reduction):
+def one_run(path, reduction, every_worker=False):
     from smdebug.trials import create_trial
 
     out = {}
@@ -53,6 +56,15 @@ def one_run(path, reduction):
     out["list"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
+    if every_worker:
+        n = 0
+        for T, s in work:
+            for w in T.workers(s):
+                T.value(s, worker=w)
+                n += 1
+        out["every_value"] = time.perf_counter() - t0
+        # The reduction phase is not part of this bench.
+        return out, n, None
     for T, s in work:
         T.value(s)
     out["every_value"] = time.perf_counter() - t0
@@ -80,13 +92,14 @@ def main(argv=None):
     ap.add_argument("path")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--reduction", default="mean")
+    ap.add_argument("--every-worker", action="store_true")
     ap.add_argument("--json")
     opts = ap.parse_args(argv)
     os.environ["SMDEBUG_TRAINING_END_DELAY_REFRESH"] = "0"
     pc.import_smdebug()
     runs = []
     for _ in range(max(1, opts.repeat)):
-        res, nvalues, nbytes = one_run(opts.path, opts.reduction)
+        res, nvalues, nbytes = one_run(opts.path, opts.reduction, opts.every_worker)
         runs.append(res)
     phases = [p for p in PHASES if p in runs[0]]
     median = {p: statistics.median(r[p] for r in runs) for p in phases}

@@ -50,6 +50,9 @@ pub struct BenchArgs {
     /// Do not run anything: report from the last criterion results on disk.
     #[arg(long)]
     pub no_run: bool,
+    /// Only the many-small-tensors rows (see xtask/src/bench_small.rs).
+    #[arg(long)]
+    pub small: bool,
     /// Only the scaling table (docs/src/scale.md): open time and peak RSS of trials of 10k
     /// to 1M index entries, ours and the Python smdebug's (minutes; not in the default run).
     #[arg(long)]
@@ -298,8 +301,8 @@ const BENCHES: &[(&str, &str)] = &[
 
 /// One criterion result: the fastest sample's seconds per iteration and bytes per
 /// iteration (if declared).
-struct Measured {
-    seconds: f64,
+pub(crate) struct Measured {
+    pub(crate) seconds: f64,
     bytes: Option<f64>,
 }
 
@@ -313,6 +316,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if args.scale {
         crate::scale::run(&crate::peer::ensure_peer()?)?;
         return Ok(());
+    }
+    if args.small {
+        return crate::bench_small::run_only(args.quick);
     }
     let started = SystemTime::now();
     let mut services = None;
@@ -434,6 +440,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         s3_env.as_deref(),
     ));
     rows.extend(export_rows(&peer_python, &large_trial_dir()));
+    rows.extend(crate::bench_small::rows(
+        &peer_python,
+        &smdebug_bin(),
+        args.quick,
+    ));
     rows.extend(crate::python::bench_rows(
         &peer_python,
         &large_trial_dir(),
@@ -694,7 +705,10 @@ fn print_rows(rows: &[Value]) {
 
 /// Reads every `benchmark.json` + `sample.json` pair criterion left under `dir/**/new/`,
 /// skipping results written before `since`.
-fn read_criterion(dir: &Path, since: Option<SystemTime>) -> Result<BTreeMap<String, Measured>> {
+pub(crate) fn read_criterion(
+    dir: &Path,
+    since: Option<SystemTime>,
+) -> Result<BTreeMap<String, Measured>> {
     let mut out = BTreeMap::new();
     if !dir.exists() {
         bail!(

@@ -13,6 +13,7 @@ mod bench;
 mod bench_doc;
 mod bench_health;
 mod bench_report;
+mod bench_small;
 mod bench_stores;
 mod browser;
 mod fuzz;

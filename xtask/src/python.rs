@@ -132,9 +132,16 @@ pub fn test(peer_python: &Path, s3_env: &[(String, String)]) -> Result<()> {
     Ok(())
 }
 
+/// Whether [`many_small_trial`] is written already.
+pub(crate) fn many_small_written() -> bool {
+    root()
+        .join("target/bench-python-many-small/training_job_end.ts")
+        .exists()
+}
+
 /// The many-small-tensors trial of the Python benchmarks (8 workers × 60 steps × 250
 /// tensors of 10 floats), written by `smdebug synth` from crates/python/bench/many_small.json.
-fn many_small_trial(smdebug: &Path) -> Result<PathBuf> {
+pub(crate) fn many_small_trial(smdebug: &Path) -> Result<PathBuf> {
     let dir = root().join("target/bench-python-many-small");
     if dir.join("training_job_end.ts").exists() {
         return Ok(dir);

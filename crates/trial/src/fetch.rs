@@ -6,7 +6,9 @@ use crate::parallel;
 use crate::state::RecordLocation;
 use crate::{Result, TensorValue, TrialError};
 use futures::stream::{self, StreamExt};
-use smdebug_record::{decode_exact_record, decode_tensor_event_bytes, HEADER_LEN};
+use smdebug_record::{
+    decode_exact_record, decode_tensor_event_bytes, masked_crc32c, records, HEADER_LEN,
+};
 use smdebug_storage::{BlockingStore, Bytes};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Range;
@@ -21,6 +23,11 @@ const READAHEAD_SMALL_FILE: u64 = 1 << 20;
 
 /// Events files larger than this are never fetched whole.
 const READAHEAD_FILE_MAX: u64 = 16 << 20;
+
+/// Local disk: events files up to this size are read whole on their second miss (a read
+/// of this many bytes from the page cache costs about what the four system calls of one
+/// ranged read of a record cost, a few times over).
+const LOCAL_WHOLE_FILE_MAX: u64 = 128 << 10;
 
 /// At most this many files are remembered as touched once (then the memory starts over).
 const TOUCHED_LIMIT: usize = 1 << 16;
@@ -59,6 +66,11 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Bounded<K, V> {
         self.map.get(key).cloned()
     }
 
+    /// The entry of `key`, not cloned.
+    pub fn peek(&self, key: &K) -> Option<&V> {
+        self.map.get(key)
+    }
+
     pub fn insert(&mut self, key: K, value: V) {
         let size = (self.size)(&value);
         if size > self.budget {
@@ -80,20 +92,152 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Bounded<K, V> {
     }
 }
 
-/// Decoded values by record.
-pub(crate) type ValueCache = Bounded<CacheKey, Arc<TensorValue>>;
+/// Decoded values by record, each with what its record said, so that a hit is checked
+/// against the index entry asking for it as a fresh decode would be; and small events
+/// files decoded whole, as one entry each.
+pub(crate) type ValueCache = Bounded<CacheKey, CacheEntry>;
 
-/// A record as the index names it: event file, offset and the step the index file is for
-/// (so a record listed by a duplicated index file is checked again, not served from cache).
-pub(crate) type CacheKey = (Arc<str>, u64, i64);
+/// A record by place: event file and offset, or a whole file ([`WHOLE_FILE`]). Whether
+/// the record is the one an index entry names (its step, tag, length, CRC) is checked on
+/// every hit ([`Cached::serves`]), so a record listed by a duplicated index file of another
+/// step is read and checked again.
+pub(crate) type CacheKey = (FileKey, u64);
+
+/// An events file's name as the trial's index bookkeeping holds it, compared and hashed
+/// by its allocation: every record an index file lists shares its one name, so a lookup
+/// neither hashes nor compares the name's bytes. The key holds the name, so the allocation
+/// is not reused while the key exists; the same name from another index file (a
+/// duplicated one) is another key, which costs a read, never a wrong value.
+#[derive(Debug, Clone)]
+pub(crate) struct FileKey(Arc<str>);
+
+impl PartialEq for FileKey {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for FileKey {}
+
+impl std::hash::Hash for FileKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (Arc::as_ptr(&self.0) as *const u8 as usize).hash(h);
+    }
+}
+
+/// The offset of a whole file's entry: no record starts there (it has 16 bytes at least).
+const WHOLE_FILE: u64 = u64::MAX;
+
+/// What the value cache keeps under one key.
+#[derive(Debug, Clone)]
+pub(crate) enum CacheEntry {
+    /// One record's value.
+    One(Cached),
+    /// Every record of a file decoded whole: one entry per file, so that serving its
+    /// records costs one lookup each and caching them one insert.
+    File(Arc<DecodedFile>),
+}
+
+/// The records of an events file decoded whole ([`decode_all`]), in file order.
+#[derive(Debug)]
+pub(crate) struct DecodedFile {
+    /// Each record's offset, ascending (apart, so that finding one touches little memory).
+    offsets: Box<[u64]>,
+    records: Box<[Cached]>,
+}
+
+impl DecodedFile {
+    /// The record at `offset`. Records of one file are mostly of similar size (every step
+    /// saves the same tensors), so the position is guessed from the offset and the guess
+    /// corrected by a few steps; a binary search when that does not find it.
+    fn find(&self, offset: u64) -> Option<&Cached> {
+        let offsets = &self.offsets;
+        let (&last, n) = (offsets.last()?, offsets.len());
+        let guess = (u128::from(offset) * n as u128 / (u128::from(last) + 1)) as usize;
+        let mut k = guess.min(n - 1);
+        for _ in 0..4 {
+            match offsets[k].cmp(&offset) {
+                std::cmp::Ordering::Equal => return Some(&self.records[k]),
+                std::cmp::Ordering::Less if k + 1 < n => k += 1,
+                std::cmp::Ordering::Greater if k > 0 => k -= 1,
+                _ => return None,
+            }
+        }
+        let k = offsets.binary_search(&offset).ok()?;
+        Some(&self.records[k])
+    }
+
+    fn bytes(&self) -> usize {
+        self.records.iter().map(|c| c.bytes() + 8).sum()
+    }
+}
+
+impl CacheEntry {
+    fn bytes(&self) -> usize {
+        match self {
+            CacheEntry::One(c) => c.bytes(),
+            CacheEntry::File(all) => all.bytes(),
+        }
+    }
+}
+
+/// The cached value of `loc`, if the cache holds its record as `loc` describes it.
+fn cached(cache: &ValueCache, loc: &RecordLocation) -> Option<Arc<TensorValue>> {
+    let file = FileKey(Arc::clone(&loc.event_file));
+    let hit = match cache.peek(&(file.clone(), loc.start)) {
+        Some(CacheEntry::One(c)) => Some(c),
+        _ => match cache.peek(&(file, WHOLE_FILE)) {
+            Some(CacheEntry::File(all)) => all.find(loc.start),
+            _ => None,
+        },
+    };
+    hit.filter(|c| c.serves(loc)).map(|c| Arc::clone(&c.value))
+}
 
 fn cache_key(loc: &RecordLocation) -> CacheKey {
-    (Arc::clone(&loc.event_file), loc.start, loc.step)
+    (FileKey(Arc::clone(&loc.event_file)), loc.start)
+}
+
+/// One decoded record in the cache.
+#[derive(Debug, Clone)]
+pub(crate) struct Cached {
+    value: Arc<TensorValue>,
+    /// The record's tag, global step and whole length.
+    tag: Arc<str>,
+    step: i64,
+    length: u64,
+    /// The masked CRC32C of its payload, when it was computed or checked.
+    crc: Option<u32>,
+}
+
+impl Cached {
+    /// A value decoded for (and checked against) `loc` by [`decode_value`].
+    fn checked(loc: &RecordLocation, value: Arc<TensorValue>) -> Self {
+        Cached {
+            value,
+            tag: Arc::from(loc.tag.as_str()),
+            step: loc.step,
+            length: loc.length,
+            crc: loc.payload_crc32c,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        value_bytes(&self.value) + self.tag.len() + 64
+    }
+
+    /// Whether this record is what `loc` asks for, as [`decode_value`] would check it.
+    fn serves(&self, loc: &RecordLocation) -> bool {
+        self.step == loc.step
+            && self.length == loc.length
+            && *self.tag == *loc.tag
+            && (loc.payload_crc32c.is_none() || self.crc == loc.payload_crc32c)
+    }
 }
 
 /// A value cache of `budget` bytes.
 pub(crate) fn value_cache(budget: usize) -> ValueCache {
-    Bounded::new(budget, |v| value_bytes(v))
+    Bounded::new(budget, CacheEntry::bytes)
 }
 
 /// Approximate heap size of a value.
@@ -101,6 +245,37 @@ pub(crate) fn value_bytes(v: &TensorValue) -> usize {
     match v {
         TensorValue::Str(a) => a.iter().map(|s| s.len() + 24).sum(),
         other => other.len() * other.dtype().item_size().unwrap_or(8),
+    }
+}
+
+/// Every tensor record of the first bytes of an events file read whole, decoded in one
+/// pass while the bytes are hot: `(offset, record)` in file order. Payload CRCs are
+/// computed here, so that a hit is checked against the index's `payload_crc32c` later. A
+/// record that does not decode as a tensor event (the file-version event at offset 0) is
+/// left out; the first framing error ends the pass (what follows is read record by record,
+/// with that record's own error).
+pub(crate) fn decode_all(whole: &Bytes) -> DecodedFile {
+    let mut offsets = Vec::new();
+    let mut out = Vec::new();
+    for rec in records(whole) {
+        let Ok(rec) = rec else { break };
+        let start = rec.offset as usize + HEADER_LEN;
+        let payload = whole.slice(start..start + rec.payload.len());
+        let Ok(event) = decode_tensor_event_bytes(payload) else {
+            continue;
+        };
+        offsets.push(rec.offset);
+        out.push(Cached {
+            value: Arc::new(event.tensor),
+            tag: Arc::from(event.tag),
+            step: event.step,
+            length: rec.len(),
+            crc: Some(masked_crc32c(rec.payload)),
+        });
+    }
+    DecodedFile {
+        offsets: offsets.into(),
+        records: out.into(),
     }
 }
 
@@ -127,6 +302,27 @@ impl FileCache {
     pub fn clear(&mut self) {
         self.files.clear();
         self.touched.clear();
+    }
+
+    /// Local disk: whether to read `file` (whose listed records end at `end`) whole now.
+    /// A small file is read whole on its second miss: a reader that wants one record per
+    /// file (one tensor over its steps) pays one small read per file, and one that wants
+    /// all of them (every value, step by step or tensor by tensor) pays two reads per
+    /// file instead of one per record. Past [`LOCAL_WHOLE_FILE_MAX`] a whole read costs
+    /// more than the system calls it saves.
+    fn local_whole(&mut self, file: &Arc<str>, end: u64) -> bool {
+        let budget = u64::try_from(self.files.budget).unwrap_or(u64::MAX);
+        if end > LOCAL_WHOLE_FILE_MAX.min(budget) {
+            return false;
+        }
+        if self.touched.contains(file) {
+            return true;
+        }
+        if self.touched.len() >= TOUCHED_LIMIT {
+            self.touched.clear();
+        }
+        self.touched.insert(Arc::clone(file));
+        false
     }
 
     /// Whether to fetch `file` (whose listed records end at `end`) whole now; remembers
@@ -201,10 +397,12 @@ pub(crate) fn fetch_values(
 ) -> Vec<Result<Arc<TensorValue>>> {
     let mut out: Vec<Option<Result<Arc<TensorValue>>>> = Vec::with_capacity(locs.len());
     let mut by_file: HashMap<Arc<str>, Vec<usize>> = HashMap::new();
+    let cache_budget;
     {
         let cache = lock(cache);
+        cache_budget = cache.budget;
         for (i, loc) in locs.iter().enumerate() {
-            match cache.get(&cache_key(loc)) {
+            match cached(&cache, loc) {
                 Some(v) => out.push(Some(Ok(v))),
                 None => {
                     out.push(None);
@@ -240,13 +438,33 @@ pub(crate) fn fetch_values(
             } else {
                 usize::MAX
             };
-            let decoded = parallel::map(
-                &jobs,
-                threads,
-                "smdebug-trial-read",
-                |(file, idx, ranges)| file_results(locs, idx, sync.get_ranges_sync(file, ranges)),
-            );
-            return store_results(store, cache, locs, out, decoded.into_iter().flatten());
+            let plans = local_plans(readahead, locs, &jobs, cache_budget);
+            let read = |&(j, whole): &(usize, Option<u64>)| {
+                let (file, idx, ranges) = &jobs[j];
+                match whole {
+                    Some(end) => read_whole_sync(sync, locs, &jobs[j], end),
+                    None => (
+                        None,
+                        file_results(locs, idx, sync.get_ranges_sync(file, ranges)),
+                    ),
+                }
+            };
+            let decoded = parallel::map(&plans, threads, "smdebug-trial-read", read);
+            let mut results = Vec::with_capacity(locs.len());
+            let mut others = Vec::new();
+            for ((j, _), (all, r)) in plans.iter().zip(decoded) {
+                results.extend(r);
+                if let Some(all) = all.filter(|a| !a.offsets.is_empty()) {
+                    others.push((Arc::clone(&jobs[*j].0), all));
+                }
+            }
+            let out = store_results(store, cache, locs, out, results.into_iter());
+            // The file's other records, for the calls that ask for them next.
+            let mut cache = lock(cache);
+            for (file, all) in others {
+                cache.insert((FileKey(file), WHOLE_FILE), CacheEntry::File(Arc::new(all)));
+            }
+            return out;
         }
         None => object_reads(store, readahead, locs, &jobs),
     };
@@ -259,6 +477,75 @@ pub(crate) fn fetch_values(
 
 /// The records of one events file: the file, indices into the locations, their ranges.
 type Job = (Arc<str>, Vec<usize>, Vec<Range<u64>>);
+
+/// For each job (by its number), whether to read its events file whole from local disk, up
+/// to which end (see [`FileCache::local_whole`]); a file whose decoded records would take
+/// more than a quarter of the value cache is never read whole.
+fn local_plans(
+    readahead: &Mutex<FileCache>,
+    locs: &[&RecordLocation],
+    jobs: &[Job],
+    cache_budget: usize,
+) -> Vec<(usize, Option<u64>)> {
+    let mut files = lock(readahead);
+    let room = u64::try_from(cache_budget / 4).unwrap_or(u64::MAX);
+    jobs.iter()
+        .enumerate()
+        .map(|(j, (file, idx, _))| {
+            let end = idx
+                .iter()
+                .map(|&i| locs[i].event_file_end)
+                .max()
+                .unwrap_or(0);
+            (
+                j,
+                (end <= room && files.local_whole(file, end)).then_some(end),
+            )
+        })
+        .collect()
+}
+
+/// A local events file read whole up to `end` in one read and decoded in one pass
+/// ([`decode_all`]): the job's records as [`file_results`] gives them, and every record of
+/// the file (to cache). A record the pass did not give as its index entry describes it is
+/// decoded on its own from the same bytes, with that decode's error; a failed or short
+/// whole read falls back to reading the job's ranges alone, so that its errors are theirs.
+fn read_whole_sync(
+    sync: &dyn smdebug_storage::SyncStorage,
+    locs: &[&RecordLocation],
+    (file, idx, ranges): &Job,
+    end: u64,
+) -> (Option<DecodedFile>, FileResults) {
+    let whole = sync
+        .get_ranges_sync(file, std::slice::from_ref(&(0..end)))
+        .ok()
+        .and_then(|mut w| w.pop())
+        .filter(|w| slice_ranges(w, ranges).is_some());
+    let Some(whole) = whole else {
+        return (
+            None,
+            file_results(locs, idx, sync.get_ranges_sync(file, ranges)),
+        );
+    };
+    let all = decode_all(&whole);
+    let asked = idx
+        .iter()
+        .zip(ranges)
+        .map(|(&i, r)| {
+            let loc = locs[i];
+            let found = all.find(loc.start).filter(|c| c.serves(loc));
+            let value = match found {
+                Some(c) => Ok(Arc::clone(&c.value)),
+                None => {
+                    let bytes = whole.slice(r.start as usize..r.end as usize);
+                    decode_value(loc, &bytes).map(Arc::new)
+                }
+            };
+            (i, Some(value))
+        })
+        .collect();
+    (Some(all), asked)
+}
 
 /// The object-store reads of `jobs` (one result per job, in order): from files read ahead
 /// where possible, else concurrently, each file whole or by its ranges as [`FileCache`]
@@ -329,6 +616,10 @@ fn object_reads(
 /// Bytes of records below which one thread does everything (a thread start costs more).
 const PARALLEL_MIN_BYTES: u64 = 1 << 20;
 
+/// What [`file_results`] gives: per location (by number), its value, or `None` for a
+/// retry on its own.
+type FileResults = Vec<(usize, Option<Result<Arc<TensorValue>>>)>;
+
 /// The values of one file's records (`idx` into `locs`) from the grouped read of their
 /// ranges. A missing file makes each value unavailable; a range error (one range past a
 /// truncated file's end fails the whole group) gives `None`, for a retry record by record,
@@ -337,7 +628,7 @@ fn file_results(
     locs: &[&RecordLocation],
     idx: &[usize],
     read: smdebug_storage::Result<Vec<Bytes>>,
-) -> Vec<(usize, Option<Result<Arc<TensorValue>>>)> {
+) -> FileResults {
     match read {
         Ok(parts) => idx
             .iter()
@@ -376,7 +667,8 @@ fn store_results(
     for (i, r) in decoded {
         let r = r.unwrap_or_else(|| single_read(store, locs[i]).map(Arc::new));
         if let Ok(v) = &r {
-            cache.insert(cache_key(locs[i]), Arc::clone(v));
+            let c = Cached::checked(locs[i], Arc::clone(v));
+            cache.insert(cache_key(locs[i]), CacheEntry::One(c));
         }
         out[i] = Some(r);
     }
@@ -402,4 +694,114 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding the lock leaves consistent data (every update is a single
     // insert), so a poisoned lock is still usable.
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(offsets: &[u64]) -> DecodedFile {
+        let records = offsets
+            .iter()
+            .map(|&o| Cached {
+                value: Arc::new(TensorValue::Float32(ndarray::ArrayD::from_elem(
+                    ndarray::IxDyn(&[1]),
+                    o as f32,
+                ))),
+                tag: Arc::from("t"),
+                step: 0,
+                length: 16,
+                crc: None,
+            })
+            .collect();
+        DecodedFile {
+            offsets: offsets.into(),
+            records,
+        }
+    }
+
+    fn found(f: &DecodedFile, offset: u64) -> Option<f32> {
+        f.find(offset).map(|c| match &*c.value {
+            TensorValue::Float32(a) => a[[0]],
+            _ => unreachable!("test values are f32"),
+        })
+    }
+
+    #[test]
+    fn finds_every_record_whatever_the_sizes_and_nothing_else() {
+        // Even sizes (the guess is right), uneven ones (it is corrected or a binary search
+        // takes over), one record, none.
+        let even: Vec<u64> = (0..250).map(|k| 24 + k * 148).collect();
+        let mut uneven = vec![24u64, 40, 41, 5000, 5001, 5002, 90_000, 90_016];
+        uneven.extend((0..100).map(|k| 100_000 + k * 7));
+        for offsets in [even, uneven, vec![0], vec![]] {
+            let f = file(&offsets);
+            for &o in &offsets {
+                assert_eq!(found(&f, o), Some(o as f32), "offset {o} of {offsets:?}");
+                for miss in [o + 1, o.saturating_sub(1)] {
+                    if !offsets.contains(&miss) {
+                        assert_eq!(found(&f, miss), None, "{miss} is no record's offset");
+                    }
+                }
+            }
+            assert_eq!(found(&f, u64::MAX - 1), None);
+        }
+    }
+
+    #[test]
+    fn a_cached_record_serves_only_the_entry_it_is() {
+        let loc = RecordLocation {
+            event_file: Arc::from("events/000000000001/000000000001_worker_0.tfevents"),
+            start: 24,
+            length: 60,
+            event_file_end: 84,
+            payload_crc32c: Some(7),
+            tag: "a".into(),
+            index_file: Arc::from("index/000000000/000000000001_worker_0.json"),
+            step: 1,
+            mode: smdebug_config::Mode::Train,
+            mode_step: 1,
+        };
+        let value = Arc::new(TensorValue::Float32(ndarray::ArrayD::zeros(
+            ndarray::IxDyn(&[1]),
+        )));
+        let c = Cached {
+            value,
+            tag: Arc::from("a"),
+            step: 1,
+            length: 60,
+            crc: Some(7),
+        };
+        assert!(c.serves(&loc));
+        let no_crc = RecordLocation {
+            payload_crc32c: None,
+            ..loc.clone()
+        };
+        assert!(c.serves(&no_crc), "no CRC in the index: none to check");
+        for other in [
+            RecordLocation {
+                step: 2,
+                ..loc.clone()
+            },
+            RecordLocation {
+                length: 61,
+                ..loc.clone()
+            },
+            RecordLocation {
+                tag: "b".into(),
+                ..loc.clone()
+            },
+            RecordLocation {
+                payload_crc32c: Some(8),
+                ..loc.clone()
+            },
+        ] {
+            assert!(!c.serves(&other), "{other:?}");
+        }
+        let unchecked = Cached { crc: None, ..c };
+        assert!(
+            !unchecked.serves(&loc),
+            "a CRC the index has was not checked"
+        );
+    }
 }

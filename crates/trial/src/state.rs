@@ -8,7 +8,8 @@ use smdebug_exceptions::StepState;
 use smdebug_index::{
     index_file_key, reverse_reduction_tensor_name, serialize_tf_device, IndexFile,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
 /// Where one tensor record lives: an event file and a byte range, as an index entry says.
@@ -60,23 +61,53 @@ pub(crate) struct FileInfo {
 }
 
 /// One record as kept: the number of its index file in [`State::files`], its byte range
-/// and CRC — 32 bytes. The tag is the tensor's name for a raw value (an index entry that
-/// is not a reduction names its tensor exactly); a reduction keeps its own.
+/// and CRC — 24 bytes, and 24 as an `Option` too. The tag is the tensor's name for a raw
+/// value (an index entry that is not a reduction names its tensor exactly); a reduction
+/// keeps its own.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rec {
-    file: u32,
     start: u64,
     length: u64,
-    crc: Option<u32>,
+    /// The index file's number plus one, with [`HAS_CRC`] set when `crc` is the index's
+    /// `payload_crc32c` (never zero: `Option<Rec>` needs no extra word).
+    file: NonZeroU32,
+    crc: u32,
+}
+
+/// The bit of [`Rec::file`] that says the record has a payload CRC.
+const HAS_CRC: u32 = 1 << 31;
+
+impl Rec {
+    /// `None` past 2³¹ − 1 index files.
+    fn new(file: u32, start: u64, length: u64, crc: Option<u32>) -> Option<Rec> {
+        let number = file.checked_add(1).filter(|n| n & HAS_CRC == 0)?;
+        let flag = if crc.is_some() { HAS_CRC } else { 0 };
+        Some(Rec {
+            start,
+            length,
+            file: NonZeroU32::new(number | flag)?,
+            crc: crc.unwrap_or(0),
+        })
+    }
+
+    fn file(&self) -> usize {
+        ((self.file.get() & !HAS_CRC) - 1) as usize
+    }
+
+    fn crc(&self) -> Option<u32> {
+        (self.file.get() & HAS_CRC != 0).then_some(self.crc)
+    }
 }
 
 /// What one worker saved of one tensor at one step, as kept for every (tensor, step,
-/// worker) entry of the trial: [`BYTES_PER_ENTRY`] bytes with the worker's name pointer,
-/// plus a shape's and saved reductions' own allocations when there are any.
+/// worker) entry of the trial: [`BYTES_PER_ENTRY`] bytes with the worker's number, plus
+/// saved reductions' own allocations when there are any.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StoredStep {
     pub location: Option<Rec>,
-    pub shape: Option<Box<[u64]>>,
+    /// The saved shape, by its number in [`State::shapes`] (every step saves the same few
+    /// shapes: each is kept once).
+    pub shape: Option<u32>,
     /// `(op, abs)` → the saved reduction's record and its tag; boxed, since most entries
     /// have none (8 bytes instead of an empty map's 24).
     pub reductions: Option<Box<Reductions>>,
@@ -101,10 +132,13 @@ pub(crate) type TaggedRec = (Rec, Box<str>);
 /// Bytes kept per (tensor, step, worker) index entry with a raw value and no saved
 /// reduction, whatever the number of workers (docs/src/scale.md): the entry itself, in its
 /// step's list of workers. The list grows by doubling, so up to twice this is reserved.
-pub const BYTES_PER_ENTRY: usize = std::mem::size_of::<(Arc<str>, StoredStep)>();
+pub const BYTES_PER_ENTRY: usize = std::mem::size_of::<(WorkerId, StoredStep)>();
+
+/// A worker by its number in [`State::worker_names`].
+pub(crate) type WorkerId = u32;
 
 /// What each worker saved of a tensor at one step, workers in first-seen order.
-pub(crate) type Workers = SmallVec<[(Arc<str>, StoredStep); 1]>;
+pub(crate) type Workers = SmallVec<[(WorkerId, StoredStep); 1]>;
 
 /// The mode steps of a tensor in one mode, ascending, each with its [`Workers`]. Steps are
 /// registered in ascending order almost always, so this is a sorted vector that appends
@@ -164,12 +198,12 @@ impl TensorData {
         self.modes.get(&mode).and_then(|m| m.get(mode_step))
     }
 
-    fn entry(&mut self, mode: Mode, mode_step: i64, worker: &Arc<str>) -> &mut StoredStep {
+    fn entry(&mut self, mode: Mode, mode_step: i64, worker: WorkerId) -> &mut StoredStep {
         let workers = self.modes.entry(mode).or_default().entry(mode_step);
-        let i = match workers.iter().position(|(w, _)| w == worker) {
+        let i = match workers.iter().position(|(w, _)| *w == worker) {
             Some(i) => i,
             None => {
-                workers.push((Arc::clone(worker), StoredStep::default()));
+                workers.push((worker, StoredStep::default()));
                 workers.len() - 1
             }
         };
@@ -188,8 +222,14 @@ pub(crate) struct Tensors {
 }
 
 impl Tensors {
-    pub fn get(&self, name: &str) -> Option<&TensorData> {
-        self.ids.get(name).map(|&i| &self.data[i])
+    /// The tensor's number, if the trial has seen it.
+    pub fn id_of(&self, name: &str) -> Option<usize> {
+        self.ids.get(name).copied()
+    }
+
+    /// The data of tensor number `id` (numbers from [`Tensors::id_of`]; never reused).
+    pub fn by_id(&self, id: usize) -> Option<&TensorData> {
+        self.data.get(id)
     }
 
     pub fn contains_key(&self, name: &str) -> bool {
@@ -258,6 +298,12 @@ pub(crate) struct State {
     resolved: Vec<Resolved>,
     /// Every registered index file, numbered in registration order (see [`Rec`]).
     files: Vec<FileInfo>,
+    /// Worker names by number (see [`WorkerId`]), and their numbers.
+    worker_names: Vec<Arc<str>>,
+    worker_ids: HashMap<Arc<str>, WorkerId>,
+    /// Saved shapes by number (see [`StoredStep::shape`]), and their numbers.
+    shapes: Vec<Box<[u64]>>,
+    shape_ids: HashMap<Box<[u64]>, u32>,
 }
 
 /// Soft limit of remembered index file names (smdebug's `ReadIndexFilesCache.cache_limit`).
@@ -302,11 +348,12 @@ impl State {
         }
         let mode = index.meta.mode;
         let mode_step = index.meta.mode_step;
-        let worker: Arc<str> = Arc::from(worker);
+        let worker_name = worker;
+        let worker = self.worker_id(worker);
         // The index crate validated the name (a relative key under events/).
         let event_file: Option<Arc<str>> =
             index.meta.event_file_key().ok().flatten().map(Arc::from);
-        self.populate_step(mode, mode_step, step, &worker);
+        self.populate_step(mode, mode_step, step, worker_name);
         let event_file_end = index
             .tensors
             .iter()
@@ -331,16 +378,13 @@ impl State {
         let mut ids = Vec::with_capacity(tensors_len + index.shapes.len());
         for (i, entry) in index.tensors.into_iter().enumerate() {
             let (id, reduction) = self.resolve(i, &entry.name);
-            let location = file.map(|file| Rec {
-                file,
-                start: entry.start_idx,
-                length: entry.length,
-                crc: entry.payload_crc32c,
+            let location = file.and_then(|file| {
+                Rec::new(file, entry.start_idx, entry.length, entry.payload_crc32c)
             });
             let new_in_mode = !self.tensors.data[id].modes.contains_key(&mode);
             self.populate_tensor(id, mode, new_in_mode);
             ids.push(id);
-            let step_data = self.tensors.data[id].entry(mode, mode_step, &worker);
+            let step_data = self.tensors.data[id].entry(mode, mode_step, worker);
             match reduction {
                 Some(key) => {
                     let tagged = location.map(|r| (r, entry.name.into_boxed_str()));
@@ -352,9 +396,13 @@ impl State {
         }
         for (i, entry) in index.shapes.into_iter().enumerate() {
             let (id, reduction) = self.resolve(tensors_len + i, &entry.name);
+            let shape = match reduction {
+                Some(_) => None,
+                None => self.shape_id(entry.shape),
+            };
             let data = &mut self.tensors.data[id];
             let new_in_mode = !data.modes.contains_key(&mode);
-            let step_data = data.entry(mode, mode_step, &worker);
+            let step_data = data.entry(mode, mode_step, worker);
             match reduction {
                 Some(key) => {
                     step_data.reductions_mut().entry(key).or_insert(None);
@@ -362,7 +410,7 @@ impl State {
                 None => {
                     // smdebug replaces a raw value's location by the shape here [PY-BUG];
                     // both are kept.
-                    step_data.shape = Some(entry.shape.into_boxed_slice());
+                    step_data.shape = shape;
                     data.original_name = Some(entry.original_name);
                 }
             }
@@ -378,6 +426,41 @@ impl State {
         } else {
             at_step.extend(ids);
         }
+    }
+
+    /// The number of worker `name`, numbering it when new.
+    fn worker_id(&mut self, name: &str) -> WorkerId {
+        if let Some(&id) = self.worker_ids.get(name) {
+            return id;
+        }
+        let id = self.worker_names.len() as WorkerId;
+        let name: Arc<str> = Arc::from(name);
+        self.worker_names.push(Arc::clone(&name));
+        self.worker_ids.insert(name, id);
+        id
+    }
+
+    /// The number of worker `name`, if an index file named it.
+    pub fn find_worker(&self, name: &str) -> Option<WorkerId> {
+        self.worker_ids.get(name).copied()
+    }
+
+    /// The name of worker number `id`.
+    pub fn worker_name(&self, id: WorkerId) -> &str {
+        &self.worker_names[id as usize]
+    }
+
+    /// The number of a saved shape, numbering it when new (`None` past 2³² shapes: the
+    /// shape is then not kept).
+    fn shape_id(&mut self, shape: Vec<u64>) -> Option<u32> {
+        if let Some(&id) = self.shape_ids.get(shape.as_slice()) {
+            return Some(id);
+        }
+        let id = u32::try_from(self.shapes.len()).ok()?;
+        let shape = shape.into_boxed_slice();
+        self.shapes.push(shape.clone());
+        self.shape_ids.insert(shape, id);
+        Some(id)
     }
 
     /// The tensor number and reduction key of the `i`th entry of an index file, reusing the
@@ -405,13 +488,13 @@ impl State {
 
     /// The record `r` as the tensor API hands it out, tagged `tag`.
     pub fn location(&self, r: &Rec, tag: &str) -> RecordLocation {
-        let f = &self.files[r.file as usize];
+        let f = &self.files[r.file()];
         RecordLocation {
             event_file: Arc::clone(&f.event_file),
             start: r.start,
             length: r.length,
             event_file_end: f.event_file_end,
-            payload_crc32c: r.crc,
+            payload_crc32c: r.crc(),
             tag: tag.to_owned(),
             index_file: Arc::clone(&f.index_file),
             step: f.step,
@@ -424,7 +507,7 @@ impl State {
     pub fn step_data(&self, name: &str, d: &StoredStep) -> StepData {
         StepData {
             location: d.location.as_ref().map(|r| self.location(r, name)),
-            shape: d.shape.as_ref().map(|s| s.to_vec()),
+            shape: d.shape.map(|s| self.shapes[s as usize].to_vec()),
             reductions: d
                 .reductions()
                 .map(|(k, v)| (k.clone(), v.as_ref().map(|(r, tag)| self.location(r, tag))))
@@ -614,11 +697,10 @@ mod tests {
     #[test]
     fn step_maps_stay_sorted_whatever_the_order_steps_arrive_in() {
         let mut m = StepMap::default();
-        let w: Arc<str> = Arc::from("worker_0");
         for step in [5, 7, 7, 2, 9, 0, 5, 8] {
             let workers = m.entry(step);
             if workers.is_empty() {
-                workers.push((Arc::clone(&w), StoredStep::default()));
+                workers.push((0, StoredStep::default()));
             }
         }
         let steps: Vec<i64> = m.iter().map(|(s, _)| s).collect();
@@ -632,8 +714,8 @@ mod tests {
     #[test]
     fn an_entry_costs_a_bounded_number_of_bytes() {
         // docs/src/scale.md states this number; change both together.
-        assert_eq!(BYTES_PER_ENTRY, 72, "{BYTES_PER_ENTRY} bytes per entry");
-        assert_eq!(std::mem::size_of::<Option<Rec>>(), 32);
+        assert_eq!(BYTES_PER_ENTRY, 48, "{BYTES_PER_ENTRY} bytes per entry");
+        assert_eq!(std::mem::size_of::<Option<Rec>>(), 24);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The `Tensor` handle: one tensor's steps, values, shapes and reductions (docs/src/semantics.md §9).
 
 use crate::fetch::lock;
-use crate::state::{RecordLocation, State, StepData};
+use crate::state::{RecordLocation, State, StepData, StoredStep};
 use crate::trial::Trial;
 use crate::{reductions, Result, TensorValue, TrialError};
 use smdebug_config::Mode;
@@ -14,16 +14,21 @@ use std::sync::Arc;
 pub struct Tensor<'t> {
     trial: &'t Trial,
     name: String,
+    /// The tensor's number in the trial's bookkeeping, looked up once when the handle is
+    /// made (numbers are never reused), so that each query finds its data without
+    /// searching the names.
+    id: usize,
 }
 
 /// The saved reductions of one step: `(op, abs)` → value.
 pub type ReductionValues = BTreeMap<(String, bool), Arc<TensorValue>>;
 
 impl<'t> Tensor<'t> {
-    pub(crate) fn new(trial: &'t Trial, name: &str) -> Self {
+    pub(crate) fn new(trial: &'t Trial, name: &str, id: usize) -> Self {
         Tensor {
             trial,
             name: name.to_owned(),
+            id,
         }
     }
 
@@ -37,7 +42,7 @@ impl<'t> Tensor<'t> {
     pub fn original_name(&self) -> Option<String> {
         lock(&self.trial.state)
             .tensors
-            .get(&self.name)
+            .by_id(self.id)
             .and_then(|t| t.original_name.clone())
     }
 
@@ -46,7 +51,7 @@ impl<'t> Tensor<'t> {
     pub fn value_count(&self) -> usize {
         lock(&self.trial.state)
             .tensors
-            .get(&self.name)
+            .by_id(self.id)
             .map_or(0, |t| {
                 t.modes
                     .values()
@@ -66,7 +71,7 @@ impl<'t> Tensor<'t> {
     }
 
     fn steps_locked(&self, st: &State, mode: Mode, show_incomplete: bool) -> Vec<i64> {
-        let Some(data) = st.tensors.get(&self.name) else {
+        let Some(data) = st.tensors.by_id(self.id) else {
             return Vec::new();
         };
         // (step as reported, global step, workers that wrote this tensor there)
@@ -75,8 +80,10 @@ impl<'t> Tensor<'t> {
             if mode != Mode::Global && m != mode {
                 continue;
             }
+            // The mode's step map, looked up once for all its steps.
+            let to_global = st.mode_to_global.get(&m).filter(|_| m != Mode::Global);
             for (ms, workers) in steps.iter() {
-                let g = st.global_step_currently(m, ms).unwrap_or(ms);
+                let g = to_global.and_then(|t| t.get(&ms)).copied().unwrap_or(ms);
                 let reported = if mode == Mode::Global { g } else { ms };
                 all.push((reported, g, workers.len()));
             }
@@ -97,7 +104,7 @@ impl<'t> Tensor<'t> {
 
     /// `_get_step_dict`: the (mode, mode step) this query refers to, when present.
     fn resolve(&self, st: &mut State, step: i64, mode: Mode) -> Result<Option<(Mode, i64)>> {
-        let Some(data) = st.tensors.get(&self.name) else {
+        let Some(data) = st.tensors.by_id(self.id) else {
             return Ok(None);
         };
         if mode == Mode::Global && data.step_dict(Mode::Global, step).is_some() {
@@ -113,32 +120,37 @@ impl<'t> Tensor<'t> {
         };
         let present = st
             .tensors
-            .get(&self.name)
+            .by_id(self.id)
             .and_then(|d| d.step_dict(m, s))
             .is_some();
         Ok(present.then_some((m, s)))
     }
 
-    fn current(
+    fn current<T>(
         &self,
         st: &mut State,
         step: i64,
         mode: Mode,
         worker: Option<&str>,
-    ) -> Result<Option<StepData>> {
+        take: &impl Fn(&State, &StoredStep) -> T,
+    ) -> Result<Option<T>> {
         let Some((m, s)) = self.resolve(st, step, mode)? else {
             return Ok(None);
         };
         let st: &State = st;
-        let Some(workers) = st.tensors.get(&self.name).and_then(|d| d.step_dict(m, s)) else {
+        let Some(workers) = st.tensors.by_id(self.id).and_then(|d| d.step_dict(m, s)) else {
             return Ok(None);
         };
         let found = match worker {
-            Some(w) => workers.iter().find(|(x, _)| **x == *w),
-            None => workers.iter().min_by(|a, b| a.0.cmp(&b.0)),
+            Some(w) => st
+                .find_worker(w)
+                .and_then(|id| workers.iter().find(|(x, _)| *x == id)),
+            None => workers
+                .iter()
+                .min_by(|a, b| st.worker_name(a.0).cmp(st.worker_name(b.0))),
         };
         match (found, worker) {
-            (Some((_, d)), _) => Ok(Some(st.step_data(&self.name, d))),
+            (Some((_, d)), _) => Ok(Some(take(st, d))),
             (None, Some(w)) => Err(AnalysisError::InvalidWorker {
                 worker: w.to_owned(),
             }
@@ -149,8 +161,20 @@ impl<'t> Tensor<'t> {
 
     /// `_step`: the step's data, refreshing and classifying the step when it is missing.
     fn step(&self, step: i64, mode: Mode, worker: Option<&str>) -> Result<StepData> {
+        self.step_with(step, mode, worker, &|st, d| st.step_data(&self.name, d))
+    }
+
+    /// [`Tensor::step`], taking only what `take` takes of the entry (a value needs its
+    /// record's location, not a copy of the whole entry).
+    fn step_with<T>(
+        &self,
+        step: i64,
+        mode: Mode,
+        worker: Option<&str>,
+        take: &impl Fn(&State, &StoredStep) -> T,
+    ) -> Result<T> {
         let mut st = lock(&self.trial.state);
-        if let Some(d) = self.current(&mut st, step, mode, worker)? {
+        if let Some(d) = self.current(&mut st, step, mode, worker, take)? {
             return Ok(d);
         }
         self.trial.maybe_refresh_locked(&mut st)?;
@@ -164,7 +188,7 @@ impl<'t> Tensor<'t> {
             return Err(e.clone().into());
         }
         match st.has_passed_step(step, mode) {
-            StepState::Available => match self.current(&mut st, step, mode, worker)? {
+            StepState::Available => match self.current(&mut st, step, mode, worker, take)? {
                 Some(d) => Ok(d),
                 None => Err(TrialError::tensor_unavailable_for_step(
                     &self.name, step, mode, false,
@@ -199,14 +223,17 @@ impl<'t> Tensor<'t> {
     /// The raw value at `step` (a mode step unless `mode` is GLOBAL) of `worker` (default:
     /// the alphabetically first worker that has the step).
     pub fn value(&self, step: i64, mode: Mode, worker: Option<&str>) -> Result<Arc<TensorValue>> {
-        let d = self.step(step, mode, worker)?;
-        match &d.location {
+        let (location, has_reductions) = self.step_with(step, mode, worker, &|st, d| {
+            let location = d.location.as_ref().map(|r| st.location(r, &self.name));
+            (location, d.reductions.is_some())
+        })?;
+        match &location {
             Some(loc) => self.fetch_one(loc),
             None => Err(TrialError::tensor_unavailable_for_step(
                 &self.name,
                 step,
                 mode,
-                !d.reductions.is_empty(),
+                has_reductions,
             )),
         }
     }
@@ -333,9 +360,13 @@ impl<'t> Tensor<'t> {
         };
         Ok(st
             .tensors
-            .get(&self.name)
+            .by_id(self.id)
             .and_then(|d| d.step_dict(m, s))
-            .map(|ws| ws.iter().map(|(w, _)| w.to_string()).collect())
+            .map(|ws| {
+                ws.iter()
+                    .map(|(w, _)| st.worker_name(*w).to_owned())
+                    .collect()
+            })
             .unwrap_or_default())
     }
 
@@ -355,7 +386,7 @@ impl<'t> Tensor<'t> {
     pub(crate) fn record_locations(&self) -> Vec<RecordLocation> {
         let st = lock(&self.trial.state);
         st.tensors
-            .get(&self.name)
+            .by_id(self.id)
             .map(|t| {
                 t.modes
                     .values()

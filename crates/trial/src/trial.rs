@@ -66,10 +66,12 @@ pub struct TrialOptions {
     pub last_steps: Option<usize>,
     /// Bytes of decoded values kept in memory (0 disables the cache).
     pub cache_bytes: usize,
-    /// Object stores only: bytes of whole events files kept in memory after reading them
-    /// ahead (0 reads only the records asked for). An events file of at most 16 MiB is
-    /// fetched whole on its second miss, or its first when it is at most 1 MiB, so that
-    /// its other records cost no request; the oldest files are dropped past this budget.
+    /// Object stores: bytes of whole events files kept in memory after reading them
+    /// ahead (0 reads only the records asked for, on local disk too). An events file of at
+    /// most 16 MiB is fetched whole on its second miss, or its first when it is at most
+    /// 1 MiB, so that its other records cost no request; the oldest files are dropped past
+    /// this budget. Local disk keeps no file bytes: a file of at most 128 KiB is read whole
+    /// on its second miss and decoded at once into the value cache (`cache_bytes`).
     pub readahead_bytes: usize,
     /// `SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW` (default from the environment, else 1000).
     pub incomplete_step_window: i64,
@@ -641,8 +643,12 @@ impl Trial {
     /// A handle on one tensor, or `TensorUnavailable` if the trial has never seen it
     /// (refreshing once first).
     pub fn tensor(&self, name: &str) -> Result<Tensor<'_>> {
-        if self.has_tensor(name)? {
-            Ok(Tensor::new(self, name))
+        let id = match self.has_tensor(name)? {
+            true => lock(&self.state).tensors.id_of(name),
+            false => None,
+        };
+        if let Some(id) = id {
+            Ok(Tensor::new(self, name, id))
         } else {
             Err(AnalysisError::TensorUnavailable {
                 tensor: name.to_owned(),
