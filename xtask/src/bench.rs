@@ -448,6 +448,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         crate::bench_health::median_rows(&mut rows, &peer_python, args.quick);
     }
     rows.push(peak_memory_row(&peer_python));
+    rows.extend(crate::bench_stores::rows(
+        &peer_python,
+        &smdebug_bin(),
+        s3_env.as_deref(),
+    ));
     rows.extend(export_rows(&peer_python, &large_trial_dir()));
     rows.extend(crate::bench_small::rows(
         &peer_python,
