@@ -21,18 +21,25 @@ const REPEAT: usize = 3;
 
 const OPEN_ROW: &str = "trial S3: open of a 1,000-step trial vs Python smdebug";
 const LAST_ROW: &str = "trial S3: --last 10 of a 2,000-step trial vs opening it whole";
+const OPEN_URL: &str = "s3://smdebug-test/bench-s3-open-1000";
+const CEILING_ROW: &str =
+    "trial S3: ceiling for the 1,000-step open (Python open / the server's time for the bare listing and GETs of the index files)";
 
 /// The rows; errors become error rows. `s3_env` points at the running S3 server.
 pub fn rows(python: &Path, smdebug: &Path, s3_env: Option<&[(String, String)]>) -> Vec<Value> {
     let Some(env) = s3_env else {
-        return [OPEN_ROW, LAST_ROW]
+        return [OPEN_ROW, CEILING_ROW, LAST_ROW]
             .iter()
             .map(|n| json!({"name": n, "error": "no S3 server in this run"}))
             .collect();
     };
+    let open = open_row(python, smdebug, env)
+        .unwrap_or_else(|e| json!({"name": OPEN_ROW, "error": format!("{e:#}")}));
+    let ceiling = ceiling_row(python, env, open["baseline_seconds"].as_f64())
+        .unwrap_or_else(|e| json!({"name": CEILING_ROW, "error": format!("{e:#}")}));
     vec![
-        open_row(python, smdebug, env)
-            .unwrap_or_else(|e| json!({"name": OPEN_ROW, "error": format!("{e:#}")})),
+        open,
+        ceiling,
         last_row(smdebug, env)
             .unwrap_or_else(|e| json!({"name": LAST_ROW, "error": format!("{e:#}")})),
     ]
@@ -102,7 +109,7 @@ fn inspect_seconds(smdebug: &Path, env: &[(String, String)], args: &[&str]) -> R
 }
 
 fn open_row(python: &Path, smdebug: &Path, env: &[(String, String)]) -> Result<Value> {
-    let url = "s3://smdebug-test/bench-s3-open-1000";
+    let url = OPEN_URL;
     write_trial(smdebug, env, 1000, url)?;
     step(&format!("{OPEN_ROW}: smdebug inspect"));
     let ours = inspect_seconds(smdebug, env, &[url])?;
@@ -127,6 +134,34 @@ fn open_row(python: &Path, smdebug: &Path, env: &[(String, String)]) -> Result<V
         "name": OPEN_ROW, "value": ours * 1e3, "unit": "ms",
         "baseline": "python smdebug open (best; its own clock, ours includes process start)",
         "ratio": py / ours, "goal": 20.0, "seconds": ours, "baseline_seconds": py,
+    }))
+}
+
+/// What the server alone takes to answer the requests any reader of the 1,000-step trial
+/// must make (the index listing and one GET per index file, 32 at a time, boto3, no
+/// parsing): Python's open time over it is the best open ratio this server allows.
+fn ceiling_row(python: &Path, env: &[(String, String)], py_open: Option<f64>) -> Result<Value> {
+    let py_open = py_open.context("the open row has no Python time")?;
+    step(&format!("{CEILING_ROW}: s3_raw_gets.py"));
+    let mut raw = f64::INFINITY;
+    for _ in 0..REPEAT {
+        let out = crate::util::output(
+            Command::new(python)
+                .arg(root().join("tests/peer/s3_raw_gets.py"))
+                .arg(OPEN_URL)
+                .envs(env.iter().map(|(k, v)| (k, v))),
+        )?;
+        let v: Value = serde_json::from_str(out.trim())
+            .with_context(|| format!("s3_raw_gets.py printed {out}"))?;
+        if v["objects"].as_u64() != Some(1000) {
+            bail!("s3_raw_gets.py listed {} index files, not 1000", v["objects"]);
+        }
+        raw = raw.min(v["seconds"].as_f64().context("no seconds")?);
+    }
+    Ok(json!({
+        "name": CEILING_ROW, "value": raw * 1e3, "unit": "ms",
+        "baseline": "python smdebug open of the same trial (best)",
+        "ratio": py_open / raw, "seconds": raw, "baseline_seconds": py_open,
     }))
 }
 
