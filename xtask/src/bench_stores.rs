@@ -154,7 +154,10 @@ fn ceiling_row(python: &Path, env: &[(String, String)], py_open: Option<f64>) ->
         let v: Value = serde_json::from_str(out.trim())
             .with_context(|| format!("s3_raw_gets.py printed {out}"))?;
         if v["objects"].as_u64() != Some(1000) {
-            bail!("s3_raw_gets.py listed {} index files, not 1000", v["objects"]);
+            bail!(
+                "s3_raw_gets.py listed {} index files, not 1000",
+                v["objects"]
+            );
         }
         raw = raw.min(v["seconds"].as_f64().context("no seconds")?);
     }

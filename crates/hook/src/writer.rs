@@ -638,23 +638,36 @@ impl Writer {
         tag
     }
 
+    /// Adds `name`'s shape entry to the step's index file (made on the step's first entry).
+    fn push_shape(
+        &mut self,
+        step: i64,
+        mode: Mode,
+        mode_step: i64,
+        name: &str,
+        shape: &[usize],
+    ) -> Result<(), WriterError> {
+        let file = self.step_file(step)?;
+        let index = file.index.get_or_insert_with(|| {
+            IndexFile::new(IndexMeta {
+                mode,
+                mode_step,
+                event_file_name: None,
+            })
+        });
+        index.shapes.push(ShapeEntry {
+            name: name.to_owned(),
+            original_name: name.to_owned(),
+            shape: shape.iter().map(|&d| d as u64).collect(),
+        });
+        Ok(())
+    }
+
     /// A tensor given as bytes: its shape entry and raw record, encoded straight from them.
     fn tensor_bytes(&mut self, t: &BytesJob) -> Result<(), WriterError> {
         self.step_begins(t.step)?;
         if t.write_shape {
-            let file = self.step_file(t.step)?;
-            let index = file.index.get_or_insert_with(|| {
-                IndexFile::new(IndexMeta {
-                    mode: t.mode,
-                    mode_step: t.mode_step,
-                    event_file_name: None,
-                })
-            });
-            index.shapes.push(ShapeEntry {
-                name: t.name.clone(),
-                original_name: t.name.clone(),
-                shape: t.shape.iter().map(|&d| d as u64).collect(),
-            });
+            self.push_shape(t.step, t.mode, t.mode_step, &t.name, &t.shape)?;
         }
         self.write_record_with(
             t.name.clone(),
@@ -688,19 +701,7 @@ impl Writer {
         }
         self.step_begins(t.step)?;
         if t.shape {
-            let file = self.step_file(t.step)?;
-            let index = file.index.get_or_insert_with(|| {
-                IndexFile::new(IndexMeta {
-                    mode: t.mode,
-                    mode_step: t.mode_step,
-                    event_file_name: None,
-                })
-            });
-            index.shapes.push(ShapeEntry {
-                name: t.name.clone(),
-                original_name: t.name.clone(),
-                shape: t.value.shape().iter().map(|&d| d as u64).collect(),
-            });
+            self.push_shape(t.step, t.mode, t.mode_step, &t.name, t.value.shape())?;
         }
         let mut health = None;
         if !t.reductions.is_empty() || t.health != HealthSummary::Off {
