@@ -28,7 +28,7 @@ pub(crate) const FIGURES: &[Figure] = &[
 /// The figures issue 18 asks for as the median of three runs: the fused pass against read
 /// bandwidth and the whole-trial write against Python smdebug's writer.
 struct MedianFigure {
-    /// The row of [`crate::bench::FIGURES`] this replaces (same name).
+    /// The row of `FIGURES` in bench.rs that this replaces (same name).
     name: &'static str,
     package: &'static str,
     target: &'static str,
