@@ -15,5 +15,6 @@ mod rules;
 mod scale;
 mod seal;
 mod storage;
+mod stores;
 mod trial;
 mod xgboost;

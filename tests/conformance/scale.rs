@@ -59,10 +59,12 @@ fn fresh_prefix(test: &str) -> String {
 }
 
 /// A TCP proxy in front of the S3 server that counts the HTTP requests going through it
-/// (each request's header block ends with an empty line; reads send no bodies).
+/// (each request's header block ends with an empty line; reads send no bodies) and the
+/// bytes the server sends back.
 struct CountingProxy {
     endpoint: String,
     requests: Arc<AtomicUsize>,
+    received: Arc<AtomicUsize>,
 }
 
 impl CountingProxy {
@@ -71,7 +73,9 @@ impl CountingProxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let endpoint = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(AtomicUsize::new(0));
+        let received = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&requests);
+        let bytes = Arc::clone(&received);
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { continue };
@@ -80,19 +84,34 @@ impl CountingProxy {
                 };
                 let (client2, server2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
                 let counter = Arc::clone(&counter);
-                std::thread::spawn(move || pipe(client, server, Some(counter)));
-                std::thread::spawn(move || pipe(server2, client2, None));
+                let bytes = Arc::clone(&bytes);
+                std::thread::spawn(move || pipe(client, server, Some(counter), None));
+                std::thread::spawn(move || pipe(server2, client2, None, Some(bytes)));
             }
         });
-        CountingProxy { endpoint, requests }
+        CountingProxy {
+            endpoint,
+            requests,
+            received,
+        }
     }
 
     fn take(&self) -> usize {
         self.requests.swap(0, Ordering::SeqCst)
     }
+
+    /// Bytes received from the server since the last call.
+    fn take_received(&self) -> usize {
+        self.received.swap(0, Ordering::SeqCst)
+    }
 }
 
-fn pipe(mut from: TcpStream, mut to: TcpStream, counter: Option<Arc<AtomicUsize>>) {
+fn pipe(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    counter: Option<Arc<AtomicUsize>>,
+    bytes: Option<Arc<AtomicUsize>>,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut tail: Vec<u8> = Vec::new();
     loop {
@@ -100,6 +119,9 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, counter: Option<Arc<AtomicUsize>
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        if let Some(bytes) = &bytes {
+            bytes.fetch_add(n, Ordering::SeqCst);
+        }
         if let Some(counter) = &counter {
             tail.extend_from_slice(&buf[..n]);
             let ends = tail.windows(4).filter(|w| w == b"\r\n\r\n").count();
@@ -205,6 +227,72 @@ fn opening_the_last_steps_on_s3_costs_requests_independent_of_the_trials_length(
         whole > last * 5,
         "--last 10 ({last:?}) is not much faster than the whole open ({whole:?})"
     );
+}
+
+/// A live trial on S3 polled as it grows (`steps()`, which refreshes): each poll costs the
+/// end-marker check, one listing that starts after the last key read (S3's `StartAfter`),
+/// and one GET per new index file — a number of requests and bytes that follows the new
+/// objects, not the trial's length (1,500 steps, so a re-list would take two pages).
+#[test]
+fn polling_a_live_trial_on_s3_costs_the_new_objects_only() {
+    let (endpoint, bucket) = require_s3_server();
+    let proxy = CountingProxy::start(&endpoint);
+    let url = format!("s3://{bucket}/{}", fresh_prefix("live"));
+    let store = BlockingStore::open(&Location::parse(&url).unwrap()).unwrap();
+    write_collections(&store, "worker_0", 1).unwrap();
+    let mut written = 1500i64;
+    write_steps(&store, 0..written);
+    let trial = Trial::open(
+        &url,
+        TrialOptions {
+            storage: s3_options(&proxy.endpoint),
+            ..TrialOptions::default()
+        },
+    )
+    .unwrap();
+    let mut polls = Vec::new();
+    for new in [0i64, 1, 7, 0, 30, 3] {
+        write_steps(&store, written..written + new);
+        written += new;
+        proxy.take();
+        proxy.take_received();
+        let steps = trial.steps(Mode::Global, false).unwrap();
+        let (requests, received) = (proxy.take(), proxy.take_received());
+        assert_eq!(
+            steps,
+            (0..written).collect::<Vec<_>>(),
+            "after {new} new steps"
+        );
+        polls.push((new, requests, received));
+    }
+    eprintln!("live trial on S3, (new steps, requests, bytes received) per poll: {polls:?}");
+    // The end-marker HEAD and the listing: the constant part of a poll.
+    let fixed = polls[0].1;
+    assert!(fixed <= 2, "a poll with nothing new took {fixed} requests");
+    for &(new, requests, _) in &polls {
+        assert_eq!(
+            requests,
+            fixed + new as usize,
+            "a poll after {new} new steps: {polls:?}"
+        );
+    }
+    // Bytes: a listing of the 1,500 old keys alone would be well over 100 KB; an empty poll
+    // gets two short answers, and each new step adds its index file and listing entry.
+    let empty = polls[0].2;
+    assert!(empty < 4_000, "an empty poll received {empty} bytes");
+    for &(new, _, received) in &polls {
+        assert!(
+            received < empty + new as usize * 2_000 + 1_000,
+            "a poll after {new} new steps received {received} bytes: {polls:?}"
+        );
+    }
+    // The last value is the one written.
+    let got = trial
+        .tensor(TENSORS[0])
+        .unwrap()
+        .value(written - 1, Mode::Global, None)
+        .unwrap();
+    assert_eq!(*got, value(written - 1, 0));
 }
 
 /// The S3 server stops answering (SIGSTOP) while a reader goes through every value of a

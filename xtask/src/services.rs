@@ -86,10 +86,12 @@ pub fn run_foreground() -> Result<()> {
     let tools = peer::ensure_tools()?;
     let peer = peer::ensure_peer()?;
     let s3 = S3Server::start(&tools)?;
+    let emulators = crate::stores::Emulators::start(&tools)?;
     println!("export SMDEBUG_PEER_PYTHON={}", peer.display());
     println!("export SMDEBUG_TOOLS_PYTHON={}", tools.display());
-    for (k, v) in s3.env() {
-        println!("export {k}={v}");
+    for (k, v) in s3.env().into_iter().chain(emulators.env()) {
+        // Single quotes: the GCS service account value is JSON.
+        println!("export {k}='{v}'");
     }
     eprintln!("services running; Ctrl-C to stop");
     loop {

@@ -67,6 +67,8 @@ pub fn run(args: TestArgs) -> Result<()> {
     step("S3-compatible test server (moto)");
     let s3 = services::S3Server::start(&tools_python)?;
     eprintln!("moto listening at {}", s3.endpoint);
+    step("GCS and Azure emulators (fake-gcs-server, Azurite)");
+    let emulators = crate::stores::Emulators::start(&tools_python)?;
 
     step("cargo test --workspace");
     let mut cmd = cargo();
@@ -75,8 +77,10 @@ pub fn run(args: TestArgs) -> Result<()> {
         .env("SMDEBUG_PEER_PYTHON", &peer_python)
         .env("SMDEBUG_TOOLS_PYTHON", &tools_python)
         .env("SMDEBUG_CHROMIUM", &chromium)
-        .envs(s3.env());
+        .envs(s3.env())
+        .envs(emulators.env());
     exec(&mut cmd)?;
+    drop(emulators);
 
     // The optional extra check: the shared peer beside the clone (absent on a fresh clone).
     // Its tests are ignored by default, so the run above reports them as ignored, never as

@@ -169,9 +169,8 @@ impl CandleHook {
             let Some(g) = grads.get(p.var.as_tensor()) else {
                 continue;
             };
-            let value = to_smdebug(&p.grad_name, g)?;
-            let name = p.grad_name.clone();
-            if self.hook.save(&name, value)? == Saved::Queued {
+            let (name, g) = (p.grad_name.clone(), g.clone());
+            if self.save_fresh(&name, g)? == Saved::Queued {
                 saved += 1;
             }
         }
@@ -190,12 +189,33 @@ impl CandleHook {
         let mut saved = 0;
         for t in 0..self.taps.len() {
             for (name, value) in self.taps[t].take() {
-                if self.record_tensor(&name, &value)? == Saved::Queued {
+                if !self.hook.should_save(&name)? {
+                    continue;
+                }
+                if self.save_fresh(&name, value)? == Saved::Queued {
                     saved += 1;
                 }
             }
         }
         Ok(saved)
+    }
+
+    /// Saves a tensor nothing will write to again (a module's output, a gradient from
+    /// `backward`), already found due: on the CPU the writer thread converts it from a
+    /// clone of the reference-counted handle, so the training thread does not copy the
+    /// elements (the flight recorder takes every recorded tensor at every step). A
+    /// variable, which the optimizer updates in place, and a tensor on another device are
+    /// copied now.
+    fn save_fresh(&mut self, name: &str, t: CTensor) -> Result<Saved> {
+        if t.is_variable() || !t.device().is_cpu() {
+            let value = to_smdebug(name, &t)?;
+            return Ok(self.hook.save(name, value)?);
+        }
+        let owned = name.to_owned();
+        let len = t.elem_count();
+        Ok(self.hook.save_deferred(name, len, move || {
+            to_smdebug(&owned, &t).map_err(|e| e.to_string())
+        })?)
     }
 
     /// Saves any tensor under an explicit name, when due.

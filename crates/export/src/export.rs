@@ -4,12 +4,15 @@
 use smdebug_config::Mode;
 use smdebug_record::{decode_exact_record, decode_tensor_event};
 use smdebug_storage::{BlockingStore, Bytes, Location};
-use smdebug_trial::{AnalysisError, RecordLocation, TensorFilter, Trial, TrialError, TrialOptions};
+use smdebug_trial::{
+    AnalysisError, RecordLocation, Tensor, TensorFilter, Trial, TrialError, TrialOptions,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::options::{ExportOptions, ValuesMode, SMALL_VALUE_ELEMENTS};
+use crate::pipeline::for_each_ordered;
 use crate::sink::{SinkSettings, TableWriter, Written};
 use crate::stats::{scalar_f64, statistics, values_f64, Statistics};
 use crate::table::{ReductionRow, RowKey, Rows, ScalarRow, StatsSource, StepRow, Table, TensorRow};
@@ -72,11 +75,17 @@ pub fn export_trial(
     export(&trial, out, options, progress)
 }
 
-/// The trial options [`export_trial`] and [`follow_trial`] open a trial with: each value
-/// is read once, so the cache only needs to hold what one round of threads has in hand.
+/// The value cache of an export's trial. Each value is read once, but the reader decodes
+/// a small events file whole on its second miss and keeps it as one cache entry
+/// (smdebug-trial's whole-file read), so the next records of that file, which the step-major
+/// order asks for next, cost no file access. Bounded: a few MB, whatever the trial's size.
+const EXPORT_CACHE_BYTES: usize = 16 << 20;
+
+/// The trial options [`export_trial`] and [`follow_trial`] open a trial with (see
+/// [`EXPORT_CACHE_BYTES`]).
 pub fn trial_options() -> TrialOptions {
     TrialOptions {
-        cache_bytes: 0,
+        cache_bytes: EXPORT_CACHE_BYTES,
         skip_corrupt_index_files: true,
         ..TrialOptions::default()
     }
@@ -179,8 +188,10 @@ pub fn follow(
 }
 
 /// The tensors of a trial and which of them are exported.
-struct Plan {
+struct Plan<'t> {
     names: Vec<Arc<str>>,
+    /// A handle per name (made once: a handle costs a lookup and a copy of the name).
+    tensors: Vec<Tensor<'t>>,
     /// Whether the tensor's rows are exported (else it only counts towards `steps`).
     selected: Vec<bool>,
     scalar: Vec<bool>,
@@ -189,7 +200,7 @@ struct Plan {
     steps: Vec<Vec<i64>>,
 }
 
-impl Plan {
+impl Plan<'_> {
     fn all_steps(&self) -> BTreeSet<i64> {
         self.steps.iter().flatten().copied().collect()
     }
@@ -226,6 +237,8 @@ struct Outcome {
     reductions: Vec<ReductionRow>,
     scalar: Option<ScalarRow>,
     skipped: Vec<Skipped>,
+    /// What could not be read without losing the row (a scalar's wall time).
+    notes: Vec<Skipped>,
     value_bytes: u64,
 }
 
@@ -234,25 +247,43 @@ struct Ctx<'t> {
     trial: &'t Trial,
     trial_name: Arc<str>,
     options: ExportOptions,
+    /// Reads records' wall times through the trial's store.
+    records: BlockingStore,
+}
+
+/// What the consuming thread alone changes: the table writers and the running totals.
+struct Sink {
+    strict: bool,
+    out: BlockingStore,
+    writers: BTreeMap<Table, TableWriter>,
+    summary: Summary,
+    done: u64,
+    total: u64,
+    /// Bytes of the `values` lists among the waiting `tensors` rows.
+    waiting_values: usize,
 }
 
 struct Run<'t> {
     ctx: Ctx<'t>,
-    trial: &'t Trial,
-    trial_name: Arc<str>,
-    options: ExportOptions,
-    out: BlockingStore,
-    /// Reads records' wall times through the trial's store.
-    records: BlockingStore,
-    writers: BTreeMap<Table, TableWriter>,
-    summary: Summary,
-    start: Instant,
+    sink: Sink,
+    /// Entries known so far (the progress bar's length).
     total: u64,
-    done: u64,
+    start: Instant,
     last_bucket: i64,
     threads: usize,
     index_files_seen: BTreeSet<i64>,
 }
+
+/// Entries a thread reads and reduces before handing them over: a hand-over costs about
+/// as much as reading a small tensor.
+const UNITS_PER_HANDOVER: usize = 32;
+
+/// The `tensors` rows waiting with values (`--values all`) are written as a row group once
+/// their values take this many bytes, so that memory stays bounded however large the values.
+const ROW_GROUP_VALUE_BYTES: usize = 8 << 20;
+
+/// Entries between two progress reports (a report costs a redraw on a terminal).
+const PROGRESS_EVERY: u64 = 256;
 
 impl<'t> Run<'t> {
     fn new(trial: &'t Trial, out: &str, options: &ExportOptions) -> Result<Run<'t>> {
@@ -289,17 +320,19 @@ impl<'t> Run<'t> {
                 trial,
                 trial_name: trial.name().into(),
                 options: options.clone(),
+                records,
             },
-            trial,
-            trial_name: trial.name().into(),
-            options: options.clone(),
-            out: out_store,
-            records,
-            writers,
-            summary: Summary::default(),
-            start: Instant::now(),
+            sink: Sink {
+                strict: options.strict,
+                out: out_store,
+                writers,
+                summary: Summary::default(),
+                done: 0,
+                total: 0,
+                waiting_values: 0,
+            },
             total: 0,
-            done: 0,
+            start: Instant::now(),
             last_bucket: 0,
             threads,
             index_files_seen: BTreeSet::new(),
@@ -308,15 +341,15 @@ impl<'t> Run<'t> {
 
     /// Reports index files the trial skipped; fatal with `strict`.
     fn check_index_files(&mut self) -> Result<()> {
-        for (step, e) in self.trial.index_errors() {
-            if self.options.strict {
+        for (step, e) in self.ctx.trial.index_errors() {
+            if self.ctx.options.strict {
                 return Err(ExportError::BadIndexFile {
                     step,
                     message: e.to_string(),
                 });
             }
             if self.index_files_seen.insert(step) {
-                self.summary.skipped_index_files.push(Skipped {
+                self.sink.summary.skipped_index_files.push(Skipped {
                     what: format!("index file of step {step}"),
                     message: e.to_string(),
                 });
@@ -325,16 +358,17 @@ impl<'t> Run<'t> {
         Ok(())
     }
 
-    fn plan(&self) -> Result<Plan> {
-        let trial = self.trial;
+    fn plan(&self) -> Result<Plan<'t>> {
+        let trial = self.ctx.trial;
+        let options = &self.ctx.options;
         let names = trial.tensor_names()?;
-        let selected: BTreeSet<String> = if self.options.tensors.is_none()
-            && self.options.collection.is_none()
+        let selected: BTreeSet<String> = if options.tensors.is_none()
+            && options.collection.is_none()
         {
             names.iter().cloned().collect()
         } else {
             let mut keep: BTreeSet<String> = names.iter().cloned().collect();
-            if let Some(rx) = &self.options.tensors {
+            if let Some(rx) = &options.tensors {
                 let f = TensorFilter {
                     regex: Some(vec![rx.clone()]),
                     ..TensorFilter::default()
@@ -342,7 +376,7 @@ impl<'t> Run<'t> {
                 let m: BTreeSet<String> = trial.tensor_names_filtered(&f)?.into_iter().collect();
                 keep.retain(|n| m.contains(n));
             }
-            if let Some(c) = &self.options.collection {
+            if let Some(c) = &options.collection {
                 let f = TensorFilter {
                     collection: Some(c.clone()),
                     ..TensorFilter::default()
@@ -364,6 +398,7 @@ impl<'t> Run<'t> {
         }
         let mut plan = Plan {
             names: Vec::with_capacity(names.len()),
+            tensors: Vec::with_capacity(names.len()),
             selected: Vec::with_capacity(names.len()),
             scalar: Vec::with_capacity(names.len()),
             collections: Vec::with_capacity(names.len()),
@@ -373,12 +408,14 @@ impl<'t> Run<'t> {
             let colls = member.remove(&n).unwrap_or_default();
             let scalar =
                 n.starts_with("scalar/") || colls.iter().any(|c| c == "losses" || c == "scalars");
-            let mut steps = trial.tensor(&n)?.steps(Mode::Global, true)?;
-            steps.retain(|&s| self.options.steps.contains(s));
+            let tensor = trial.tensor(&n)?;
+            let mut steps = tensor.steps(Mode::Global, true)?;
+            steps.retain(|&s| options.steps.contains(s));
             plan.selected.push(selected.contains(&n));
             plan.scalar.push(scalar);
             plan.collections.push(colls.into());
             plan.steps.push(steps);
+            plan.tensors.push(tensor);
             plan.names.push(n.into());
         }
         Ok(plan)
@@ -387,11 +424,12 @@ impl<'t> Run<'t> {
     /// Exports the rows of `steps` (ascending), bucket by bucket.
     fn export_steps(
         &mut self,
-        plan: &Plan,
+        plan: &Plan<'_>,
         steps: &[i64],
         progress: &mut dyn FnMut(Progress),
     ) -> Result<()> {
-        let width = self.options.bucket_steps;
+        self.sink.total = self.total;
+        let width = self.ctx.options.bucket_steps;
         let mut i = 0;
         while i < steps.len() {
             let bucket = steps[i].div_euclid(width);
@@ -404,31 +442,39 @@ impl<'t> Run<'t> {
 
     fn export_bucket(
         &mut self,
-        plan: &Plan,
+        plan: &Plan<'_>,
         steps: &[i64],
         bucket: i64,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<()> {
-        let trial = self.trial;
+        let Run {
+            ctx, sink, threads, ..
+        } = self;
+        let (ctx, threads) = (&*ctx, *threads);
+        let options = &ctx.options;
         let (lo, hi) = (steps[0], steps[steps.len() - 1]);
         // Workers of each step over all tensors (for `complete`), and the units to export.
         let mut step_workers: BTreeMap<i64, BTreeSet<Arc<str>>> = BTreeMap::new();
         let mut units = Vec::new();
-        for (t, name) in plan.names.iter().enumerate() {
+        for (t, tensor) in plan.tensors.iter().enumerate() {
             let ts = &plan.steps[t];
             let from = ts.partition_point(|&s| s < lo);
             let to = ts.partition_point(|&s| s <= hi);
-            let tensor = trial.tensor(name)?;
             for &g in &ts[from..to] {
                 if steps.binary_search(&g).is_err() {
                     continue;
                 }
+                let seen = step_workers.entry(g).or_default();
                 for w in tensor.workers(g, Mode::Global)? {
-                    let w: Arc<str> = w.into();
-                    step_workers.entry(g).or_default().insert(w.clone());
-                    if !self.options.workers.is_empty()
-                        && !self.options.workers.iter().any(|x| **x == *w)
-                    {
+                    let w: Arc<str> = match seen.get(w.as_str()) {
+                        Some(known) => known.clone(),
+                        None => {
+                            let w: Arc<str> = w.into();
+                            seen.insert(w.clone());
+                            w
+                        }
+                    };
+                    if !options.workers.is_empty() && !options.workers.iter().any(|x| **x == *w) {
                         continue;
                     }
                     units.push(Unit {
@@ -439,26 +485,52 @@ impl<'t> Run<'t> {
                 }
             }
         }
+        // Step by step, worker by worker: the entries that follow each other are records of
+        // the same events file, which a reader can then fetch together (a file read whole,
+        // a grouped ranged read, an object store's read-ahead) instead of once per tensor.
+        units.sort_unstable_by(|a, b| {
+            (a.step, &a.worker, a.tensor).cmp(&(b.step, &b.worker, b.tensor))
+        });
         // The first record of each (step, worker), for `steps`.
         let mut firsts = FirstRecords::new();
-        let chunk = (self.threads * 64).max(64);
-        for part in units.chunks(chunk) {
-            let outcomes = self.ctx.run_units(plan, part, self.threads);
-            for (u, o) in part.iter().zip(outcomes) {
-                self.take_outcome(u, o, &mut firsts, plan.selected[u.tensor])?;
-            }
-            self.flush_all(bucket, false)?;
-            progress(Progress {
-                done: self.done,
-                total: self.total.max(self.done),
-            });
-        }
-        let num_workers = trial.num_workers();
-        for ((g, w), (mode, mode_step, first)) in firsts {
-            let wall_time = first.and_then(|loc| match self.wall_time(&loc) {
+        let row_group = options.row_group_rows.max(1);
+        let mut since_report = 0;
+        for_each_ordered(
+            &units,
+            threads,
+            UNITS_PER_HANDOVER,
+            |u| ctx.unit(plan, u),
+            |u, o| -> Result<()> {
+                sink.take_outcome(u, o, &mut firsts, plan.selected[u.tensor])?;
+                sink.flush_full(bucket, row_group)?;
+                since_report += 1;
+                if since_report >= PROGRESS_EVERY {
+                    since_report = 0;
+                    sink.report(progress);
+                }
+                Ok(())
+            },
+        )?;
+        sink.report(progress);
+        let num_workers = ctx.trial.num_workers();
+        // The steps' wall times: one small read each, spread over the threads too.
+        let firsts: Vec<_> = firsts.into_iter().collect();
+        let mut walls = Vec::with_capacity(firsts.len());
+        for_each_ordered(
+            &firsts,
+            threads,
+            UNITS_PER_HANDOVER,
+            |(_, (_, _, first))| first.as_ref().map(|loc| ctx.wall_time(loc)),
+            |_, wall| -> Result<()> {
+                walls.push(wall);
+                Ok(())
+            },
+        )?;
+        for (((g, w), (mode, mode_step, _)), wall) in firsts.into_iter().zip(walls) {
+            let wall_time = wall.and_then(|r| match r {
                 Ok(t) => Some(t),
                 Err(message) => {
-                    self.summary.skipped_records.push(Skipped {
+                    sink.summary.skipped_records.push(Skipped {
                         what: format!("first record of step {g} of worker {w}"),
                         message,
                     });
@@ -467,13 +539,13 @@ impl<'t> Run<'t> {
             });
             let complete = step_workers.get(&g).map_or(0, BTreeSet::len) >= num_workers;
             let key = RowKey {
-                trial: self.trial_name.clone(),
+                trial: ctx.trial_name.clone(),
                 worker: w,
                 mode: mode.name(),
                 mode_step,
                 step: g,
             };
-            if let Rows::Steps(r) = self.writer(Table::Steps).rows() {
+            if let Rows::Steps(r) = sink.writer(Table::Steps).rows() {
                 r.push(StepRow {
                     key,
                     complete,
@@ -482,18 +554,78 @@ impl<'t> Run<'t> {
             }
         }
         // A bucket's rows all go into its own files: write them before the next bucket's.
-        self.flush_all(bucket, true)?;
+        sink.flush_all(bucket, true)?;
         self.last_bucket = bucket;
         Ok(())
     }
 
+    /// Writes out every waiting row and closes open files (after a `--follow` round).
+    fn sync(&mut self) -> Result<()> {
+        let bucket = self.last_bucket;
+        for w in self.sink.writers.values_mut() {
+            w.sync(&self.sink.out, bucket)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Summary> {
+        let bucket = self.last_bucket;
+        let sink = &mut self.sink;
+        for (t, w) in std::mem::take(&mut sink.writers) {
+            let written = w.finish(&sink.out, bucket)?;
+            sink.summary.tables.insert(t.name(), written);
+        }
+        // Spark's marker of a complete dataset: written last, so its presence means every
+        // file above is in place.
+        sink.out
+            .put("_SUCCESS", Bytes::new())
+            .map_err(|source| ExportError::Write {
+                key: "_SUCCESS".into(),
+                source,
+            })?;
+        let mut summary = std::mem::take(&mut sink.summary);
+        summary.seconds = self.start.elapsed().as_secs_f64();
+        Ok(summary)
+    }
+}
+
+impl Sink {
     fn writer(&mut self, t: Table) -> &mut TableWriter {
         self.writers.get_mut(&t).expect("a writer per table")
     }
 
+    fn report(&self, progress: &mut dyn FnMut(Progress)) {
+        progress(Progress {
+            done: self.done,
+            total: self.total.max(self.done),
+        });
+    }
+
     fn flush_all(&mut self, bucket: i64, force: bool) -> Result<()> {
+        if force {
+            self.waiting_values = 0;
+        }
         for w in self.writers.values_mut() {
             w.flush(&self.out, bucket, force)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the tables that have a row group's worth of rows waiting, and the `tensors`
+    /// rows early when their values reach [`ROW_GROUP_VALUE_BYTES`].
+    fn flush_full(&mut self, bucket: i64, row_group: usize) -> Result<()> {
+        if self.waiting_values >= ROW_GROUP_VALUE_BYTES {
+            self.waiting_values = 0;
+            let out = &self.out;
+            self.writers
+                .get_mut(&Table::Tensors)
+                .expect("a writer per table")
+                .flush_group(out, bucket)?;
+        }
+        for w in self.writers.values_mut() {
+            if w.waiting() >= row_group {
+                w.flush(&self.out, bucket, false)?;
+            }
         }
         Ok(())
     }
@@ -509,7 +641,7 @@ impl<'t> Run<'t> {
             self.done += 1;
         }
         if let Some(s) = o.skipped.first() {
-            if self.options.strict {
+            if self.strict {
                 return Err(ExportError::BadRecord {
                     what: s.what.clone(),
                     step: u.step,
@@ -519,6 +651,7 @@ impl<'t> Run<'t> {
             }
         }
         self.summary.skipped_records.extend(o.skipped);
+        self.summary.skipped_records.extend(o.notes);
         self.summary.value_bytes += o.value_bytes;
         if let Some((mode, ms, loc)) = o.step_info {
             let e = firsts
@@ -531,6 +664,7 @@ impl<'t> Run<'t> {
             }
         }
         if let Some(r) = o.tensor {
+            self.waiting_values += r.values.as_ref().map_or(0, |v| v.len() * 8);
             if let Rows::Tensors(rows) = self.writer(Table::Tensors).rows() {
                 rows.push(r);
             }
@@ -540,34 +674,16 @@ impl<'t> Run<'t> {
                 rows.extend(o.reductions);
             }
         }
-        if let Some(mut r) = o.scalar {
-            let first = self
-                .trial
-                .tensor(&r.name)
-                .and_then(|t| t.step_record_locations(u.step, Mode::Global, Some(&u.worker)))
-                .map_err(|e| e.to_string())
-                .and_then(|locs| {
-                    locs.into_iter()
-                        .next()
-                        .ok_or_else(|| "no record".to_string())
-                });
-            match first.and_then(|loc| self.wall_time(&loc)) {
-                Ok(t) => r.wall_time = Some(t),
-                Err(message) => self.summary.skipped_records.push(Skipped {
-                    what: format!(
-                        "wall time of {} at step {} of worker {}",
-                        r.name, u.step, u.worker
-                    ),
-                    message,
-                }),
-            }
+        if let Some(r) = o.scalar {
             if let Rows::Scalars(rows) = self.writer(Table::Scalars).rows() {
                 rows.push(r);
             }
         }
         Ok(())
     }
+}
 
+impl Ctx<'_> {
     /// The wall time of a record, read from its event file.
     fn wall_time(&self, loc: &RecordLocation) -> std::result::Result<f64, String> {
         let bytes: Bytes = self
@@ -581,55 +697,8 @@ impl<'t> Run<'t> {
         Ok(event.wall_time)
     }
 
-    /// Writes out every waiting row and closes open files (after a `--follow` round).
-    fn sync(&mut self) -> Result<()> {
-        let bucket = self.last_bucket;
-        for w in self.writers.values_mut() {
-            w.sync(&self.out, bucket)?;
-        }
-        Ok(())
-    }
-
-    fn finish(mut self) -> Result<Summary> {
-        let bucket = self.last_bucket;
-        for (t, w) in std::mem::take(&mut self.writers) {
-            let written = w.finish(&self.out, bucket)?;
-            self.summary.tables.insert(t.name(), written);
-        }
-        // Spark's marker of a complete dataset: written last, so its presence means every
-        // file above is in place.
-        self.out
-            .put("_SUCCESS", Bytes::new())
-            .map_err(|source| ExportError::Write {
-                key: "_SUCCESS".into(),
-                source,
-            })?;
-        self.summary.seconds = self.start.elapsed().as_secs_f64();
-        Ok(self.summary)
-    }
-}
-
-impl Ctx<'_> {
-    /// Reads and reduces the units on up to `threads` threads; outcomes in unit order.
-    fn run_units(&self, plan: &Plan, units: &[Unit], threads: usize) -> Vec<Outcome> {
-        let per = units.len().div_ceil(threads.max(1)).max(1);
-        if units.len() <= per {
-            return units.iter().map(|u| self.unit(plan, u)).collect();
-        }
-        std::thread::scope(|s| {
-            let handles: Vec<_> = units
-                .chunks(per)
-                .map(|c| s.spawn(move || c.iter().map(|u| self.unit(plan, u)).collect::<Vec<_>>()))
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
-    }
-
     /// Everything one `(tensor, step, worker)` entry contributes to the tables.
-    fn unit(&self, plan: &Plan, u: &Unit) -> Outcome {
+    fn unit(&self, plan: &Plan<'_>, u: &Unit) -> Outcome {
         let mut o = Outcome::default();
         let name = &plan.names[u.tensor];
         let worker = Some(&*u.worker);
@@ -642,13 +711,7 @@ impl Ctx<'_> {
                 message: e.to_string(),
             });
         };
-        let tensor = match self.trial.tensor(name) {
-            Ok(t) => t,
-            Err(e) => {
-                skip(&mut o, "index entry", &e);
-                return o;
-            }
-        };
+        let tensor = &plan.tensors[u.tensor];
         let locs = match tensor.step_record_locations(u.step, Mode::Global, worker) {
             Ok(l) => l,
             Err(e) => {
@@ -745,10 +808,27 @@ impl Ctx<'_> {
                 }
                 if plan.scalar[u.tensor] {
                     if let Some(x) = scalar_f64(v) {
+                        // The value's record is the first of the entry's.
+                        let wall_time = match locs.first().map(|l| self.wall_time(l)) {
+                            Some(Ok(t)) => Some(t),
+                            failed => {
+                                o.notes.push(Skipped {
+                                    what: format!(
+                                        "wall time of {name} at step {} of worker {}",
+                                        u.step, u.worker
+                                    ),
+                                    message: match failed {
+                                        Some(Err(message)) => message,
+                                        _ => "no record".to_string(),
+                                    },
+                                });
+                                None
+                            }
+                        };
                         o.scalar = Some(ScalarRow {
                             key: key.clone(),
                             name: name.clone(),
-                            wall_time: None,
+                            wall_time,
                             value: x,
                         });
                     }

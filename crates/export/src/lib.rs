@@ -56,6 +56,7 @@
 mod error;
 mod export;
 mod options;
+mod pipeline;
 mod sink;
 mod stats;
 mod table;

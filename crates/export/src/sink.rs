@@ -86,6 +86,27 @@ impl Encoder {
         Ok(())
     }
 
+    /// Ends the Parquet row group in progress, so that its buffers are encoded and freed
+    /// (the other formats write each batch as it comes).
+    fn end_row_group(&mut self) -> Result<()> {
+        if let Encoder::Parquet(w) = self {
+            w.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Makes room for `total` bytes of file at once: a buffer grown by doubling past a
+    /// part's size would hold the old and the new copy together for a moment.
+    fn reserve(&mut self, total: usize) {
+        let buf = match self {
+            Encoder::Parquet(w) => w.inner_mut(),
+            Encoder::Ipc(w) => w.get_mut(),
+            // arrow-csv lends no access to its output.
+            Encoder::Csv(..) => return,
+        };
+        buf.reserve(total.saturating_sub(buf.len()));
+    }
+
     /// Bytes the file holds so far (encoded, plus what a Parquet row group buffers).
     fn size(&self) -> usize {
         match self {
@@ -173,6 +194,29 @@ impl TableWriter {
         &mut self.rows
     }
 
+    /// How many rows are waiting.
+    pub fn waiting(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Writes every waiting row as a row group of its own, however few: for rows so large
+    /// (values with `--values all`) that a row group of the usual row count would not fit
+    /// in memory.
+    pub fn flush_group(&mut self, store: &BlockingStore, bucket: i64) -> Result<()> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        self.flush(store, bucket, true)?;
+        if let Some((enc, _)) = self.open.as_mut() {
+            enc.end_row_group()?;
+            if enc.size() >= self.settings.part_bytes && self.settings.layout != Layout::Single {
+                self.partitioned = true;
+                self.close_file(store)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Writes the waiting rows, which belong to step bucket `bucket`, once there are enough
     /// of them for a row group (all of them when `force`).
     pub fn flush(&mut self, store: &BlockingStore, bucket: i64, force: bool) -> Result<()> {
@@ -207,6 +251,10 @@ impl TableWriter {
             enc.write(&batch.slice(offset, len))?;
             offset += len;
             self.written.rows += len as u64;
+            let part = self.settings.part_bytes;
+            if self.settings.layout != Layout::Single && enc.size() >= part / 2 {
+                enc.reserve(part.saturating_add(part / 4));
+            }
             if enc.size() >= self.settings.part_bytes && self.settings.layout != Layout::Single {
                 self.partitioned = true;
                 self.close_file(store)?;

@@ -1,6 +1,5 @@
 //! The summary statistics of a raw value, from one fused pass over its elements.
 
-use half::f16;
 use smdebug_record::TensorValue;
 
 /// Summary statistics of one raw value (see `docs/src/export.md`, table `tensors`).
@@ -32,180 +31,24 @@ pub struct Statistics {
     pub zero_count: u64,
 }
 
-/// Elements are converted to `f64` in blocks of this many, so that a block's mean and its
-/// squared deviations are computed while the block is in cache: one pass over memory, with
-/// the precision of a two-pass variance.
-const BLOCK: usize = 2048;
-/// Independent accumulators, so that the compiler can keep them in vector registers.
-const LANES: usize = 8;
-
-/// Running totals, merged block by block (Chan et al.'s parallel variance).
-#[derive(Default)]
-struct Acc {
-    n: u64,
-    mean: f64,
-    m2: f64,
-    min: f64,
-    max: f64,
-    l1: f64,
-    sumsq: f64,
-    nan: u64,
-    pos_inf: u64,
-    neg_inf: u64,
-    zero: u64,
-}
-
-impl Acc {
-    fn new() -> Self {
-        Acc {
-            min: f64::INFINITY,
-            max: f64::NEG_INFINITY,
-            ..Acc::default()
-        }
-    }
-
-    /// Adds a block of finite values.
-    fn block(&mut self, x: &[f64]) {
-        if x.is_empty() {
-            return;
-        }
-        let mut sum = [0.0f64; LANES];
-        let mut abs = [0.0f64; LANES];
-        let mut sq = [0.0f64; LANES];
-        let mut lo = [f64::INFINITY; LANES];
-        let mut hi = [f64::NEG_INFINITY; LANES];
-        let mut zero = [0u64; LANES];
-        let chunks = x.chunks_exact(LANES);
-        let rest = chunks.remainder();
-        for c in chunks {
-            for j in 0..LANES {
-                let v = c[j];
-                sum[j] += v;
-                abs[j] += v.abs();
-                sq[j] += v * v;
-                lo[j] = if v < lo[j] { v } else { lo[j] };
-                hi[j] = if v > hi[j] { v } else { hi[j] };
-                zero[j] += u64::from(v == 0.0);
-            }
-        }
-        for &v in rest {
-            sum[0] += v;
-            abs[0] += v.abs();
-            sq[0] += v * v;
-            lo[0] = lo[0].min(v);
-            hi[0] = hi[0].max(v);
-            zero[0] += u64::from(v == 0.0);
-        }
-        let n = x.len() as f64;
-        let block_mean = sum.iter().sum::<f64>() / n;
-        let mut dev = [0.0f64; LANES];
-        let chunks = x.chunks_exact(LANES);
-        let rest = chunks.remainder();
-        for c in chunks {
-            for j in 0..LANES {
-                let d = c[j] - block_mean;
-                dev[j] += d * d;
-            }
-        }
-        for &v in rest {
-            let d = v - block_mean;
-            dev[0] += d * d;
-        }
-        let block_m2: f64 = dev.iter().sum();
-        if self.n == 0 {
-            // Not merged: the merge's 0 × ∞ would turn an overflowed m2 into NaN.
-            self.mean = block_mean;
-            self.m2 = block_m2;
-        } else {
-            let total = self.n as f64 + n;
-            let delta = block_mean - self.mean;
-            self.mean += delta * n / total;
-            self.m2 += block_m2 + delta * delta * (self.n as f64) * n / total;
-        }
-        self.n += x.len() as u64;
-        self.l1 += abs.iter().sum::<f64>();
-        self.sumsq += sq.iter().sum::<f64>();
-        self.min = lo.iter().copied().fold(self.min, f64::min);
-        self.max = hi.iter().copied().fold(self.max, f64::max);
-        self.zero += zero.iter().sum::<u64>();
-    }
-
-    fn finish(self) -> Statistics {
-        let some = |v: f64| (self.n > 0).then_some(v);
-        Statistics {
-            min: some(self.min),
-            max: some(self.max),
-            mean: some(self.mean),
-            std: some((self.m2 / self.n as f64).max(0.0).sqrt()),
-            l1: some(self.l1),
-            l2: some(self.sumsq.sqrt()),
-            nan_count: self.nan,
-            pos_inf_count: self.pos_inf,
-            neg_inf_count: self.neg_inf,
-            zero_count: self.zero,
-        }
-    }
-}
-
-/// Statistics of a slice of elements that convert to `f64`.
-fn of_slice<T: Copy>(data: &[T], to_f64: impl Fn(T) -> f64) -> Statistics {
-    let mut acc = Acc::new();
-    let mut buf = [0.0f64; BLOCK];
-    for block in data.chunks(BLOCK) {
-        let buf = &mut buf[..block.len()];
-        for (b, &x) in buf.iter_mut().zip(block) {
-            *b = to_f64(x);
-        }
-        // A NaN or an infinity makes the sum non-finite; a sum of finite f64 values can
-        // overflow too, which the careful path below also handles.
-        let sum: f64 = buf.iter().sum();
-        if sum.is_finite() {
-            acc.block(buf);
-            continue;
-        }
-        let mut kept = 0;
-        for i in 0..buf.len() {
-            let v = buf[i];
-            if v.is_finite() {
-                buf[kept] = v;
-                kept += 1;
-            } else if v.is_nan() {
-                acc.nan += 1;
-            } else if v > 0.0 {
-                acc.pos_inf += 1;
-            } else {
-                acc.neg_inf += 1;
-            }
-        }
-        acc.block(&buf[..kept]);
-    }
-    acc.finish()
-}
-
 /// Statistics of a raw value; `None` for values that have none (complex numbers, strings).
+///
+/// A mapping onto [`smdebug_reduce::finite_stats`], the workspace's one kernel for
+/// statistics of finite elements (blocks converted to `f64` while in cache, Chan et al.'s
+/// merge, vectorized): this crate keeps only the table's names for its results.
 pub fn statistics(value: &TensorValue) -> Option<Statistics> {
-    fn flat<T: Clone>(a: &ndarray::ArrayD<T>) -> std::borrow::Cow<'_, [T]> {
-        match a.as_slice() {
-            Some(s) => std::borrow::Cow::Borrowed(s),
-            None => std::borrow::Cow::Owned(a.iter().cloned().collect()),
-        }
-    }
-    Some(match value {
-        TensorValue::Float16(a) => of_slice(&flat(a), f16::to_f64),
-        TensorValue::Float32(a) => of_slice(&flat(a), f64::from),
-        TensorValue::Float64(a) => of_slice(&flat(a), |x| x),
-        TensorValue::Int8(a) => of_slice(&flat(a), f64::from),
-        TensorValue::Int16(a) => of_slice(&flat(a), f64::from),
-        TensorValue::Int32(a) => of_slice(&flat(a), f64::from),
-        TensorValue::Int64(a) => of_slice(&flat(a), |x| x as f64),
-        TensorValue::UInt8(a) => of_slice(&flat(a), f64::from),
-        TensorValue::UInt16(a) => of_slice(&flat(a), f64::from),
-        TensorValue::UInt32(a) => of_slice(&flat(a), f64::from),
-        TensorValue::UInt64(a) => of_slice(&flat(a), |x| x as f64),
-        TensorValue::Bool(a) => of_slice(&flat(a), |x| if x { 1.0 } else { 0.0 }),
-        TensorValue::Complex64(_) | TensorValue::Complex128(_) | TensorValue::Str(_) => {
-            return None
-        }
+    let s = value.reduce_view()?.finite_stats();
+    Some(Statistics {
+        min: s.min(),
+        max: s.max(),
+        mean: s.mean(),
+        std: s.std(),
+        l1: s.l1(),
+        l2: s.l2(),
+        nan_count: s.nan,
+        pos_inf_count: s.pos_inf,
+        neg_inf_count: s.neg_inf,
+        zero_count: s.zeros,
     })
 }
 

@@ -1,6 +1,7 @@
 //! The export over small hand-written trials in memory: layouts, part sizes, filters, and
 //! bad records and index files (skipped and named, or fatal with `strict`).
 
+use arrow_array::Array;
 use smdebug_config::Mode;
 use smdebug_export::{export_trial, ExportError, ExportOptions, Format, Layout, StepRange};
 use smdebug_index::{
@@ -241,4 +242,101 @@ fn a_bad_index_file_is_skipped_and_named_or_fatal_when_strict() {
         matches!(err, ExportError::BadIndexFile { step: 2, .. }),
         "{err}"
     );
+}
+
+/// Writes `steps` TRAIN steps of one tensor `big` of `len` floats into `memory://NAME/run`.
+fn write_big_trial(name: &str, steps: i64, len: usize) {
+    let store =
+        BlockingStore::open(&Location::parse(&format!("memory://{name}/run")).unwrap()).unwrap();
+    for s in 0..steps {
+        let mut events = Vec::new();
+        let mut index = IndexFile::new(IndexMeta {
+            mode: Mode::Train,
+            mode_step: s,
+            event_file_name: Some(event_file_key(s, "worker_0").unwrap()),
+        });
+        let v = TensorValue::from(
+            ndarray::Array1::from_iter((0..len).map(|i| (i as f32) * 0.5 + s as f32)).into_dyn(),
+        );
+        let payload = encode_tensor_event("big", &v, s, mode_number::TRAIN, s, 1.7e9).unwrap();
+        let rec = append_record(&mut events, &payload, Footer::Magic);
+        index.tensors.push(TensorEntry {
+            name: "big".into(),
+            start_idx: rec.offset,
+            length: rec.len,
+            payload_crc32c: Some(rec.payload_crc32c),
+        });
+        store
+            .put(&event_file_key(s, "worker_0").unwrap(), events.into())
+            .unwrap();
+        store
+            .put(
+                &index_file_key(s, "worker_0").unwrap(),
+                index.to_json().into_bytes().into(),
+            )
+            .unwrap();
+    }
+    let collections = r#"{"collections": {}, "_meta": {"num_workers": 1}}"#;
+    store
+        .put(
+            &collections_file_key("worker_0").unwrap(),
+            collections.into(),
+        )
+        .unwrap();
+    store
+        .put("training_job_end.ts", Default::default())
+        .unwrap();
+}
+
+#[test]
+fn large_values_are_written_in_row_groups_of_bounded_bytes() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    // 8 rows of 400 000 values (3.2 MB each as float64): a row group of the usual 8192
+    // rows would hold them all; bounded by bytes, they take several.
+    write_big_trial("bigvalues", 8, 400_000);
+    let s = export_trial(
+        "memory://bigvalues/run",
+        "memory://bigvalues/out",
+        &ExportOptions {
+            values: smdebug_export::ValuesMode::All,
+            ..ExportOptions::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(s.tables["tensors"].rows, 8);
+    let out = BlockingStore::open(&Location::parse("memory://bigvalues/out").unwrap()).unwrap();
+    let file = SerializedFileReader::new(out.get("tensors.parquet").unwrap()).unwrap();
+    let meta = file.metadata();
+    let groups: Vec<i64> = meta.row_groups().iter().map(|g| g.num_rows()).collect();
+    assert!(groups.len() >= 3, "row groups {groups:?}");
+    assert_eq!(groups.iter().sum::<i64>(), 8);
+    // Every value is there: each row's last element, read back.
+    let bytes = out.get("tensors.parquet").unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut last = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let values = batch
+            .column_by_name("values")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<arrow_array::ListArray>()
+            .unwrap()
+            .clone();
+        for i in 0..values.len() {
+            let v = values.value(i);
+            let v = v
+                .as_any()
+                .downcast_ref::<arrow_array::Float64Array>()
+                .unwrap();
+            assert_eq!(v.len(), 400_000);
+            last.push(v.value(v.len() - 1));
+        }
+    }
+    let want: Vec<f64> = (0..8).map(|s| 399_999.0 * 0.5 + s as f64).collect();
+    assert_eq!(last, want);
 }

@@ -14,7 +14,8 @@
 //!   same trial. `cargo xtask bench` runs it with 300 steps (1.2 GB per iteration), so the
 //!   group samples flat (one iteration per sample at that size) with the minimum of 10
 //!   samples, and xtask reports the fastest sample: page-cache writeback makes single
-//!   iterations vary several-fold on a VM, which skews a mean.
+//!   iterations vary several-fold on a VM, which skews a mean. Each iteration starts after
+//!   `sync` (untimed), with the previous iteration's trial deleted and flushed.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use ndarray::{Array2, ArrayD, IxDyn};
@@ -127,6 +128,11 @@ fn encode_1mib(c: &mut Criterion) {
     g.finish();
 }
 
+/// Flushes every file system's dirty pages (`sync(1)`); a no-op where there is none.
+fn sync_disks() {
+    let _ = std::process::Command::new("sync").status();
+}
+
 fn write_trial(c: &mut Criterion) {
     let steps = env_usize("SMDEBUG_HOOK_BENCH_STEPS", 30);
     let tensors = env_usize("SMDEBUG_HOOK_BENCH_TENSORS", 100);
@@ -150,7 +156,16 @@ fn write_trial(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(bytes));
     g.bench_function("write_trial_large", |b| {
         b.iter_batched(
-            || tempfile::tempdir().unwrap(),
+            // Untimed: the previous iteration's trial (1.2 GB at 300 steps) is deleted when
+            // its `TempDir` drops, right after its timing; flushing the disks here keeps
+            // its writeback and the deletion out of the next iteration's time, so each
+            // iteration writes into a clean page cache (tests/peer/hook_bench_write.py
+            // does the same before each of its runs). Only one trial exists at a time.
+            || {
+                let dir = tempfile::tempdir().unwrap();
+                sync_disks();
+                dir
+            },
             |dir| {
                 let mut weights = Collection::new("weights");
                 weights.include("^(?!gradient).*weight").unwrap();

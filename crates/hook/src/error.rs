@@ -163,6 +163,16 @@ pub enum WriterError {
         #[source]
         source: smdebug_record::Error,
     },
+    /// A value handed over by [`crate::Hook::save_deferred`] could not be made.
+    #[error("converting tensor {name:?} of step {step}: {message}")]
+    Convert {
+        /// The tensor name.
+        name: String,
+        /// The global step it was saved at.
+        step: i64,
+        /// What the conversion said.
+        message: String,
+    },
     /// A step or worker cannot be turned into a file name.
     #[error(transparent)]
     Layout(#[from] LayoutError),

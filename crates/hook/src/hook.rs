@@ -462,7 +462,9 @@ impl Hook {
             }
             let job = TensorJob {
                 name: s.name,
+                len: s.value.len(),
                 value: s.value,
+                deferred: None,
                 step: self.clock.step(),
                 mode: self.clock.mode(),
                 mode_step: self.clock.mode_step(),
@@ -556,6 +558,35 @@ impl Hook {
     /// reduction configs say (shape → reductions → raw value, each reduction once, no raw
     /// value for empty tensors), plus TensorBoard summaries when enabled.
     pub fn save(&mut self, name: &str, value: TensorValue) -> Result<Saved> {
+        let len = value.len();
+        self.save_job(name, len, value, None)
+    }
+
+    /// [`Hook::save`] of a value made on the writer thread by `make`, for a tensor of `len`
+    /// elements: the training thread pays for the decisions and a queue message, not for
+    /// copying the elements. For a framework whose tensors are reference-counted and
+    /// immutable (an activation, a gradient), `make` captures a clone of the handle and
+    /// converts it; a tensor the training loop later updates in place (a parameter before
+    /// the optimizer step) must be copied now, through [`Hook::save`]. An error from `make`
+    /// stops the writer like a storage error ([`crate::WriterError::Convert`]).
+    pub fn save_deferred(
+        &mut self,
+        name: &str,
+        len: usize,
+        make: impl FnOnce() -> std::result::Result<TensorValue, String> + Send + 'static,
+    ) -> Result<Saved> {
+        let empty = TensorValue::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
+        let deferred = crate::writer::Deferred(Box::new(make));
+        self.save_job(name, len, empty, Some(deferred))
+    }
+
+    fn save_job(
+        &mut self,
+        name: &str,
+        len: usize,
+        value: TensorValue,
+        deferred: Option<crate::writer::Deferred>,
+    ) -> Result<Saved> {
         let saving = self.saving_collections(name)?;
         let record = self.recording(name)?;
         if saving.is_empty() && !record {
@@ -569,10 +600,12 @@ impl Hook {
         };
         let job = TensorJob {
             name: name.to_owned(),
-            raw: plan.raw && !value.is_empty(),
-            histogram: plan.histogram.filter(|_| !value.is_empty()),
+            raw: plan.raw && len != 0,
+            histogram: plan.histogram.filter(|_| len != 0),
             tb_scalar: plan.scalar && tensorboard,
             value,
+            deferred,
+            len,
             step: self.clock.step(),
             mode: self.clock.mode(),
             mode_step: self.clock.mode_step(),
@@ -664,7 +697,9 @@ impl Hook {
         }
         let job = TensorJob {
             name: name.to_owned(),
+            len: value.len(),
             value,
+            deferred: None,
             step: self.clock.step(),
             mode: self.clock.mode(),
             mode_step: self.clock.mode_step(),

@@ -132,7 +132,7 @@ impl WriterQueue {
             return self.send_now(job);
         }
         if let Job::Tensor(t) = &job {
-            self.pending_elements += t.value.len();
+            self.pending_elements += t.len;
         }
         self.pending.push(job);
         if self.pending.len() >= self.batch_jobs || self.pending_elements >= MAX_PENDING_ELEMENTS {

@@ -34,8 +34,12 @@ const MAX_CACHED_NAMES: usize = 4096;
 pub(crate) struct TensorJob {
     /// The tensor's name.
     pub name: String,
-    /// Its value.
+    /// Its value (empty until `deferred` made it).
     pub value: TensorValue,
+    /// Makes the value on the writer thread ([`crate::Hook::save_deferred`]).
+    pub deferred: Option<Deferred>,
+    /// Elements of the value (known before a deferred value is made).
+    pub len: usize,
     /// The global step.
     pub step: i64,
     /// The mode.
@@ -58,6 +62,16 @@ pub(crate) struct TensorJob {
     pub tb_scalar: bool,
     /// Keep the value in the flight recorder.
     pub record: bool,
+}
+
+/// A value made on the writer thread: the training thread hands over a cheap handle (a
+/// framework's reference-counted tensor) instead of copying the elements itself.
+pub(crate) struct Deferred(pub Box<dyn FnOnce() -> Result<TensorValue, String> + Send>);
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Deferred(..)")
+    }
 }
 
 /// A numeric tensor given as the little-endian bytes of its raw value
@@ -624,23 +638,36 @@ impl Writer {
         tag
     }
 
+    /// Adds `name`'s shape entry to the step's index file (made on the step's first entry).
+    fn push_shape(
+        &mut self,
+        step: i64,
+        mode: Mode,
+        mode_step: i64,
+        name: &str,
+        shape: &[usize],
+    ) -> Result<(), WriterError> {
+        let file = self.step_file(step)?;
+        let index = file.index.get_or_insert_with(|| {
+            IndexFile::new(IndexMeta {
+                mode,
+                mode_step,
+                event_file_name: None,
+            })
+        });
+        index.shapes.push(ShapeEntry {
+            name: name.to_owned(),
+            original_name: name.to_owned(),
+            shape: shape.iter().map(|&d| d as u64).collect(),
+        });
+        Ok(())
+    }
+
     /// A tensor given as bytes: its shape entry and raw record, encoded straight from them.
     fn tensor_bytes(&mut self, t: &BytesJob) -> Result<(), WriterError> {
         self.step_begins(t.step)?;
         if t.write_shape {
-            let file = self.step_file(t.step)?;
-            let index = file.index.get_or_insert_with(|| {
-                IndexFile::new(IndexMeta {
-                    mode: t.mode,
-                    mode_step: t.mode_step,
-                    event_file_name: None,
-                })
-            });
-            index.shapes.push(ShapeEntry {
-                name: t.name.clone(),
-                original_name: t.name.clone(),
-                shape: t.shape.iter().map(|&d| d as u64).collect(),
-            });
+            self.push_shape(t.step, t.mode, t.mode_step, &t.name, &t.shape)?;
         }
         self.write_record_with(
             t.name.clone(),
@@ -664,22 +691,17 @@ impl Writer {
         )
     }
 
-    fn tensor(&mut self, t: TensorJob) -> Result<(), WriterError> {
+    fn tensor(&mut self, mut t: TensorJob) -> Result<(), WriterError> {
+        if let Some(make) = t.deferred.take() {
+            t.value = (make.0)().map_err(|message| WriterError::Convert {
+                name: t.name.clone(),
+                step: t.step,
+                message,
+            })?;
+        }
         self.step_begins(t.step)?;
         if t.shape {
-            let file = self.step_file(t.step)?;
-            let index = file.index.get_or_insert_with(|| {
-                IndexFile::new(IndexMeta {
-                    mode: t.mode,
-                    mode_step: t.mode_step,
-                    event_file_name: None,
-                })
-            });
-            index.shapes.push(ShapeEntry {
-                name: t.name.clone(),
-                original_name: t.name.clone(),
-                shape: t.value.shape().iter().map(|&d| d as u64).collect(),
-            });
+            self.push_shape(t.step, t.mode, t.mode_step, &t.name, t.value.shape())?;
         }
         let mut health = None;
         if !t.reductions.is_empty() || t.health != HealthSummary::Off {

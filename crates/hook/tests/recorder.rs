@@ -206,3 +206,54 @@ fn without_a_recorder_nothing_changes() {
     assert_eq!(steps_on_disk(&t), [0, 100]);
     assert!(!t.join("flight_recorder").exists());
 }
+
+/// `save_deferred`: the value made on the writer thread is what the trial holds (saved
+/// steps and recorded ones, the NaN trigger included), the closure runs off the training
+/// thread, and a failing one stops the writer with a typed error.
+#[test]
+fn deferred_values_are_made_on_the_writer_thread() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("t");
+    let mut h = hook(&t, FlightRecorder::default());
+    let training = std::thread::current().id();
+    let off_thread = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for step in 0..140 {
+        h.step().unwrap();
+        let counter = off_thread.clone();
+        h.save_deferred("fc.weight", 64, move || {
+            if std::thread::current().id() != training {
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(weights(step, step >= 137))
+        })
+        .unwrap();
+    }
+    h.close().unwrap();
+    // Every step offered was made (recorded at every step), none on the training thread.
+    assert_eq!(off_thread.load(std::sync::atomic::Ordering::Relaxed), 140);
+    let mut want = vec![0, 100];
+    want.extend(127..=137);
+    assert_eq!(steps_on_disk(&t), want);
+    let key = index_file_key(130, "worker_0").unwrap();
+    let index = IndexFile::parse(&key, &std::fs::read(t.join(&key)).unwrap()).unwrap();
+    let file = std::fs::read(t.join(index.meta.event_file_name.as_deref().unwrap())).unwrap();
+    let e = &index.tensors[0];
+    let rec = smdebug_record::decode_record_at(&file, e.start_idx, e.length).unwrap();
+    let ev = smdebug_record::decode_tensor_event(rec.payload).unwrap();
+    assert_eq!(ev.tensor, weights(130, false));
+    assert_eq!(
+        recordings(&manifest(&t))[0].get("trigger"),
+        Some(&PyValue::Str("non-finite".into()))
+    );
+
+    let t2 = d.path().join("t2");
+    let mut h = hook(&t2, FlightRecorder::default());
+    h.step().unwrap();
+    h.save_deferred("fc.weight", 64, || Err("device lost".into()))
+        .unwrap();
+    let err = h.close().unwrap_err().to_string();
+    assert!(
+        err.contains("fc.weight") && err.contains("device lost"),
+        "{err}"
+    );
+}

@@ -142,9 +142,9 @@ fn export_tables<'py>(
         )
     };
     let out = run(py, move || {
-        // The export reads every value once: through a trial of its own without a value
-        // cache (the export's settings), which is about twice as fast as filling the user's
-        // cache and leaves it as it was. Opening costs one read of the index.
+        // The export reads every value once: through a trial of its own with the export's
+        // settings (a small cache for the whole-file reads of small events files), which
+        // leaves the user's cache as it was. Opening costs one read of the index.
         let inner = Trial::open(
             &path,
             TrialOptions {

@@ -79,28 +79,22 @@ impl Health {
     }
 }
 
-/// The per-buffer part of the summary: counted while the buffer is in cache.
+/// The per-buffer part of the summary, filled while the buffer is in cache (the zero count
+/// comes from the fused pass itself).
 pub(crate) struct Scan {
-    pub zeros: u64,
     pub histogram: Option<Vec<u64>>,
 }
 
 impl Scan {
     pub(crate) fn new(histogram: bool) -> Scan {
         Scan {
-            zeros: 0,
             histogram: histogram.then(|| vec![0; HISTOGRAM_BUCKETS]),
         }
     }
 
-    /// Counts the zeros (and fills the histogram) of one buffer of at most `u32::MAX`
-    /// elements.
+    /// Fills the histogram from one buffer.
     #[inline(always)]
     pub(crate) fn buffer<T: Element>(&mut self, buf: &[T]) {
-        // `filter().count()` is the shape LLVM turns into vector compares whose masks are
-        // subtracted from a vector of counters; a hand-unrolled loop of `u32::from(bool)`
-        // came out scalar and made the summary cost as much as the reductions.
-        self.zeros += buf.iter().filter(|&&v| v == T::ZERO_ELEMENT).count() as u64;
         if let Some(h) = &mut self.histogram {
             for v in buf {
                 if let Some(b) = histogram_bucket(v.to_f64()) {
@@ -111,14 +105,14 @@ impl Scan {
     }
 }
 
-/// The summary from the fused pass `f` over `x` and the per-buffer scan.
+/// The summary from the fused pass `f` (with `ZEROS`) over `x` and the per-buffer scan.
 pub(crate) fn from_fused<T: Element>(x: &[T], f: &Fused<T>, scan: Scan) -> Health {
     let mut h = Health {
         elements: f.n as u64,
         nan: 0,
         pos_inf: 0,
         neg_inf: 0,
-        zeros: scan.zeros,
+        zeros: f.zeros,
         finite_min: f64::NAN,
         finite_max: f64::NAN,
         amax: f64::NAN,
@@ -135,24 +129,12 @@ pub(crate) fn from_fused<T: Element>(x: &[T], f: &Fused<T>, scan: Scan) -> Healt
     }
     // Rare path: the tensor holds NaN or infinities, so the pass's extremes include them;
     // one more look tells +inf from -inf and finds the finite range.
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for v in x {
-        let v = v.to_f64();
-        if v.is_nan() {
-            h.nan += 1;
-        } else if v == f64::INFINITY {
-            h.pos_inf += 1;
-        } else if v == f64::NEG_INFINITY {
-            h.neg_inf += 1;
-        } else {
-            lo = lo.min(v);
-            hi = hi.max(v);
-        }
-    }
-    if lo <= hi {
+    let s = crate::finite::finite_stats(x);
+    (h.nan, h.pos_inf, h.neg_inf) = (s.nan, s.pos_inf, s.neg_inf);
+    if let (Some(lo), Some(hi), Some(amax)) = (s.min(), s.max(), s.amax()) {
         h.finite_min = lo;
         h.finite_max = hi;
-        h.amax = lo.abs().max(hi.abs());
+        h.amax = amax;
     }
     h
 }

@@ -13,9 +13,9 @@ use crate::element::{AccFloat, Element};
 /// numpy's ufunc buffer size (`NPY_BUFSIZE`), in elements.
 pub(crate) const BUFSIZE: usize = 8192;
 /// numpy's pairwise-summation leaf size (`PW_BLOCKSIZE`).
-const PW_BLOCK: usize = 128;
+pub(crate) const PW_BLOCK: usize = 128;
 /// Accumulator lanes (numpy's unroll factor).
-const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 
 /// Everything one pass over the data gives.
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +46,8 @@ pub(crate) struct Fused<T: Element> {
     pub m2: f64,
     /// Sum of squares (only with `MOMENTS`).
     pub sumsq: f64,
+    /// Number of elements equal to zero (only with `ZEROS`).
+    pub zeros: u64,
 }
 
 /// Lanes of the state that does not follow numpy's summation tree. Four lanes (one SSE
@@ -259,14 +261,51 @@ fn pairwise<T: Element, const ABS: bool, const MOMENTS: bool>(
 /// The fused pass over `x` (or `|x|` with `ABS`): min, max, NaN/Inf counts, numpy-exact
 /// sums of `x` and `|x|`, wrapping integer sum, and with `MOMENTS` mean / M2 / Σx².
 pub(crate) fn fused<T: Element, const ABS: bool, const MOMENTS: bool>(x: &[T]) -> Fused<T> {
-    fused_with::<T, ABS, MOMENTS>(x, |_| {})
+    fused_with::<T, ABS, MOMENTS, false>(x, |_| {})
 }
 
-/// [`fused`], handing each buffer of [`BUFSIZE`] elements to `per_buffer` right after the
-/// summation tree has read it, while it is still in the core's cache: the health summary's
-/// zero counts and histogram ride on the same trip through memory.
+/// [`fused`], with `ZEROS` counting the elements equal to zero in the same pass, and handing
+/// each buffer of [`BUFSIZE`] elements to `per_buffer` right after the summation tree has
+/// read it, while it is still in the core's cache (the health summary's histogram rides on
+/// the same trip through memory).
+///
+/// On x86-64 with AVX2 the whole pass is compiled for AVX2, and full `f32` buffers take the
+/// explicit-SIMD kernel of `simd.rs` (bit-identical sums and moments).
+pub(crate) fn fused_with<T: Element, const ABS: bool, const MOMENTS: bool, const ZEROS: bool>(
+    x: &[T],
+    per_buffer: impl FnMut(&[T]),
+) -> Fused<T> {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::available() {
+        return fused_avx2::<T, ABS, MOMENTS, ZEROS>(x, per_buffer);
+    }
+    fused_body::<T, ABS, MOMENTS, ZEROS>(x, per_buffer)
+}
+
+/// [`fused_body`] compiled for AVX2: the auto-vectorized loops of the portable kernel (the
+/// partial last buffer, every other dtype) get 256-bit registers too.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn fused_avx2<T: Element, const ABS: bool, const MOMENTS: bool, const ZEROS: bool>(
+    x: &[T],
+    per_buffer: impl FnMut(&[T]),
+) -> Fused<T> {
+    /// # Safety
+    /// The CPU must have AVX2 (an `unsafe fn` keeps the crate's Rust 1.85).
+    #[target_feature(enable = "avx2")]
+    unsafe fn inner<T: Element, const ABS: bool, const MOMENTS: bool, const ZEROS: bool>(
+        x: &[T],
+        per_buffer: impl FnMut(&[T]),
+    ) -> Fused<T> {
+        fused_body::<T, ABS, MOMENTS, ZEROS>(x, per_buffer)
+    }
+    // SAFETY: `fused_with` checked at run time that the CPU has AVX2.
+    unsafe { inner::<T, ABS, MOMENTS, ZEROS>(x, per_buffer) }
+}
+
+/// The pass itself (full `f32` buffers take `simd.rs` when the CPU has AVX2).
 #[inline(always)]
-pub(crate) fn fused_with<T: Element, const ABS: bool, const MOMENTS: bool>(
+fn fused_body<T: Element, const ABS: bool, const MOMENTS: bool, const ZEROS: bool>(
     x: &[T],
     mut per_buffer: impl FnMut(&[T]),
 ) -> Fused<T> {
@@ -296,9 +335,23 @@ pub(crate) fn fused_with<T: Element, const ABS: bool, const MOMENTS: bool>(
         mean: 0.0,
         m2: 0.0,
         sumsq: 0.0,
+        zeros: 0,
     };
     for buf in x.chunks(BUFSIZE) {
-        let (s, a) = pairwise::<T, ABS, MOMENTS>(buf, &mut lanes, &mut mom, &mut out.isum);
+        let (s, a) = match simd_buffer::<T, ABS, MOMENTS, ZEROS>(buf, &mut lanes, &mut mom) {
+            Some((s, a, zeros)) => {
+                out.zeros += zeros;
+                (s, a)
+            }
+            None => {
+                if ZEROS {
+                    // `filter().count()` is the shape LLVM turns into vector compares whose
+                    // masks are subtracted from a vector of counters.
+                    out.zeros += buf.iter().filter(|&&v| v == T::ZERO_ELEMENT).count() as u64;
+                }
+                pairwise::<T, ABS, MOMENTS>(buf, &mut lanes, &mut mom, &mut out.isum)
+            }
+        };
         per_buffer(buf);
         out.sum_store = T::round_acc(out.sum_store + s);
         out.sum_acc = out.sum_acc + s;
@@ -326,6 +379,29 @@ pub(crate) fn fused_with<T: Element, const ABS: bool, const MOMENTS: bool>(
         out.sumsq = mom.sumsq;
     }
     out
+}
+
+/// One full `f32` buffer through the explicit-SIMD kernel, when it applies: `(sum, |x| sum,
+/// zeros)`, with min/max folded into `lanes` and the leaves' moments into `mom`.
+#[inline(always)]
+fn simd_buffer<T: Element, const ABS: bool, const MOMENTS: bool, const ZEROS: bool>(
+    buf: &[T],
+    lanes: &mut Lanes<T>,
+    mom: &mut Moments<T::Acc>,
+) -> Option<(T::Acc, T::Acc, u64)> {
+    #[cfg(target_arch = "x86_64")]
+    if !ABS && buf.len() == BUFSIZE && crate::simd::available() {
+        let x = crate::simd::as_f32(buf)?;
+        let b = crate::simd::buffer::<MOMENTS, ZEROS>(x, |n, mean, m2| mom.merge(n, mean, m2));
+        // `T` is `f32` here, and so is `T::Acc`: both conversions are exact.
+        let back = |v: f32| T::Acc::from_f64(f64::from(v));
+        let elem = |v: f32| crate::simd::from_f32::<T>(v).expect("T is f32");
+        update(lanes, 0, elem(b.min));
+        update(lanes, 0, elem(b.max));
+        return Some((back(b.sum), back(b.abs), b.zeros));
+    }
+    let _ = (buf, lanes, mom);
+    None
 }
 
 /// NaN and ±infinity counts (the same for `x` and `|x|`).
@@ -475,6 +551,156 @@ mod tests {
         let mean = x.iter().sum::<f64>() / x.len() as f64;
         let m2: f64 = x.iter().map(|v| (v - mean) * (v - mean)).sum();
         assert!((f.m2 - m2).abs() <= 1e-9 * m2, "{} vs {}", f.m2, m2);
+    }
+
+    /// The explicit-SIMD buffer against the portable leaves over the same buffer: the same
+    /// sums and moments bit for bit, the same range and zero count.
+    #[cfg(target_arch = "x86_64")]
+    fn simd_matches_portable(x: &[f32]) -> Result<(), proptest::test_runner::TestCaseError> {
+        use proptest::prelude::*;
+        if !crate::simd::available() {
+            return Ok(());
+        }
+        let mut lanes = Lanes {
+            min: [f32::HIGHEST; SIDE],
+            max: [f32::LOWEST; SIDE],
+        };
+        let mut mom = Moments {
+            n: 0.0,
+            mean: 0.0,
+            m2: 0.0,
+            sumsq: 0.0,
+            d: [0.0; PW_BLOCK],
+            sq: [0.0; PW_BLOCK],
+        };
+        let mut isum = 0;
+        let (s, a) = pairwise::<f32, false, true>(x, &mut lanes, &mut mom, &mut isum);
+        let mut simd = Moments { n: 0.0, ..mom };
+        (simd.mean, simd.m2, simd.sumsq) = (0.0, 0.0, 0.0);
+        let b = crate::simd::buffer::<true, true>(x, |n, mean, m2| simd.merge(n, mean, m2));
+        // Bit for bit; a NaN is only a NaN (its sign and payload depend on which operand
+        // of an addition held it, which numpy does not fix either).
+        let same32 = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        let same64 = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        prop_assert!(same32(b.sum, s), "{} {}", b.sum, s);
+        prop_assert!(same32(b.abs, a), "{} {}", b.abs, a);
+        let all = |m: &Moments<f32>| [m.n, m.mean, m.m2, m.sumsq];
+        prop_assert!(
+            all(&simd).iter().zip(all(&mom)).all(|(&a, b)| same64(a, b)),
+            "{:?} {:?}",
+            all(&simd),
+            all(&mom)
+        );
+        if !x.iter().any(|v| v.is_nan()) {
+            let min = lanes.min.iter().copied().fold(f32::INFINITY, f32::min);
+            let max = lanes.max.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            prop_assert_eq!((b.min, b.max), (min, max));
+        }
+        prop_assert_eq!(b.zeros, x.iter().filter(|&&v| v == 0.0).count() as u64);
+        Ok(())
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Random buffers with zeros, ±0, subnormals, huge values and ±Inf anywhere (NaN
+        /// too, where only the sums, counts and moments are compared).
+        #[test]
+        fn simd_buffer_is_bit_identical_to_the_portable_leaves(
+            v in proptest::collection::vec(-1e3f32..1e3, BUFSIZE),
+            offset in -1e6f32..1e6,
+            specials in proptest::collection::vec(
+                (0..BUFSIZE, proptest::sample::select(vec![
+                    0.0f32, -0.0, 1e-45, -1e-40, 3e38, -3e38,
+                    f32::INFINITY, f32::NEG_INFINITY, f32::NAN,
+                ])),
+                0..12,
+            ),
+        ) {
+            let mut x: Vec<f32> = v.iter().map(|&e| e + offset).collect();
+            for (i, s) in specials {
+                x[i] = s;
+            }
+            simd_matches_portable(&x)?;
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn simd_buffer_edges() {
+        let mut x = vec![0.0f32; BUFSIZE];
+        simd_matches_portable(&x).unwrap();
+        for (i, s) in [
+            (0, f32::INFINITY),
+            (BUFSIZE - 1, -0.0),
+            (127, 5.0),
+            (128, -7.0),
+        ] {
+            x[i] = s;
+        }
+        simd_matches_portable(&x).unwrap();
+        x[BUFSIZE - 1] = f32::NEG_INFINITY;
+        simd_matches_portable(&x).unwrap();
+        // The whole pass over several buffers and a tail: the SIMD and portable paths meet.
+        let y: Vec<f32> = (0..3 * BUFSIZE + 77)
+            .map(|i| (i as f32 * 0.37).sin())
+            .collect();
+        let f = fused_with::<f32, false, true, true>(&y, |_| {});
+        let g = fused_body_portable(&y);
+        assert_eq!(
+            (
+                f.sum_store.to_bits(),
+                f.abs_acc.to_bits(),
+                f.mean.to_bits(),
+                f.m2.to_bits()
+            ),
+            (
+                g.sum_store.to_bits(),
+                g.abs_acc.to_bits(),
+                g.mean.to_bits(),
+                g.m2.to_bits()
+            )
+        );
+        assert_eq!((f.min, f.max, f.zeros), (g.min, g.max, g.zeros));
+    }
+
+    /// The pass through the portable leaves only.
+    fn fused_body_portable(x: &[f32]) -> Fused<f32> {
+        let mut lanes = Lanes {
+            min: [f32::HIGHEST; SIDE],
+            max: [f32::LOWEST; SIDE],
+        };
+        let mut mom = Moments {
+            n: 0.0,
+            mean: 0.0,
+            m2: 0.0,
+            sumsq: 0.0,
+            d: [0.0; PW_BLOCK],
+            sq: [0.0; PW_BLOCK],
+        };
+        let (mut store, mut abs, mut isum) = (0.0f32, 0.0f32, 0);
+        for buf in x.chunks(BUFSIZE) {
+            let (s, a) = pairwise::<f32, false, true>(buf, &mut lanes, &mut mom, &mut isum);
+            store += s;
+            abs += a;
+        }
+        Fused {
+            n: x.len(),
+            nan: 0,
+            inf: 0,
+            min: lanes.min.into_iter().fold(f32::INFINITY, f32::min),
+            max: lanes.max.into_iter().fold(f32::NEG_INFINITY, f32::max),
+            sum_store: store,
+            sum_acc: store,
+            abs_store: abs,
+            abs_acc: abs,
+            isum,
+            mean: mom.mean,
+            m2: mom.m2,
+            sumsq: mom.sumsq,
+            zeros: x.iter().filter(|&&v| v == 0.0).count() as u64,
+        }
     }
 
     #[test]

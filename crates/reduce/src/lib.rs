@@ -68,11 +68,14 @@
 mod dtype;
 mod element;
 mod error;
+mod finite;
 mod health;
 mod kernel;
 mod linalg;
 mod numpy;
 mod reduction;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 mod stats;
 mod torch;
 mod view;
@@ -80,6 +83,7 @@ mod view;
 pub use dtype::{DType, Scalar};
 pub use element::{AccFloat, Element};
 pub use error::ReduceError;
+pub use finite::FiniteStats;
 pub use health::{histogram_bucket, Health, HISTOGRAM_BUCKETS, HISTOGRAM_MIN_EXPONENT};
 pub use reduction::{Flavor, ParseReductionError, Reduction, ReductionRequest};
 pub use stats::Stats;
@@ -168,7 +172,7 @@ pub fn reduce_with_health<T: Element, D: Dimension>(
 ) -> (Vec<Result<Scalar, ReduceError>>, Health) {
     let data = contiguous(&view);
     let mut scan = health::Scan::new(histogram);
-    let plain = kernel::fused_with::<T, false, true>(&data, |b| scan.buffer(b));
+    let plain = kernel::fused_with::<T, false, true, true>(&data, |b| scan.buffer(b));
     let out = match flavor {
         Flavor::Numpy => numpy::reduce(&data, view.shape(), requests, Some(&plain)),
         Flavor::PyTorch => torch::reduce(&data, requests, Some(&plain)),
@@ -180,6 +184,13 @@ pub fn reduce_with_health<T: Element, D: Dimension>(
 pub fn health<T: Element, D: Dimension>(view: ArrayView<'_, T, D>, histogram: bool) -> Health {
     let data = contiguous(&view);
     let mut scan = health::Scan::new(histogram);
-    let f = kernel::fused_with::<T, false, false>(&data, |b| scan.buffer(b));
+    let f = kernel::fused_with::<T, false, false, true>(&data, |b| scan.buffer(b));
     health::from_fused(&data, &f, scan)
+}
+
+/// Counts of NaN, ±Inf and zero elements of `view` and `f64` statistics of its finite
+/// elements (min, max, mean, M2, std, Σ|x|, √Σx²), in one pass: what a table of tensor
+/// statistics wants, where one NaN must not hide the rest of the tensor.
+pub fn finite_stats<T: Element, D: Dimension>(view: ArrayView<'_, T, D>) -> FiniteStats {
+    finite::finite_stats(&contiguous(&view))
 }

@@ -58,28 +58,10 @@ pub(crate) fn from_fused<T: Element>(x: &[T], f: &Fused<T>, moments: bool) -> St
         return s;
     }
     // Rare path: some values are not finite, so the pass's extremes and sums include them;
-    // a second, vectorizable pass looks at the finite ones only.
-    let mut acc = [0.0f64; 8];
-    let mut lo = [f64::INFINITY; 8];
-    let mut hi = [f64::NEG_INFINITY; 8];
-    let chunks = x.chunks_exact(8);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for j in 0..8 {
-            let v = c[j].to_f64();
-            let fin = v.is_finite();
-            acc[j] += if fin { v } else { 0.0 };
-            lo[j] = if fin && v < lo[j] { v } else { lo[j] };
-            hi[j] = if fin && v > hi[j] { v } else { hi[j] };
-        }
-    }
-    for v in rest.iter().map(|v| v.to_f64()).filter(|v| v.is_finite()) {
-        acc[0] += v;
-        lo[0] = lo[0].min(v);
-        hi[0] = hi[0].max(v);
-    }
-    s.finite_min = Some(lo.iter().copied().fold(f64::INFINITY, f64::min));
-    s.finite_max = Some(hi.iter().copied().fold(f64::NEG_INFINITY, f64::max));
-    s.finite_mean = Some(acc.iter().sum::<f64>() / finite as f64);
+    // a second pass looks at the finite ones only.
+    let f = crate::finite::finite_stats(x);
+    s.finite_min = f.min();
+    s.finite_max = f.max();
+    s.finite_mean = f.mean();
     s
 }

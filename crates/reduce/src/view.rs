@@ -110,6 +110,11 @@ impl TensorView<'_> {
         each!(self, v => crate::health(v.view(), histogram))
     }
 
+    /// [`crate::finite_stats`] of this view.
+    pub fn finite_stats(&self) -> crate::FiniteStats {
+        each!(self, v => crate::finite_stats(v.view()))
+    }
+
     /// [`crate::stats`] of this view.
     pub fn stats(&self) -> Stats {
         each!(self, v => crate::stats(v.view()))

@@ -245,10 +245,13 @@ impl Location {
         options: &ObjectStoreOptions,
     ) -> Result<Arc<dyn object_store::ObjectStore>> {
         install_tls_provider();
+        // Plain HTTP allowed, as object_store's own GCS default: the base URL is Google's
+        // https one unless `GOOGLE_BASE_URL` or the service account's `gcs_base_url` names
+        // another, a deliberate choice (an emulator), as an http:// S3 endpoint is.
         object_store::gcp::GoogleCloudStorageBuilder::from_env()
             .with_bucket_name(bucket)
             .with_retry(options.retry_config())
-            .with_client_options(options.client_options(false))
+            .with_client_options(options.client_options(true))
             .build()
             .map(|s| Arc::new(s) as Arc<dyn object_store::ObjectStore>)
             .map_err(|e| self.open_error(e))
@@ -266,6 +269,8 @@ impl Location {
         options: &ObjectStoreOptions,
     ) -> Result<Arc<dyn object_store::ObjectStore>> {
         install_tls_provider();
+        // `AZURE_STORAGE_USE_EMULATOR=true` (and `AZURITE_BLOB_STORAGE_URL`) select Azurite,
+        // which build() then allows over plain HTTP.
         object_store::azure::MicrosoftAzureBuilder::from_env()
             .with_container_name(container)
             .with_retry(options.retry_config())

@@ -1,0 +1,264 @@
+//! Statistics of the finite elements of a tensor in `f64`, with NaN / ±Inf / zero counts:
+//! the one kernel behind export's `tensors` table, [`crate::Stats`] and the health
+//! summary's finite range when a tensor holds NaN or infinities.
+//!
+//! Elements are converted to `f64` in blocks of [`BLOCK`], so that a block's mean and its
+//! squared deviations are computed while the block is in cache: one pass over memory, with
+//! the precision of a two-pass variance; blocks merge by Chan et al.'s parallel formula.
+//! On x86-64 with AVX2 the kernel is compiled for AVX2 (the lane loops become 256-bit
+//! instructions).
+
+use crate::element::Element;
+
+/// Elements per block.
+const BLOCK: usize = 2048;
+/// Independent accumulators, so that the compiler can keep them in vector registers.
+const LANES: usize = 8;
+
+/// Counts of NaN, ±Inf and zero elements, and `f64` statistics of the finite elements.
+///
+/// ```
+/// let x = ndarray::arr1(&[1.0f32, f32::NAN, -3.0, 0.0, f32::NEG_INFINITY]);
+/// let s = smdebug_reduce::finite_stats(x.view());
+/// assert_eq!((s.finite, s.nan, s.pos_inf, s.neg_inf, s.zeros), (3, 1, 0, 1, 1));
+/// assert_eq!((s.min(), s.max(), s.l1()), (Some(-3.0), Some(1.0), Some(4.0)));
+/// assert_eq!(s.mean(), Some(-2.0 / 3.0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FiniteStats {
+    /// Number of finite elements.
+    pub finite: u64,
+    /// Number of NaN elements.
+    pub nan: u64,
+    /// Number of `+inf` elements.
+    pub pos_inf: u64,
+    /// Number of `-inf` elements.
+    pub neg_inf: u64,
+    /// Number of elements equal to zero (`-0.0` included, `false` for bool).
+    pub zeros: u64,
+    min: f64,
+    max: f64,
+    mean: f64,
+    m2: f64,
+    l1: f64,
+    sumsq: f64,
+}
+
+impl FiniteStats {
+    fn some(&self, v: f64) -> Option<f64> {
+        (self.finite > 0).then_some(v)
+    }
+
+    /// Smallest finite element (`None` when there is none).
+    pub fn min(&self) -> Option<f64> {
+        self.some(self.min)
+    }
+
+    /// Largest finite element.
+    pub fn max(&self) -> Option<f64> {
+        self.some(self.max)
+    }
+
+    /// Mean of the finite elements.
+    pub fn mean(&self) -> Option<f64> {
+        self.some(self.mean)
+    }
+
+    /// Sum of squared deviations of the finite elements from their mean.
+    pub fn m2(&self) -> Option<f64> {
+        self.some(self.m2)
+    }
+
+    /// Population standard deviation of the finite elements (`+inf` when their squares
+    /// overflow, as numpy's).
+    pub fn std(&self) -> Option<f64> {
+        self.some((self.m2 / self.finite as f64).max(0.0).sqrt())
+    }
+
+    /// Sum of the absolute values of the finite elements.
+    pub fn l1(&self) -> Option<f64> {
+        self.some(self.l1)
+    }
+
+    /// Square root of the sum of squares of the finite elements.
+    pub fn l2(&self) -> Option<f64> {
+        self.some(self.sumsq.sqrt())
+    }
+
+    /// Largest magnitude of a finite element.
+    pub fn amax(&self) -> Option<f64> {
+        self.some(self.min.abs().max(self.max.abs()))
+    }
+}
+
+/// Running totals, merged block by block.
+struct Acc {
+    s: FiniteStats,
+}
+
+impl Acc {
+    fn new() -> Self {
+        Acc {
+            s: FiniteStats {
+                finite: 0,
+                nan: 0,
+                pos_inf: 0,
+                neg_inf: 0,
+                zeros: 0,
+                min: f64::INFINITY,
+                max: f64::NEG_INFINITY,
+                mean: 0.0,
+                m2: 0.0,
+                l1: 0.0,
+                sumsq: 0.0,
+            },
+        }
+    }
+
+    /// Adds a block of finite values.
+    #[inline(always)]
+    fn block(&mut self, x: &[f64]) {
+        if x.is_empty() {
+            return;
+        }
+        let mut sum = [0.0f64; LANES];
+        let mut abs = [0.0f64; LANES];
+        let mut sq = [0.0f64; LANES];
+        let mut lo = [f64::INFINITY; LANES];
+        let mut hi = [f64::NEG_INFINITY; LANES];
+        let mut zero = [0u64; LANES];
+        let chunks = x.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for j in 0..LANES {
+                let v = c[j];
+                sum[j] += v;
+                abs[j] += v.abs();
+                sq[j] += v * v;
+                lo[j] = if v < lo[j] { v } else { lo[j] };
+                hi[j] = if v > hi[j] { v } else { hi[j] };
+                zero[j] += u64::from(v == 0.0);
+            }
+        }
+        for &v in rest {
+            sum[0] += v;
+            abs[0] += v.abs();
+            sq[0] += v * v;
+            lo[0] = lo[0].min(v);
+            hi[0] = hi[0].max(v);
+            zero[0] += u64::from(v == 0.0);
+        }
+        let n = x.len() as f64;
+        let block_mean = sum.iter().sum::<f64>() / n;
+        let mut dev = [0.0f64; LANES];
+        let chunks = x.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for j in 0..LANES {
+                let d = c[j] - block_mean;
+                dev[j] += d * d;
+            }
+        }
+        for &v in rest {
+            let d = v - block_mean;
+            dev[0] += d * d;
+        }
+        let block_m2: f64 = dev.iter().sum();
+        let s = &mut self.s;
+        if s.finite == 0 {
+            // Not merged: the merge's 0 × ∞ would turn an overflowed m2 into NaN.
+            s.mean = block_mean;
+            s.m2 = block_m2;
+        } else {
+            let total = s.finite as f64 + n;
+            let delta = block_mean - s.mean;
+            s.mean += delta * n / total;
+            s.m2 += block_m2 + delta * delta * (s.finite as f64) * n / total;
+        }
+        s.finite += x.len() as u64;
+        s.l1 += abs.iter().sum::<f64>();
+        s.sumsq += sq.iter().sum::<f64>();
+        s.min = lo.iter().copied().fold(s.min, f64::min);
+        s.max = hi.iter().copied().fold(s.max, f64::max);
+        s.zeros += zero.iter().sum::<u64>();
+    }
+}
+
+/// The statistics of `x`.
+pub(crate) fn finite_stats<T: Element>(x: &[T]) -> FiniteStats {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::available() {
+        return finite_stats_avx2(x);
+    }
+    finite_stats_body(x)
+}
+
+/// [`finite_stats_body`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn finite_stats_avx2<T: Element>(x: &[T]) -> FiniteStats {
+    /// # Safety
+    /// The CPU must have AVX2 (an `unsafe fn` keeps the crate's Rust 1.85).
+    #[target_feature(enable = "avx2")]
+    unsafe fn inner<T: Element>(x: &[T]) -> FiniteStats {
+        finite_stats_body(x)
+    }
+    // SAFETY: `finite_stats` checked at run time that the CPU has AVX2.
+    unsafe { inner(x) }
+}
+
+#[inline(always)]
+fn finite_stats_body<T: Element>(data: &[T]) -> FiniteStats {
+    let mut acc = Acc::new();
+    let mut buf = [0.0f64; BLOCK];
+    for block in data.chunks(BLOCK) {
+        let buf = &mut buf[..block.len()];
+        for (b, &x) in buf.iter_mut().zip(block) {
+            *b = x.to_f64();
+        }
+        // A NaN or an infinity makes the sum non-finite; a sum of finite f64 values can
+        // overflow too, which the careful path below also handles. Summed in lanes (any
+        // order tells finiteness), which vectorizes.
+        let mut lanes = [0.0f64; LANES];
+        let chunks = buf.chunks_exact(LANES);
+        let rest: f64 = chunks.remainder().iter().sum();
+        for c in chunks {
+            for j in 0..LANES {
+                lanes[j] += c[j];
+            }
+        }
+        if (lanes.iter().sum::<f64>() + rest).is_finite() {
+            acc.block(buf);
+            continue;
+        }
+        let mut kept = 0;
+        for i in 0..buf.len() {
+            let v = buf[i];
+            if v.is_finite() {
+                buf[kept] = v;
+                kept += 1;
+            } else if v.is_nan() {
+                acc.s.nan += 1;
+            } else if v > 0.0 {
+                acc.s.pos_inf += 1;
+            } else {
+                acc.s.neg_inf += 1;
+            }
+        }
+        acc.block(&buf[..kept]);
+    }
+    acc.s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_all_non_finite_have_no_statistics() {
+        let s = finite_stats::<f32>(&[]);
+        assert_eq!((s.finite, s.min(), s.std()), (0, None, None));
+        let s = finite_stats(&[f64::NAN, f64::INFINITY, f64::NEG_INFINITY]);
+        assert_eq!((s.nan, s.pos_inf, s.neg_inf, s.mean()), (1, 1, 1, None));
+    }
+}
