@@ -177,6 +177,23 @@ pub trait Element: Copy + Default + fmt::Debug + 'static {
     fn array_of(tensor: &TensorValue) -> Option<&ArrayD<Self>>;
 }
 
+/// The whole `T`s of `bytes`, in memory order (a little-endian machine's, the file's),
+/// copied once into a fresh allocation. Not `bytemuck::pod_collect_to_vec`: it zeroes the
+/// allocation before copying, which cost as much as the copy itself when every value of a
+/// trial of large tensors was read. `bytes` need not be aligned.
+#[cfg(target_endian = "little")]
+fn pod_vec_from_le<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+    let size = std::mem::size_of::<T>();
+    let bytes = &bytes[..bytes.len() / size * size];
+    match bytemuck::try_cast_slice::<u8, T>(bytes) {
+        Ok(aligned) => aligned.to_vec(),
+        Err(_) => bytes
+            .chunks_exact(size)
+            .map(bytemuck::pod_read_unaligned)
+            .collect(),
+    }
+}
+
 /// `N` bytes from the front of `bytes` (callers pass chunks of exactly the element size).
 fn le_array<const N: usize>(bytes: &[u8]) -> [u8; N] {
     let mut a = [0u8; N];
@@ -202,8 +219,7 @@ macro_rules! plain_element {
             }
             #[cfg(target_endian = "little")]
             fn vec_from_le(bytes: &[u8]) -> Vec<Self> {
-                // Copies byte-wise into an aligned allocation: `bytes` need not be aligned.
-                bytemuck::pod_collect_to_vec(&bytes[..bytes.len() / $size * $size])
+                pod_vec_from_le(bytes)
             }
             fn into_tensor(array: ArrayD<Self>) -> TensorValue {
                 TensorValue::$dtype(array)
@@ -273,8 +289,7 @@ macro_rules! complex_element {
             }
             #[cfg(target_endian = "little")]
             fn vec_from_le(bytes: &[u8]) -> Vec<Self> {
-                // Copies byte-wise into an aligned allocation: `bytes` need not be aligned.
-                bytemuck::pod_collect_to_vec(&bytes[..bytes.len() / (2 * $half) * (2 * $half)])
+                pod_vec_from_le(bytes)
             }
             fn into_tensor(array: ArrayD<Self>) -> TensorValue {
                 TensorValue::$dtype(array)
@@ -747,4 +762,42 @@ fn strings(proto: &TensorProto, shape: &[usize], count: usize) -> Result<ArrayD<
         })
         .collect::<Result<Vec<String>>>()?;
     to_array(shape, values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Element;
+
+    /// The bytes of `values` starting `shift` bytes into a buffer, so that the slice is
+    /// aligned for the element type or not.
+    fn shifted<T: Element>(values: &[T], shift: usize) -> Vec<u8> {
+        let mut out = vec![0xAB; shift];
+        T::put_le_slice(values, &mut out);
+        out
+    }
+
+    #[test]
+    fn content_decodes_exactly_whether_aligned_or_not() {
+        let f32s: Vec<f32> = (0..1000)
+            .map(|i| (i as f32 * 0.37).sin() * 1e6)
+            .chain([f32::NAN, f32::INFINITY, -0.0, f32::MIN_POSITIVE / 2.0])
+            .collect();
+        let f64s: Vec<f64> = f32s.iter().map(|&x| f64::from(x) * 1e-300).collect();
+        let i16s: Vec<i16> = (-500..500).collect();
+        for shift in 0..9 {
+            let b = shifted(&f32s, shift);
+            let back = f32::vec_from_le(&b[shift..]);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&back), bits(&f32s), "f32 at shift {shift}");
+            let b = shifted(&f64s, shift);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let back = f64::vec_from_le(&b[shift..]);
+            assert_eq!(bits(&back), bits(&f64s), "f64 at shift {shift}");
+            let b = shifted(&i16s, shift);
+            assert_eq!(i16::vec_from_le(&b[shift..]), i16s, "i16 at shift {shift}");
+            // A trailing partial element is not an element.
+            let b = shifted(&i16s, shift);
+            assert_eq!(i16::vec_from_le(&b[shift..b.len() - 1]), i16s[..999]);
+        }
+    }
 }
