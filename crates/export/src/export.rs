@@ -81,8 +81,9 @@ pub fn export_trial(
 /// order asks for next, cost no file access. Bounded: a few MB, whatever the trial's size.
 const EXPORT_CACHE_BYTES: usize = 16 << 20;
 
-/// The trial options [`export_trial`] and [`follow_trial`] open a trial with (see
-/// [`EXPORT_CACHE_BYTES`]).
+/// The trial options [`export_trial`] and [`follow_trial`] open a trial with: a value cache
+/// of a few MB (each value is read once, but the whole-file reads of small events files
+/// keep a file's records there for the next entries).
 pub fn trial_options() -> TrialOptions {
     TrialOptions {
         cache_bytes: EXPORT_CACHE_BYTES,
