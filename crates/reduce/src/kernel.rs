@@ -101,7 +101,29 @@ struct Moments<A> {
     sq: [A; PW_BLOCK],
 }
 
-impl<A> Moments<A> {
+impl<T: Element> Lanes<T> {
+    /// Empty lanes: every comparison replaces their bounds.
+    fn new() -> Self {
+        Lanes {
+            min: [T::HIGHEST; SIDE],
+            max: [T::LOWEST; SIDE],
+        }
+    }
+}
+
+impl<A: Copy> Moments<A> {
+    /// No values yet; `zero` fills the leaf buffers.
+    fn new(zero: A) -> Self {
+        Moments {
+            n: 0.0,
+            mean: 0.0,
+            m2: 0.0,
+            sumsq: 0.0,
+            d: [zero; PW_BLOCK],
+            sq: [zero; PW_BLOCK],
+        }
+    }
+
     #[inline]
     fn merge(&mut self, n: f64, mean: f64, m2: f64) {
         let total = self.n + n;
@@ -309,18 +331,8 @@ fn fused_body<T: Element, const ABS: bool, const MOMENTS: bool, const ZEROS: boo
     x: &[T],
     mut per_buffer: impl FnMut(&[T]),
 ) -> Fused<T> {
-    let mut lanes = Lanes {
-        min: [T::HIGHEST; SIDE],
-        max: [T::LOWEST; SIDE],
-    };
-    let mut mom = Moments {
-        n: 0.0,
-        mean: 0.0,
-        m2: 0.0,
-        sumsq: 0.0,
-        d: [T::Acc::ZERO; PW_BLOCK],
-        sq: [T::Acc::ZERO; PW_BLOCK],
-    };
+    let mut lanes = Lanes::new();
+    let mut mom = Moments::new(T::Acc::ZERO);
     let mut out = Fused {
         n: x.len(),
         nan: 0,
@@ -561,18 +573,8 @@ mod tests {
         if !crate::simd::available() {
             return Ok(());
         }
-        let mut lanes = Lanes {
-            min: [f32::HIGHEST; SIDE],
-            max: [f32::LOWEST; SIDE],
-        };
-        let mut mom = Moments {
-            n: 0.0,
-            mean: 0.0,
-            m2: 0.0,
-            sumsq: 0.0,
-            d: [0.0; PW_BLOCK],
-            sq: [0.0; PW_BLOCK],
-        };
+        let mut lanes = Lanes::<f32>::new();
+        let mut mom = Moments::new(0.0);
         let mut isum = 0;
         let (s, a) = pairwise::<f32, false, true>(x, &mut lanes, &mut mom, &mut isum);
         let mut simd = Moments { n: 0.0, ..mom };
@@ -667,18 +669,8 @@ mod tests {
 
     /// The pass through the portable leaves only.
     fn fused_body_portable(x: &[f32]) -> Fused<f32> {
-        let mut lanes = Lanes {
-            min: [f32::HIGHEST; SIDE],
-            max: [f32::LOWEST; SIDE],
-        };
-        let mut mom = Moments {
-            n: 0.0,
-            mean: 0.0,
-            m2: 0.0,
-            sumsq: 0.0,
-            d: [0.0; PW_BLOCK],
-            sq: [0.0; PW_BLOCK],
-        };
+        let mut lanes = Lanes::<f32>::new();
+        let mut mom = Moments::new(0.0);
         let (mut store, mut abs, mut isum) = (0.0f32, 0.0f32, 0);
         for buf in x.chunks(BUFSIZE) {
             let (s, a) = pairwise::<f32, false, true>(buf, &mut lanes, &mut mom, &mut isum);
