@@ -127,6 +127,19 @@ impl BlockingStore {
         }
     }
 
+    /// See [`Storage::list_keys`].
+    pub fn list_keys(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<Vec<String>> {
+        match self.storage.as_sync() {
+            Some(s) => s.list_keys_sync(prefix, start_after, end),
+            None => self.block_on(self.storage.list_keys(prefix, start_after, end)),
+        }
+    }
+
     /// See [`Storage::list_folders`].
     pub fn list_folders(&self, dir: &str) -> Result<Vec<String>> {
         match self.storage.as_sync() {

@@ -135,6 +135,26 @@ pub trait Storage: Send + Sync + Debug {
         Ok(out)
     }
 
+    /// The keys of [`list_until`](Self::list_until), without their sizes: what a reader
+    /// that only needs names asks for. Local disk then reads the folders alone, with no
+    /// `stat` of each file; object stores return the same listing as `list_until` (a size
+    /// costs them nothing).
+    ///
+    /// The default takes the keys of [`list_until`](Self::list_until).
+    async fn list_keys(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<Vec<String>> {
+        Ok(self
+            .list_until(prefix, start_after, end)
+            .await?
+            .into_iter()
+            .map(|o| o.key)
+            .collect())
+    }
+
     /// The folders directly under `dir` (`""` or a prefix ending in `/`): each distinct
     /// next path component of the keys under it that is followed by more of the path, as
     /// `dir + component + "/"`, sorted, without duplicates. One delimiter listing on object
@@ -225,6 +245,19 @@ pub trait SyncStorage: Send + Sync {
             out.retain(|o| o.key.as_str() < end);
         }
         Ok(out)
+    }
+    /// See [`Storage::list_keys`].
+    fn list_keys_sync(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<Vec<String>> {
+        Ok(self
+            .list_until_sync(prefix, start_after, end)?
+            .into_iter()
+            .map(|o| o.key)
+            .collect())
     }
     /// See [`Storage::list_folders`].
     fn list_folders_sync(&self, dir: &str) -> Result<Vec<String>> {

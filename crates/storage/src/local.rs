@@ -164,6 +164,23 @@ impl Storage for LocalStorage {
             .await?
     }
 
+    async fn list_keys(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<Vec<String>> {
+        validate_prefix(prefix)?;
+        let (me, p, s, e) = (
+            self.clone(),
+            prefix.to_owned(),
+            start_after.map(str::to_owned),
+            end.map(str::to_owned),
+        );
+        self.blocking(move || me.list_keys_sync(&p, s.as_deref(), e.as_deref()))
+            .await?
+    }
+
     async fn list_folders(&self, dir: &str) -> Result<Vec<String>> {
         let (me, d) = (self.clone(), dir.to_owned());
         self.blocking(move || me.list_folders_sync(&d)).await?
@@ -251,7 +268,7 @@ impl SyncStorage for LocalStorage {
     fn list_sync(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
         validate_prefix(prefix)?;
         self.retry
-            .run(|| list_blocking(&self.root, prefix, start_after, None))
+            .run(|| list_blocking(&self.root, prefix, start_after, None, true))
             .map_err(|e| self.io_error(Operation::List, prefix, e))
     }
 
@@ -263,8 +280,22 @@ impl SyncStorage for LocalStorage {
     ) -> Result<Vec<ObjectMeta>> {
         validate_prefix(prefix)?;
         self.retry
-            .run(|| list_blocking(&self.root, prefix, start_after, end))
+            .run(|| list_blocking(&self.root, prefix, start_after, end, true))
             .map_err(|e| self.io_error(Operation::List, prefix, e))
+    }
+
+    fn list_keys_sync(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        end: Option<&str>,
+    ) -> Result<Vec<String>> {
+        validate_prefix(prefix)?;
+        let listed = self
+            .retry
+            .run(|| list_blocking(&self.root, prefix, start_after, end, false))
+            .map_err(|e| self.io_error(Operation::List, prefix, e))?;
+        Ok(listed.into_iter().map(|o| o.key).collect())
     }
 
     fn list_folders_sync(&self, dir: &str) -> Result<Vec<String>> {
@@ -407,6 +438,7 @@ fn list_blocking(
     prefix: &str,
     start_after: Option<&str>,
     end: Option<&str>,
+    sizes: bool,
 ) -> io::Result<Vec<ObjectMeta>> {
     let dir = prefix_dir(prefix);
     let mut out = Vec::new();
@@ -414,17 +446,20 @@ fn list_blocking(
         prefix,
         start_after,
         end,
+        sizes,
     };
     walk(&root.join(dir), dir, &bounds, &mut out)?;
     out.sort_unstable_by(|a, b| a.key.cmp(&b.key));
     Ok(out)
 }
 
-/// What a listing keeps: keys starting with `prefix`, after `start_after`, before `end`.
+/// What a listing keeps: keys starting with `prefix`, after `start_after`, before `end`;
+/// with their sizes when `sizes` (else 0, and a plain file costs no `stat`).
 struct Bounds<'a> {
     prefix: &'a str,
     start_after: Option<&'a str>,
     end: Option<&'a str>,
+    sizes: bool,
 }
 
 /// The folders directly under `dir` (see [`Storage::list_folders`]): the sub-folders that
@@ -485,6 +520,7 @@ fn walk(dir: &Path, dir_key: &str, bounds: &Bounds, out: &mut Vec<ObjectMeta>) -
         prefix,
         start_after,
         end,
+        sizes,
     } = *bounds;
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -522,6 +558,12 @@ fn walk(dir: &Path, dir_key: &str, bounds: &Bounds, out: &mut Vec<ObjectMeta>) -
             || start_after.is_some_and(|s| key.as_str() <= s)
             || end.is_some_and(|e| key.as_str() >= e)
         {
+            continue;
+        }
+        if file_type.is_file() && !sizes {
+            // The folder entry already says it is a plain file: a names-only listing of a
+            // folder of index files is then one directory read, not a `stat` per file.
+            out.push(ObjectMeta { key, size: 0 });
             continue;
         }
         // Follows symbolic links; a link to a folder (or a dangling one) is not an object.

@@ -426,8 +426,9 @@ pub async fn hostile_keys_are_refused(store: &dyn Storage) {
     );
 }
 
-/// `list_until` stops before its end key, also across listing pages; `list_folders` names
-/// the folders directly under a folder, and no folder that holds nothing.
+/// `list_until` stops before its end key, also across listing pages, and `list_keys` gives
+/// the same keys; `list_folders` names the folders directly under a folder, and no folder
+/// that holds nothing.
 pub async fn bounded_listings_and_folders(store: &dyn Storage) {
     // More than one listing page (1,000 keys) in `i/001/`, so the bound must hold across
     // pages on object stores.
@@ -489,6 +490,19 @@ pub async fn bounded_listings_and_folders(store: &dyn Storage) {
         until(Some("i/002/deep"), None).await,
         want("i/002/deep", "~")
     );
+    // The names-only listing gives exactly the keys of `list_until`.
+    for (start, end) in [
+        (None, None),
+        (Some("i/001/00990"), Some("i/001/01050")),
+        (Some("i/002/deep"), None),
+        (None, Some("i/001")),
+    ] {
+        assert_eq!(
+            store.list_keys("i/", start, end).await.unwrap(),
+            until(start, end).await,
+            "list_keys after {start:?} before {end:?}"
+        );
+    }
 
     assert_eq!(
         store.list_folders("i/").await.unwrap(),

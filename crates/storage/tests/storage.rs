@@ -162,6 +162,14 @@ async fn local_skips_non_utf8_names_and_folder_symlinks() {
         .map(|o| o.key)
         .collect();
     assert_eq!(keys, ["a/ok", "link"]);
+    // The names-only listing (no `stat` of plain files) still follows links as the full one.
+    assert_eq!(store.list_keys("", None, None).await.unwrap(), keys);
+    let sync = store.as_sync().unwrap();
+    assert_eq!(sync.list_keys_sync("", None, None).unwrap(), keys);
+    assert_eq!(
+        sync.list_keys_sync("a/", None, Some("a/p")).unwrap(),
+        ["a/ok"]
+    );
 }
 
 #[tokio::test]
