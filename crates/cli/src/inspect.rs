@@ -48,7 +48,8 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     writeln!(
         out,
         "ended      {}",
-        if trial.has_training_ended()? {
+        // A trial that loaded every step saw the end marker (no second request for it).
+        if trial.loaded_all_steps() || trial.has_training_ended()? {
             "yes"
         } else {
             "no (still being written?)"

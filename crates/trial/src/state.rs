@@ -287,6 +287,10 @@ pub(crate) struct State {
     /// The start-after key of the next index listing, relative to the trial root.
     pub last_index_token: Option<String>,
     pub loaded_all_steps: bool,
+    /// The end marker was seen when the trial was opened, before the open's listing ended:
+    /// that listing was the first of smdebug's two final refreshes (docs/src/semantics.md
+    /// §8.5), so the next refresh is the last.
+    pub ended_at_open: bool,
     pub dynamic_refresh: bool,
     /// Index files already read that sort after the token (bounded, see `remember_read`).
     pub read_files: BTreeSet<String>,

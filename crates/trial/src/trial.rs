@@ -187,13 +187,8 @@ impl Trial {
             });
         }
         let store = BlockingStore::new(storage)?;
-        let mut range = options.range_steps.unwrap_or((None, None));
-        if let Some(n) = options.last_steps {
-            if let Some(first) = range::first_of_last_steps(&store, n, range.1)? {
-                range.0 = Some(range.0.map_or(first, |b| b.max(first)));
-            }
-        }
-        let trial = Trial {
+        let range = options.range_steps.unwrap_or((None, None));
+        let mut trial = Trial {
             name,
             path: path.to_owned(),
             range,
@@ -204,8 +199,45 @@ impl Trial {
             collections: Mutex::new(CollectionManager::new()),
             state: Mutex::new(State::new()),
         };
-        trial.load_collections()?;
-        trial.refresh_data()?;
+        // Three independent things before the index is read: the collections files, the
+        // end marker and where the last steps start. On an object store each is a round trip
+        // or two, so they run side by side; on local disk each takes microseconds.
+        let last_steps = |trial: &Trial| match trial.options.last_steps {
+            Some(n) => range::last_steps(&trial.store, n, range.1).map(Some),
+            None => Ok(None),
+        };
+        let (last, ended) = if trial.store.storage().as_sync().is_some() {
+            let last = last_steps(&trial)?;
+            trial.load_collections()?;
+            (last, trial.has_training_ended()?)
+        } else {
+            std::thread::scope(|s| -> Result<_> {
+                let last = s.spawn(|| last_steps(&trial));
+                let ended = s.spawn(|| trial.has_training_ended());
+                let collections = trial.load_collections();
+                let last = last
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+                collections?;
+                let ended = ended
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+                Ok((last, ended))
+            })?
+        };
+        let mut prelisted = None;
+        if let Some(range::LastSteps {
+            first: Some(first),
+            keys,
+        }) = last
+        {
+            trial.range.0 = Some(trial.range.0.map_or(first, |b| b.max(first)));
+            prelisted = Some(keys);
+        }
+        let mut st = lock(&trial.state);
+        trial.refresh_with(&mut st, prelisted)?;
+        st.ended_at_open = ended;
+        drop(st);
         Ok(trial)
     }
 
@@ -301,9 +333,9 @@ impl Trial {
     /// `(key, worker)` of every collections file, sorted by key.
     fn collection_files(&self) -> Result<Vec<(String, String)>> {
         let mut out = Vec::new();
-        for obj in self.store.list("collections/", None)? {
-            if let TrialFile::Collections { worker } = classify_key(&obj.key)? {
-                out.push((obj.key, worker));
+        for key in self.store.list_keys("collections/", None, None)? {
+            if let TrialFile::Collections { worker } = classify_key(&key)? {
+                out.push((key, worker));
             }
         }
         Ok(out)
@@ -318,6 +350,12 @@ impl Trial {
     }
 
     fn refresh_locked(&self, st: &mut State) -> Result<()> {
+        self.refresh_with(st, None)
+    }
+
+    /// A refresh; `prelisted`: the keys of a listing made for it already (sorted, from the
+    /// range's start on), which it takes instead of listing.
+    fn refresh_with(&self, st: &mut State, prelisted: Option<Vec<String>>) -> Result<()> {
         let prefix = format!("{INDEX_DIR}/");
         // Start after the token or the range's first key, whichever is later; stop at the
         // range's end.
@@ -328,9 +366,15 @@ impl Trial {
         };
         let start_after = start_after.as_deref();
         let (listed, failed) = if self.store.storage().as_sync().is_some() {
-            self.refresh_local(st, &prefix, start_after, range_end.as_deref())?
+            let listed = match prelisted {
+                Some(keys) => keys,
+                None => self
+                    .store
+                    .list_keys(&prefix, start_after, range_end.as_deref())?,
+            };
+            self.refresh_local(st, listed)?
         } else {
-            self.refresh_object(st, &prefix, start_after, range_end.as_deref())
+            self.refresh_object(st, &prefix, start_after, range_end.as_deref(), prelisted)
         };
         if let Some(e) = failed {
             return Err(e);
@@ -344,31 +388,28 @@ impl Trial {
         Ok(())
     }
 
-    /// One refresh on local disk: a listing, then the new index files parsed on several
-    /// threads and registered in key order while the next ones are parsed. Returns how many
-    /// objects were listed and the first error of a file.
+    /// One refresh on local disk, given its listing (names only: no `stat` per file): the
+    /// new index files parsed on several threads and registered in key order while the next
+    /// ones are parsed. Returns how many objects were listed and the first error of a file.
     fn refresh_local(
         &self,
         st: &mut State,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
+        listed: Vec<String>,
     ) -> Result<(usize, Option<TrialError>)> {
-        let listed = self.store.list_until(prefix, start_after, end)?;
         let count = listed.len();
         // The keys move out of the listing, the rest of each name is parsed once: a large
         // trial's listing is not held twice.
         let mut keys = Vec::new();
         let mut names = Vec::new();
-        for obj in listed {
-            let TrialFile::Index(name) = classify_key(&obj.key)? else {
+        for key in listed {
+            let TrialFile::Index(name) = classify_key(&key)? else {
                 continue;
             };
-            if st.has_read(&obj.key) || !self.in_range(name.step) {
+            if st.has_read(&key) || !self.in_range(name.step) {
                 continue;
             }
             names.push((name.step, name.worker().into_owned()));
-            keys.push(obj.key);
+            keys.push(key);
         }
         let mut next = keys.iter().zip(names);
         let mut failed = None;
@@ -389,20 +430,31 @@ impl Trial {
     /// [`TrialOptions::index_concurrency`] at a time; files are registered in key order.
     /// Returns how many objects were listed and the first error (of the listing or of a file;
     /// the files before it stay registered, the ones after it are read again next time).
+    /// `prelisted` keys (see [`Trial::refresh_with`]) stand for the listing.
     fn refresh_object(
         &self,
         st: &mut State,
         prefix: &str,
         start_after: Option<&str>,
         end: Option<&str>,
+        prelisted: Option<Vec<String>>,
     ) -> (usize, Option<TrialError>) {
         type Item = Result<(IndexFileName, ParsedIndex)>;
         let storage = Arc::clone(self.store.storage());
-        let pages = Arc::clone(&storage).list_pages(
-            prefix.to_owned(),
-            start_after.map(str::to_owned),
-            end.map(str::to_owned),
-        );
+        let pages = match prelisted {
+            Some(keys) => {
+                let page = keys
+                    .into_iter()
+                    .map(|key| smdebug_storage::ObjectMeta { key, size: 0 })
+                    .collect();
+                stream::iter([Ok(page)]).boxed()
+            }
+            None => Arc::clone(&storage).list_pages(
+                prefix.to_owned(),
+                start_after.map(str::to_owned),
+                end.map(str::to_owned),
+            ),
+        };
         let listed = std::sync::atomic::AtomicUsize::new(0);
         let concurrency = self.options.index_concurrency.max(1);
         let state: &State = st;
@@ -528,6 +580,17 @@ impl Trial {
 
     pub(crate) fn maybe_refresh_locked(&self, st: &mut State) -> Result<()> {
         if st.loaded_all_steps || !st.dynamic_refresh {
+            return Ok(());
+        }
+        if st.ended_at_open {
+            // The open saw the end marker and listed after it: that listing was the first of
+            // the two final refreshes, this one is the second (the marker never goes away).
+            self.refresh_locked(st)?;
+            st.ended_at_open = false;
+            st.loaded_all_steps = true;
+            if let Some((&last, _)) = st.global_to_mode.iter().next_back() {
+                st.last_complete_step = last;
+            }
             return Ok(());
         }
         let ended = self.has_training_ended()?;

@@ -313,8 +313,59 @@ fn opening_the_last_steps_costs_the_same_whatever_the_trials_length() {
             counting.gets.load(Ordering::SeqCst),
         ));
     }
-    // Same listings, same number of index/collections/value reads; keys listed: the newest
-    // folder (500 steps in both trials) plus the collections file and the range's listing.
+    // Same listings, same number of index/collections/value reads; keys listed: windows of
+    // the newest steps (the newest folder holds 500 steps in both trials, so the window
+    // widens to 640 steps before it holds 10) plus the collections file.
     assert_eq!(costs[0], costs[1], "costs {costs:?}");
-    assert!(costs[0].1 < 600, "listed {} keys", costs[0].1);
+    assert!(costs[0].1 < 200, "listed {} keys", costs[0].1);
+}
+
+/// A trial that saved every step up to the end of an index folder: the last 10 steps cost
+/// the folder listing, one window listing of 10 keys, the collections listing, and the
+/// first query's refresh (the open reads the window's keys without listing them again);
+/// one collections GET, 10 index GETs and one GET of the value.
+#[test]
+fn the_last_steps_of_a_full_folder_cost_four_listings() {
+    for len in [2000i64, 5000] {
+        let url = fresh_url("full");
+        let store = BlockingStore::open(&Location::parse(&url).unwrap()).unwrap();
+        let steps: Vec<(i64, Mode, Vec<bool>)> =
+            (0..len).map(|s| (s, Mode::Train, vec![true])).collect();
+        write_trial(&store, 1, &steps);
+        let counting = Arc::new(Counting {
+            inner: Location::parse(&url).unwrap().open().unwrap(),
+            lists: AtomicUsize::new(0),
+            listed: AtomicUsize::new(0),
+            gets: AtomicUsize::new(0),
+        });
+        let t = Trial::from_storage(
+            counting.clone(),
+            &url,
+            "full".into(),
+            TrialOptions {
+                last_steps: Some(10),
+                ..TrialOptions::default()
+            },
+        )
+        .unwrap();
+        assert!(!t.loaded_all_steps());
+        let want: Vec<i64> = (len - 10..len).collect();
+        assert_eq!(t.steps(Mode::Global, false).unwrap(), want);
+        assert!(t.loaded_all_steps());
+        let v = t
+            .tensor("all/t:0")
+            .unwrap()
+            .value(len - 1, Mode::Global, None)
+            .unwrap();
+        assert_eq!(
+            v.as_array::<f32>().unwrap().iter().next(),
+            Some(&((len - 1) as f32 * 10.0))
+        );
+        let cost = (
+            counting.lists.load(Ordering::SeqCst),
+            counting.listed.load(Ordering::SeqCst),
+            counting.gets.load(Ordering::SeqCst),
+        );
+        assert_eq!(cost, (4, 11, 12), "len {len}");
+    }
 }
