@@ -69,6 +69,7 @@ mod location;
 mod object;
 mod ranges;
 mod retry;
+mod stamps;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 

@@ -13,6 +13,7 @@ use crate::error::{Operation, Result, StorageError};
 use crate::key::{invalid, prefix_dir, validate_key, validate_prefix};
 use crate::ranges::{check_ranges, first_out_of_bounds, plan, ReadOptions};
 use crate::retry::LocalRetry;
+use crate::stamps::{FolderStamps, Version};
 use crate::{ObjectMeta, Storage, SyncStorage};
 
 /// File names ending in this are files being written (ours, and the Python writer's
@@ -27,7 +28,9 @@ pub const TEMP_SUFFIX: &str = ".tmp";
 /// * `list` walks the folders under the prefix (skipping folders that cannot hold a match
 ///   or that sort entirely before `start_after`), hides `*.tmp` files and returns sorted keys.
 ///   File names that are not UTF-8 are skipped (they cannot be keys). Symbolic links to
-///   files are followed; symbolic links to folders are not (no loops).
+///   files are followed; symbolic links to folders are not (no loops). A folder of plain
+///   files that an earlier listing read, unchanged since (its modification time, at least
+///   2 s old then), whose names all sort at or before `start_after`, is not read again.
 /// * Blocking file system calls run on tokio's blocking pool (`spawn_blocking`), so this
 ///   must be used inside a tokio runtime (or through [`BlockingStore`](crate::BlockingStore)).
 /// * Transient I/O errors are retried as [`LocalRetry`] says.
@@ -37,6 +40,7 @@ pub struct LocalStorage {
     retry: LocalRetry,
     read: ReadOptions,
     sync: LocalSync,
+    stamps: FolderStamps,
 }
 
 /// What a local `put` does before it returns, beyond the atomic rename.
@@ -69,6 +73,7 @@ impl LocalStorage {
                 ..ReadOptions::default()
             },
             sync: LocalSync::default(),
+            stamps: FolderStamps::default(),
         }
     }
 
@@ -268,7 +273,7 @@ impl SyncStorage for LocalStorage {
     fn list_sync(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
         validate_prefix(prefix)?;
         self.retry
-            .run(|| list_blocking(&self.root, prefix, start_after, None, true))
+            .run(|| list_blocking(&self.root, prefix, start_after, None, true, &self.stamps))
             .map_err(|e| self.io_error(Operation::List, prefix, e))
     }
 
@@ -280,7 +285,7 @@ impl SyncStorage for LocalStorage {
     ) -> Result<Vec<ObjectMeta>> {
         validate_prefix(prefix)?;
         self.retry
-            .run(|| list_blocking(&self.root, prefix, start_after, end, true))
+            .run(|| list_blocking(&self.root, prefix, start_after, end, true, &self.stamps))
             .map_err(|e| self.io_error(Operation::List, prefix, e))
     }
 
@@ -293,7 +298,7 @@ impl SyncStorage for LocalStorage {
         validate_prefix(prefix)?;
         let listed = self
             .retry
-            .run(|| list_blocking(&self.root, prefix, start_after, end, false))
+            .run(|| list_blocking(&self.root, prefix, start_after, end, false, &self.stamps))
             .map_err(|e| self.io_error(Operation::List, prefix, e))?;
         Ok(listed.into_iter().map(|o| o.key).collect())
     }
@@ -439,6 +444,7 @@ fn list_blocking(
     start_after: Option<&str>,
     end: Option<&str>,
     sizes: bool,
+    stamps: &FolderStamps,
 ) -> io::Result<Vec<ObjectMeta>> {
     let dir = prefix_dir(prefix);
     let mut out = Vec::new();
@@ -447,6 +453,7 @@ fn list_blocking(
         start_after,
         end,
         sizes,
+        stamps,
     };
     walk(&root.join(dir), dir, &bounds, &mut out)?;
     out.sort_unstable_by(|a, b| a.key.cmp(&b.key));
@@ -460,6 +467,7 @@ struct Bounds<'a> {
     start_after: Option<&'a str>,
     end: Option<&'a str>,
     sizes: bool,
+    stamps: &'a FolderStamps,
 }
 
 /// The folders directly under `dir` (see [`Storage::list_folders`]): the sub-folders that
@@ -521,7 +529,24 @@ fn walk(dir: &Path, dir_key: &str, bounds: &Bounds, out: &mut Vec<ObjectMeta>) -
         start_after,
         end,
         sizes,
+        stamps,
     } = *bounds;
+    let listed_at = std::time::SystemTime::now();
+    let version = match fs::metadata(dir) {
+        Ok(meta) => Version::of(&meta),
+        Err(e) if is_absent(&e) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if let (Some(s), Some(v)) = (start_after, &version) {
+        if let Some(last) = stamps.last_name(dir, v) {
+            // Every key in the folder sorts at or before `start_after`: nothing to list.
+            if format!("{dir_key}{last}").as_str() <= s {
+                return Ok(());
+            }
+        }
+    }
+    // The greatest name while every entry is a plain file; `None` once one is not.
+    let mut last: Option<String> = Some(String::new());
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         // The folder was never created or was removed while we walked: nothing in it.
@@ -532,6 +557,7 @@ fn walk(dir: &Path, dir_key: &str, bounds: &Bounds, out: &mut Vec<ObjectMeta>) -
         let entry = entry?;
         let Ok(name) = entry.file_name().into_string() else {
             tracing::warn!(path = %entry.path().display(), "skipping a file name that is not UTF-8");
+            last = None;
             continue;
         };
         let key = format!("{dir_key}{name}");
@@ -540,6 +566,13 @@ fn walk(dir: &Path, dir_key: &str, bounds: &Bounds, out: &mut Vec<ObjectMeta>) -
             Err(e) if is_absent(&e) => continue,
             Err(e) => return Err(e),
         };
+        if let Some(l) = last.as_mut().filter(|_| file_type.is_file()) {
+            if name.as_str() > l.as_str() {
+                l.clone_from(&name);
+            }
+        } else {
+            last = None;
+        }
         if file_type.is_dir() {
             let sub = format!("{key}/");
             let may_match = sub.starts_with(prefix) || prefix.starts_with(&sub);
@@ -586,5 +619,9 @@ fn walk(dir: &Path, dir_key: &str, bounds: &Bounds, out: &mut Vec<ObjectMeta>) -
             });
         }
     }
+    let seen = version
+        .filter(|v| v.settled(listed_at))
+        .zip(last.filter(|l| !l.is_empty()));
+    stamps.remember(dir, seen);
     Ok(())
 }

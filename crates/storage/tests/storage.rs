@@ -340,3 +340,73 @@ mod ranged_reads_model {
         }
     }
 }
+
+/// A folder read by an earlier listing and unchanged since (its modification time) is not
+/// read again when every name in it sorts before `start_after`; any change to the folder
+/// is seen by the next listing.
+#[tokio::test]
+async fn local_listings_skip_unchanged_folders_and_see_every_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStorage::new(dir.path());
+    let sync = store.as_sync().unwrap();
+    for k in ["i/0/a", "i/0/b", "i/1/a"] {
+        sync.put_sync(k, Bytes::from_static(b"1")).unwrap();
+    }
+    let folder = dir.path().join("i/0");
+    let age = |secs: u64| {
+        let t = std::time::SystemTime::now() - std::time::Duration::from_secs(secs);
+        std::fs::File::open(&folder)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        t
+    };
+    let old = age(60);
+    assert_eq!(
+        sync.list_keys_sync("i/", Some("i/0/b"), None).unwrap(),
+        ["i/1/a"]
+    );
+    // A name added behind the store's back with the folder's time put back: the folder
+    // counts as unchanged and is not read (this is what the memory saves).
+    std::fs::write(folder.join("c"), b"x").unwrap();
+    std::fs::File::open(&folder)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    assert_eq!(
+        sync.list_keys_sync("i/", Some("i/0/b"), None).unwrap(),
+        ["i/1/a"]
+    );
+    // A listing from before the greatest name reads the folder.
+    assert_eq!(
+        sync.list_keys_sync("i/", Some("i/0/a"), None).unwrap(),
+        ["i/0/b", "i/0/c", "i/1/a"]
+    );
+    // A put changes the folder's time: seen at once, also after its name was remembered.
+    age(60);
+    assert_eq!(
+        sync.list_keys_sync("i/", Some("i/0/c"), None).unwrap(),
+        ["i/1/a"]
+    );
+    sync.put_sync("i/0/d", Bytes::from_static(b"1")).unwrap();
+    assert_eq!(
+        sync.list_keys_sync("i/", Some("i/0/c"), None).unwrap(),
+        ["i/0/d", "i/1/a"]
+    );
+    // A folder changed less than 2 s before a listing is not remembered: a change in the
+    // same clock tick could leave its time as it was.
+    let recent = std::fs::metadata(&folder).unwrap().modified().unwrap();
+    assert_eq!(
+        sync.list_keys_sync("i/", Some("i/0/d"), None).unwrap(),
+        ["i/1/a"]
+    );
+    std::fs::write(folder.join("e"), b"x").unwrap();
+    std::fs::File::open(&folder)
+        .unwrap()
+        .set_modified(recent)
+        .unwrap();
+    assert_eq!(
+        sync.list_keys_sync("i/", Some("i/0/d"), None).unwrap(),
+        ["i/0/e", "i/1/a"]
+    );
+}
