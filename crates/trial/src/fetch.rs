@@ -9,7 +9,7 @@ use futures::stream::{self, StreamExt};
 use smdebug_record::{
     decode_exact_record, decode_tensor_event_bytes, masked_crc32c, records, HEADER_LEN,
 };
-use smdebug_storage::{BlockingStore, Bytes};
+use smdebug_storage::{BlockingStore, Bytes, SyncObject, SyncStorage};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -31,6 +31,9 @@ const LOCAL_WHOLE_FILE_MAX: u64 = 128 << 10;
 
 /// At most this many files are remembered as touched once (then the memory starts over).
 const TOUCHED_LIMIT: usize = 1 << 16;
+
+/// Local disk: at most this many events files are kept open per trial (see [`OpenFiles`]).
+pub(crate) const MAX_OPEN_FILES: usize = 32;
 
 /// Entries kept until `budget` bytes are held, then evicted oldest insertion first.
 #[derive(Debug)]
@@ -289,6 +292,7 @@ pub(crate) fn decode_all(whole: &Bytes) -> DecodedFile {
 pub(crate) struct FileCache {
     files: Bounded<Arc<str>, Bytes>,
     touched: HashSet<Arc<str>>,
+    open: OpenFiles,
 }
 
 impl FileCache {
@@ -296,12 +300,20 @@ impl FileCache {
         FileCache {
             files: Bounded::new(budget, Bytes::len),
             touched: HashSet::new(),
+            open: OpenFiles::default(),
         }
     }
 
     pub fn clear(&mut self) {
         self.files.clear();
         self.touched.clear();
+        self.open.clear();
+    }
+
+    /// How many events files are open now.
+    #[cfg(test)]
+    pub fn open_files(&self) -> usize {
+        self.open.map.len()
     }
 
     /// Local disk: whether to read `file` (whose listed records end at `end`) whole now.
@@ -341,6 +353,79 @@ impl FileCache {
         self.touched.insert(Arc::clone(file));
         false
     }
+}
+
+/// Local events files kept open ([`SyncStorage::open_sync`]), at most [`MAX_OPEN_FILES`],
+/// the least recently used closed first: reading one record of each of many files (one
+/// tensor over its steps) then costs a positional read per record, not a path lookup, an
+/// open and a close as well. Sound because an events file never changes once an index
+/// file lists it (the value cache relies on that too); a file removed or replaced since is
+/// noticed by the handle ([`smdebug_storage::StorageError::Replaced`]) and opened again.
+#[derive(Debug, Default)]
+pub(crate) struct OpenFiles {
+    map: HashMap<Arc<str>, (Arc<dyn SyncObject>, u64)>,
+    clock: u64,
+}
+
+impl OpenFiles {
+    fn clear(&mut self) {
+        self.map.clear();
+    }
+
+    fn get(&mut self, file: &Arc<str>) -> Option<Arc<dyn SyncObject>> {
+        self.clock += 1;
+        let clock = self.clock;
+        self.map.get_mut(file).map(|(h, used)| {
+            *used = clock;
+            Arc::clone(h)
+        })
+    }
+
+    /// Keeps `handle` as `file`'s (closing the least recently used file when that makes
+    /// too many), or forgets the file's handle when `None`.
+    fn keep(&mut self, file: &Arc<str>, handle: Option<Arc<dyn SyncObject>>) {
+        let Some(handle) = handle else {
+            self.map.remove(file);
+            return;
+        };
+        self.clock += 1;
+        if let Some(held) = self.map.get_mut(file) {
+            *held = (handle, self.clock);
+            return;
+        }
+        if self.map.len() >= MAX_OPEN_FILES {
+            let oldest = self
+                .map
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(f, _)| Arc::clone(f));
+            if let Some(oldest) = oldest {
+                self.map.remove(&oldest);
+            }
+        }
+        self.map.insert(Arc::clone(file), (handle, self.clock));
+    }
+}
+
+/// Reads `ranges` of the local events file `file` through `handle`, opening the file when
+/// there is no handle or the file was replaced since the handle was opened; `handle` is
+/// left as the handle to keep (`None` when the file could not be opened).
+fn read_open(
+    sync: &dyn SyncStorage,
+    file: &str,
+    handle: &mut Option<Arc<dyn SyncObject>>,
+    ranges: &[Range<u64>],
+) -> smdebug_storage::Result<Vec<Bytes>> {
+    if let Some(h) = handle {
+        match h.get_ranges(ranges) {
+            Err(e) if e.is_replaced() => *handle = None,
+            read => return read,
+        }
+    }
+    let h = sync.open_sync(file)?;
+    let read = h.get_ranges(ranges);
+    *handle = Some(h);
+    read
 }
 
 /// The parts of a file read ahead, if it holds every range.
@@ -432,30 +517,42 @@ pub(crate) fn fetch_values(
     let reads: Vec<smdebug_storage::Result<Vec<Bytes>>> = match storage.as_sync() {
         // Local disk: read and decode on this thread and helpers, one file at a time each.
         Some(sync) => {
-            let bytes: u64 = locs.iter().map(|l| l.length).sum();
+            let bytes: u64 = jobs
+                .iter()
+                .flat_map(|(_, idx, _)| idx)
+                .map(|&i| locs[i].length)
+                .sum();
             let threads = if bytes < PARALLEL_MIN_BYTES {
                 1
             } else {
                 usize::MAX
             };
             let plans = local_plans(readahead, locs, &jobs, cache_budget);
-            let read = |&(j, whole): &(usize, Option<u64>)| {
-                let (file, idx, ranges) = &jobs[j];
-                match whole {
-                    Some(end) => read_whole_sync(sync, locs, &jobs[j], end),
-                    None => (
-                        None,
-                        file_results(locs, idx, sync.get_ranges_sync(file, ranges)),
-                    ),
-                }
+            let read = |(j, whole, handle): &LocalPlan| {
+                let (file, idx, ranges) = &jobs[*j];
+                let mut handle = handle.clone();
+                let mut get = |rs: &[Range<u64>]| read_open(sync, file, &mut handle, rs);
+                let (all, results) = match whole {
+                    Some(end) => read_whole_sync(&mut get, locs, &jobs[*j], *end),
+                    None => (None, file_results(locs, idx, get(ranges))),
+                };
+                (all, results, handle)
             };
             let decoded = parallel::map(&plans, threads, "smdebug-trial-read", read);
             let mut results = Vec::with_capacity(locs.len());
             let mut others = Vec::new();
-            for ((j, _), (all, r)) in plans.iter().zip(decoded) {
+            let mut handles = Vec::with_capacity(plans.len());
+            for ((j, _, _), (all, r, handle)) in plans.iter().zip(decoded) {
                 results.extend(r);
+                handles.push((&jobs[*j].0, handle));
                 if let Some(all) = all.filter(|a| !a.offsets.is_empty()) {
                     others.push((Arc::clone(&jobs[*j].0), all));
+                }
+            }
+            {
+                let mut files = lock(readahead);
+                for (file, handle) in handles {
+                    files.open.keep(file, handle);
                 }
             }
             let out = store_results(store, cache, locs, out, results.into_iter());
@@ -478,15 +575,19 @@ pub(crate) fn fetch_values(
 /// The records of one events file: the file, indices into the locations, their ranges.
 type Job = (Arc<str>, Vec<usize>, Vec<Range<u64>>);
 
+/// How to read one job's events file from local disk: the job's number, whether to read
+/// the file whole and up to which end, and the file's open handle if one is kept.
+type LocalPlan = (usize, Option<u64>, Option<Arc<dyn SyncObject>>);
+
 /// For each job (by its number), whether to read its events file whole from local disk, up
-/// to which end (see [`FileCache::local_whole`]); a file whose decoded records would take
-/// more than a quarter of the value cache is never read whole.
+/// to which end (see [`FileCache::local_whole`]), and its open handle; a file whose decoded
+/// records would take more than a quarter of the value cache is never read whole.
 fn local_plans(
     readahead: &Mutex<FileCache>,
     locs: &[&RecordLocation],
     jobs: &[Job],
     cache_budget: usize,
-) -> Vec<(usize, Option<u64>)> {
+) -> Vec<LocalPlan> {
     let mut files = lock(readahead);
     let room = u64::try_from(cache_budget / 4).unwrap_or(u64::MAX);
     jobs.iter()
@@ -497,10 +598,8 @@ fn local_plans(
                 .map(|&i| locs[i].event_file_end)
                 .max()
                 .unwrap_or(0);
-            (
-                j,
-                (end <= room && files.local_whole(file, end)).then_some(end),
-            )
+            let whole = (end <= room && files.local_whole(file, end)).then_some(end);
+            (j, whole, files.open.get(file))
         })
         .collect()
 }
@@ -511,21 +610,17 @@ fn local_plans(
 /// decoded on its own from the same bytes, with that decode's error; a failed or short
 /// whole read falls back to reading the job's ranges alone, so that its errors are theirs.
 fn read_whole_sync(
-    sync: &dyn smdebug_storage::SyncStorage,
+    get: &mut dyn FnMut(&[Range<u64>]) -> smdebug_storage::Result<Vec<Bytes>>,
     locs: &[&RecordLocation],
-    (file, idx, ranges): &Job,
+    (_, idx, ranges): &Job,
     end: u64,
 ) -> (Option<DecodedFile>, FileResults) {
-    let whole = sync
-        .get_ranges_sync(file, std::slice::from_ref(&(0..end)))
+    let whole = get(std::slice::from_ref(&(0..end)))
         .ok()
         .and_then(|mut w| w.pop())
         .filter(|w| slice_ranges(w, ranges).is_some());
     let Some(whole) = whole else {
-        return (
-            None,
-            file_results(locs, idx, sync.get_ranges_sync(file, ranges)),
-        );
+        return (None, file_results(locs, idx, get(ranges)));
     };
     let all = decode_all(&whole);
     let asked = idx
@@ -613,7 +708,10 @@ fn object_reads(
     reads.into_iter().flatten().collect()
 }
 
-/// Bytes of records below which one thread does everything (a thread start costs more).
+/// Bytes of records to read below which one thread does everything (a thread start costs
+/// more). Measured on 2 cores at 20 files of one 40 KB record each: helpers at 256 KiB made
+/// the call 3× slower on a busy machine (a helper waits to be scheduled, the call waits to
+/// join it), so the bound stays high.
 const PARALLEL_MIN_BYTES: u64 = 1 << 20;
 
 /// What [`file_results`] gives: per location (by number), its value, or `None` for a
