@@ -310,12 +310,6 @@ impl FileCache {
         self.open.clear();
     }
 
-    /// How many events files are open now.
-    #[cfg(test)]
-    pub fn open_files(&self) -> usize {
-        self.open.map.len()
-    }
-
     /// Local disk: whether to read `file` (whose listed records end at `end`) whole now.
     /// A small file is read whole on its second miss: a reader that wants one record per
     /// file (one tensor over its steps) pays one small read per file, and one that wants
@@ -609,12 +603,15 @@ fn local_plans(
 /// the file (to cache). A record the pass did not give as its index entry describes it is
 /// decoded on its own from the same bytes, with that decode's error; a failed or short
 /// whole read falls back to reading the job's ranges alone, so that its errors are theirs.
-fn read_whole_sync(
-    get: &mut dyn FnMut(&[Range<u64>]) -> smdebug_storage::Result<Vec<Bytes>>,
+fn read_whole_sync<G>(
+    get: &mut G,
     locs: &[&RecordLocation],
     (_, idx, ranges): &Job,
     end: u64,
-) -> (Option<DecodedFile>, FileResults) {
+) -> (Option<DecodedFile>, FileResults)
+where
+    G: FnMut(&[Range<u64>]) -> smdebug_storage::Result<Vec<Bytes>>,
+{
     let whole = get(std::slice::from_ref(&(0..end)))
         .ok()
         .and_then(|mut w| w.pop())
@@ -844,6 +841,37 @@ mod tests {
             }
             assert_eq!(found(&f, u64::MAX - 1), None);
         }
+    }
+
+    #[test]
+    fn open_files_are_bounded_and_the_least_recently_used_is_closed_first() {
+        use smdebug_storage::{LocalStorage, SyncStorage};
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStorage::new(dir.path());
+        let names: Vec<Arc<str>> = (0..MAX_OPEN_FILES + 8)
+            .map(|k| Arc::from(format!("events/{k}")))
+            .collect();
+        let mut open = OpenFiles::default();
+        for (k, name) in names.iter().enumerate() {
+            store.put_sync(name, Bytes::from(vec![k as u8])).unwrap();
+            open.keep(name, Some(store.open_sync(name).unwrap()));
+            // The first file is used all along: it is never the least recently used.
+            assert!(open.get(&names[0]).is_some(), "after {k}");
+        }
+        assert_eq!(open.map.len(), MAX_OPEN_FILES);
+        for (k, name) in names.iter().enumerate() {
+            let kept = open.get(name);
+            let expect = k == 0 || k > 8;
+            assert_eq!(kept.is_some(), expect, "{name}");
+            if let Some(h) = kept {
+                let first = h.get_ranges(std::slice::from_ref(&(0..1))).unwrap();
+                assert_eq!(first[0], vec![k as u8]);
+            }
+        }
+        open.keep(&names[0], None);
+        assert!(open.get(&names[0]).is_none(), "forgotten on request");
+        open.clear();
+        assert!(open.map.is_empty());
     }
 
     #[test]
