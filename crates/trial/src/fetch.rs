@@ -32,8 +32,23 @@ const LOCAL_WHOLE_FILE_MAX: u64 = 128 << 10;
 /// At most this many files are remembered as touched once (then the memory starts over).
 const TOUCHED_LIMIT: usize = 1 << 16;
 
-/// Local disk: at most this many events files are kept open per trial (see [`OpenFiles`]).
-pub(crate) const MAX_OPEN_FILES: usize = 32;
+/// Local disk: the default of `TrialOptions::open_files`, an eighth of the process's soft
+/// limit of open files (other trials, the writer and the user's program need some too),
+/// between 32 and 1024; 128 where the limit cannot be read.
+pub(crate) fn default_open_files() -> usize {
+    static DEFAULT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *DEFAULT.get_or_init(|| {
+        let limit = std::fs::read_to_string("/proc/self/limits")
+            .ok()
+            .and_then(|text| {
+                let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+                let soft = line.split_whitespace().nth(3)?;
+                Some(soft.parse::<usize>().unwrap_or(usize::MAX))
+            })
+            .unwrap_or(1024);
+        (limit / 8).clamp(32, 1024)
+    })
+}
 
 /// Entries kept until `budget` bytes are held, then evicted oldest insertion first.
 #[derive(Debug)]
@@ -296,11 +311,11 @@ pub(crate) struct FileCache {
 }
 
 impl FileCache {
-    pub fn new(budget: usize) -> Self {
+    pub fn new(budget: usize, open_files: usize) -> Self {
         FileCache {
             files: Bounded::new(budget, Bytes::len),
             touched: HashSet::new(),
-            open: OpenFiles::default(),
+            open: OpenFiles::new(open_files),
         }
     }
 
@@ -349,55 +364,80 @@ impl FileCache {
     }
 }
 
-/// Local events files kept open ([`SyncStorage::open_sync`]), at most [`MAX_OPEN_FILES`],
-/// the least recently used closed first: reading one record of each of many files (one
-/// tensor over its steps) then costs a positional read per record, not a path lookup, an
-/// open and a close as well. Sound because an events file never changes once an index
-/// file lists it (the value cache relies on that too); a file removed or replaced since is
-/// noticed by the handle ([`smdebug_storage::StorageError::Replaced`]) and opened again.
-#[derive(Debug, Default)]
+/// Local events files kept open ([`SyncStorage::open_sync`]), at most `limit`; past it a
+/// file chosen at random is closed. Not the least recently used: the common scan (one
+/// tensor over every step, then the next tensor) visits the files in the same cycle each
+/// time, and with more files than the limit a least-recently-used set would have closed
+/// each file just before it is wanted again; a random choice keeps most of them.
+///
+/// Reading one record of each of many files then costs a positional read per record, not
+/// a path lookup, an open and a close as well. Sound because an events file never changes
+/// once an index file lists it (the value cache relies on that too); a file removed or
+/// replaced since is noticed by the handle ([`smdebug_storage::StorageError::Replaced`])
+/// and opened again.
+#[derive(Debug)]
 pub(crate) struct OpenFiles {
-    map: HashMap<Arc<str>, (Arc<dyn SyncObject>, u64)>,
-    clock: u64,
+    /// Each file's handle and its place in `slots`.
+    map: HashMap<Arc<str>, (Arc<dyn SyncObject>, usize)>,
+    slots: Vec<Arc<str>>,
+    limit: usize,
+    /// xorshift state for the choice of the file to close.
+    seed: u64,
 }
 
 impl OpenFiles {
+    fn new(limit: usize) -> Self {
+        OpenFiles {
+            map: HashMap::new(),
+            slots: Vec::new(),
+            limit,
+            seed: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
     fn clear(&mut self) {
         self.map.clear();
+        self.slots.clear();
     }
 
-    fn get(&mut self, file: &Arc<str>) -> Option<Arc<dyn SyncObject>> {
-        self.clock += 1;
-        let clock = self.clock;
-        self.map.get_mut(file).map(|(h, used)| {
-            *used = clock;
-            Arc::clone(h)
-        })
+    fn get(&self, file: &Arc<str>) -> Option<Arc<dyn SyncObject>> {
+        self.map.get(file).map(|(h, _)| Arc::clone(h))
     }
 
-    /// Keeps `handle` as `file`'s (closing the least recently used file when that makes
-    /// too many), or forgets the file's handle when `None`.
+    /// Keeps `handle` as `file`'s (closing another file when that makes too many), or
+    /// forgets the file's handle when `None`.
     fn keep(&mut self, file: &Arc<str>, handle: Option<Arc<dyn SyncObject>>) {
         let Some(handle) = handle else {
-            self.map.remove(file);
+            if let Some((_, slot)) = self.map.remove(file) {
+                self.slots.swap_remove(slot);
+                if let Some(moved) = self.slots.get(slot) {
+                    if let Some(entry) = self.map.get_mut(moved) {
+                        entry.1 = slot;
+                    }
+                }
+            }
             return;
         };
-        self.clock += 1;
         if let Some(held) = self.map.get_mut(file) {
-            *held = (handle, self.clock);
+            held.0 = handle;
             return;
         }
-        if self.map.len() >= MAX_OPEN_FILES {
-            let oldest = self
-                .map
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(f, _)| Arc::clone(f));
-            if let Some(oldest) = oldest {
-                self.map.remove(&oldest);
-            }
+        if self.limit == 0 {
+            return;
         }
-        self.map.insert(Arc::clone(file), (handle, self.clock));
+        let slot = if self.slots.len() < self.limit {
+            self.slots.push(Arc::clone(file));
+            self.slots.len() - 1
+        } else {
+            self.seed ^= self.seed << 13;
+            self.seed ^= self.seed >> 7;
+            self.seed ^= self.seed << 17;
+            let slot = (self.seed % self.slots.len() as u64) as usize;
+            let closed = std::mem::replace(&mut self.slots[slot], Arc::clone(file));
+            self.map.remove(&closed);
+            slot
+        };
+        self.map.insert(Arc::clone(file), (handle, slot));
     }
 }
 
@@ -844,34 +884,61 @@ mod tests {
     }
 
     #[test]
-    fn open_files_are_bounded_and_the_least_recently_used_is_closed_first() {
+    fn open_files_are_bounded_and_each_kept_handle_is_its_files() {
         use smdebug_storage::{LocalStorage, SyncStorage};
         let dir = tempfile::tempdir().unwrap();
         let store = LocalStorage::new(dir.path());
-        let names: Vec<Arc<str>> = (0..MAX_OPEN_FILES + 8)
+        let limit = 16;
+        let names: Vec<Arc<str>> = (0..limit * 3)
             .map(|k| Arc::from(format!("events/{k}")))
             .collect();
-        let mut open = OpenFiles::default();
-        for (k, name) in names.iter().enumerate() {
-            store.put_sync(name, Bytes::from(vec![k as u8])).unwrap();
-            open.keep(name, Some(store.open_sync(name).unwrap()));
-            // The first file is used all along: it is never the least recently used.
-            assert!(open.get(&names[0]).is_some(), "after {k}");
+        let byte = |name: &str| name[7..].parse::<u8>().unwrap();
+        for name in &names {
+            store.put_sync(name, Bytes::from(vec![byte(name)])).unwrap();
         }
-        assert_eq!(open.map.len(), MAX_OPEN_FILES);
-        for (k, name) in names.iter().enumerate() {
-            let kept = open.get(name);
-            let expect = k == 0 || k > 8;
-            assert_eq!(kept.is_some(), expect, "{name}");
-            if let Some(h) = kept {
+        let mut open = OpenFiles::new(limit);
+        let check = |open: &OpenFiles| {
+            assert_eq!(open.map.len(), open.slots.len());
+            for (slot, name) in open.slots.iter().enumerate() {
+                let (h, at) = &open.map[name];
+                assert_eq!(*at, slot);
+                assert_eq!(h.key(), &**name);
                 let first = h.get_ranges(std::slice::from_ref(&(0..1))).unwrap();
-                assert_eq!(first[0], vec![k as u8]);
+                assert_eq!(first[0], vec![byte(name)]);
+            }
+        };
+        // Fewer files than the limit: every one stays open.
+        for name in &names[..limit] {
+            open.keep(name, Some(store.open_sync(name).unwrap()));
+        }
+        check(&open);
+        assert!(names[..limit].iter().all(|n| open.get(n).is_some()));
+        // Cycles over three times as many: never more than the limit, and a cycle finds
+        // some of its files still open (a least-recently-used set would find none).
+        let mut hits = 0;
+        for _ in 0..3 {
+            for name in &names {
+                match open.get(name) {
+                    Some(_) => hits += 1,
+                    None => open.keep(name, Some(store.open_sync(name).unwrap())),
+                }
+                assert!(open.map.len() <= limit);
             }
         }
-        open.keep(&names[0], None);
-        assert!(open.get(&names[0]).is_none(), "forgotten on request");
+        check(&open);
+        assert_eq!(open.map.len(), limit);
+        assert!(hits > 0, "random replacement keeps some files of a cycle");
+        // Forgetting a file (opened again after it was replaced) keeps the slots consistent.
+        let forget = Arc::clone(&open.slots[3]);
+        open.keep(&forget, None);
+        assert!(open.get(&forget).is_none());
+        check(&open);
         open.clear();
-        assert!(open.map.is_empty());
+        assert!(open.map.is_empty() && open.slots.is_empty());
+        // No open files at all.
+        let mut none = OpenFiles::new(0);
+        none.keep(&names[0], Some(store.open_sync(&names[0]).unwrap()));
+        assert!(none.get(&names[0]).is_none());
     }
 
     #[test]

@@ -241,8 +241,8 @@ fn damaged_collections_files() {
 }
 
 // Events files damaged while a trial holds them open (local disk keeps up to
-// `MAX_OPEN_FILES` events files open between reads): the handle must not serve the bytes
-// the file had before.
+// `TrialOptions::open_files` events files open between reads): the handle must not serve
+// the bytes the file had before.
 
 /// A trial that decodes every value from disk on each call (no value cache, so no file is
 /// read whole), after one read of every value, which leaves every events file open.
@@ -324,10 +324,12 @@ fn a_trial_keeps_a_bounded_number_of_events_files_open() {
         vec![("w", TensorValue::Float32(v))]
     })
     .unwrap();
+    let limit = 16;
     let t = Trial::open(
         d.path().to_str().unwrap(),
         TrialOptions {
             cache_bytes: 0,
+            open_files: limit,
             ..TrialOptions::default()
         },
     )
@@ -346,7 +348,7 @@ fn a_trial_keeps_a_bounded_number_of_events_files_open() {
         }
         let open = open_files_under(d.path());
         assert!(
-            (1..=32).contains(&open),
+            (1..=limit).contains(&open),
             "{open} files open under the trial after reading {steps} events files"
         );
     }
