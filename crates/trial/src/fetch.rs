@@ -12,6 +12,7 @@ use smdebug_record::{
 use smdebug_storage::{BlockingStore, Bytes, SyncObject, SyncStorage};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// How many event files are read at the same time.
@@ -32,22 +33,36 @@ const LOCAL_WHOLE_FILE_MAX: u64 = 128 << 10;
 /// At most this many files are remembered as touched once (then the memory starts over).
 const TOUCHED_LIMIT: usize = 1 << 16;
 
-/// Local disk: the default of `TrialOptions::open_files`, an eighth of the process's soft
-/// limit of open files (other trials, the writer and the user's program need some too),
-/// between 32 and 1024; 128 where the limit cannot be read.
-pub(crate) fn default_open_files() -> usize {
-    static DEFAULT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *DEFAULT.get_or_init(|| {
-        let limit = std::fs::read_to_string("/proc/self/limits")
+/// The process's soft limit of open files (Linux: `/proc/self/limits`), else 1024.
+fn open_file_limit() -> usize {
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/limits")
             .ok()
             .and_then(|text| {
                 let line = text.lines().find(|l| l.starts_with("Max open files"))?;
                 let soft = line.split_whitespace().nth(3)?;
                 Some(soft.parse::<usize>().unwrap_or(usize::MAX))
             })
-            .unwrap_or(1024);
-        (limit / 8).clamp(32, 1024)
+            .unwrap_or(1024)
     })
+}
+
+/// Local disk: the default of `TrialOptions::open_files`, an eighth of the process's soft
+/// limit of open files (other trials, the writer and the user's program need some too),
+/// between 32 and 1024.
+pub(crate) fn default_open_files() -> usize {
+    (open_file_limit() / 8).clamp(32, 1024)
+}
+
+/// Events files kept open (or about to be) by every trial of the process together, at most
+/// [`process_open_files`]: many trials at once (one per rule in `smdebug rules`) must not
+/// use up the process's open files.
+static KEPT_OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// A quarter of the process's limit of open files, at least 32.
+fn process_open_files() -> usize {
+    (open_file_limit() / 4).max(32)
 }
 
 /// Entries kept until `budget` bytes are held, then evicted oldest insertion first.
@@ -364,11 +379,17 @@ impl FileCache {
     }
 }
 
-/// Local events files kept open ([`SyncStorage::open_sync`]), at most `limit`; past it a
-/// file chosen at random is closed. Not the least recently used: the common scan (one
-/// tensor over every step, then the next tensor) visits the files in the same cycle each
-/// time, and with more files than the limit a least-recently-used set would have closed
-/// each file just before it is wanted again; a random choice keeps most of them.
+/// Local events files kept open ([`SyncStorage::open_sync`]), at most `limit` per trial
+/// and [`process_open_files`] for the whole process; past the trial's limit a file chosen
+/// at random is closed. Not the least recently used: the common scan (one tensor over every
+/// step, then the next tensor) visits the files in the same cycle each time, and with more
+/// files than the limit a least-recently-used set would have closed each file just before
+/// it is wanted again; a random choice keeps some of them.
+///
+/// A place is reserved before a file is opened ([`OpenFiles::plan`]), so a call that reads
+/// thousands of files holds at most twice `limit` of them open until it ends (the handles
+/// held when it started, and those opened into reserved places): the others are closed as
+/// soon as they are read, as before there were handles.
 ///
 /// Reading one record of each of many files then costs a positional read per record, not
 /// a path lookup, an open and a close as well. Sound because an events file never changes
@@ -380,9 +401,22 @@ pub(crate) struct OpenFiles {
     /// Each file's handle and its place in `slots`.
     map: HashMap<Arc<str>, (Arc<dyn SyncObject>, usize)>,
     slots: Vec<Arc<str>>,
+    /// Places reserved for files being opened by calls in progress.
+    reserved: usize,
     limit: usize,
     /// xorshift state for the choice of the file to close.
     seed: u64,
+}
+
+/// What a read may do with its events file's handle ([`OpenFiles::plan`]).
+#[derive(Debug, Clone)]
+pub(crate) enum Slot {
+    /// The file's handle, kept open.
+    Held(Arc<dyn SyncObject>),
+    /// A place reserved: keep the handle the read opens.
+    Reserved,
+    /// No place: close the file after the read.
+    Closed,
 }
 
 impl OpenFiles {
@@ -390,54 +424,89 @@ impl OpenFiles {
         OpenFiles {
             map: HashMap::new(),
             slots: Vec::new(),
+            reserved: 0,
             limit,
             seed: 0x9E37_79B9_7F4A_7C15,
         }
     }
 
     fn clear(&mut self) {
+        KEPT_OPEN.fetch_sub(self.map.len(), Ordering::Relaxed);
         self.map.clear();
         self.slots.clear();
     }
 
-    fn get(&self, file: &Arc<str>) -> Option<Arc<dyn SyncObject>> {
-        self.map.get(file).map(|(h, _)| Arc::clone(h))
+    /// What a read of `file` may do with its handle: use the one held, keep the one it
+    /// opens (a place is reserved now; when the trial's places are full a random file is
+    /// closed for it), or close the file after reading it.
+    fn plan(&mut self, file: &Arc<str>) -> Slot {
+        if let Some((h, _)) = self.map.get(file) {
+            return Slot::Held(Arc::clone(h));
+        }
+        if self.limit == 0 {
+            return Slot::Closed;
+        }
+        if self.slots.len() + self.reserved >= self.limit {
+            if self.slots.is_empty() {
+                return Slot::Closed;
+            }
+            self.seed ^= self.seed << 13;
+            self.seed ^= self.seed >> 7;
+            self.seed ^= self.seed << 17;
+            let slot = (self.seed % self.slots.len() as u64) as usize;
+            let closed = Arc::clone(&self.slots[slot]);
+            self.remove(&closed);
+        }
+        if KEPT_OPEN.fetch_add(1, Ordering::Relaxed) >= process_open_files() {
+            KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
+            return Slot::Closed;
+        }
+        self.reserved += 1;
+        Slot::Reserved
     }
 
-    /// Keeps `handle` as `file`'s (closing another file when that makes too many), or
-    /// forgets the file's handle when `None`.
-    fn keep(&mut self, file: &Arc<str>, handle: Option<Arc<dyn SyncObject>>) {
-        let Some(handle) = handle else {
-            if let Some((_, slot)) = self.map.remove(file) {
-                self.slots.swap_remove(slot);
-                if let Some(moved) = self.slots.get(slot) {
-                    if let Some(entry) = self.map.get_mut(moved) {
-                        entry.1 = slot;
-                    }
+    fn remove(&mut self, file: &Arc<str>) {
+        if let Some((_, slot)) = self.map.remove(file) {
+            KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
+            self.slots.swap_remove(slot);
+            if let Some(moved) = self.slots.get(slot) {
+                if let Some(entry) = self.map.get_mut(moved) {
+                    entry.1 = slot;
                 }
             }
+        }
+    }
+
+    /// After a read planned as `slot`: keeps `handle` as `file`'s (in its reserved place, or
+    /// in place of the one held), or forgets the file's handle when `None` (it could not
+    /// be opened again); a handle with no place is dropped, which closes the file.
+    fn keep(&mut self, file: &Arc<str>, slot: &Slot, handle: Option<Arc<dyn SyncObject>>) {
+        let reserved = matches!(slot, Slot::Reserved);
+        if reserved {
+            // The reservation becomes the entry below, or is given back.
+            self.reserved = self.reserved.saturating_sub(1);
+            KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
+        }
+        let Some(handle) = handle else {
+            self.remove(file);
             return;
         };
         if let Some(held) = self.map.get_mut(file) {
             held.0 = handle;
             return;
         }
-        if self.limit == 0 {
-            return;
-        }
-        let slot = if self.slots.len() < self.limit {
+        if reserved {
+            KEPT_OPEN.fetch_add(1, Ordering::Relaxed);
             self.slots.push(Arc::clone(file));
-            self.slots.len() - 1
-        } else {
-            self.seed ^= self.seed << 13;
-            self.seed ^= self.seed >> 7;
-            self.seed ^= self.seed << 17;
-            let slot = (self.seed % self.slots.len() as u64) as usize;
-            let closed = std::mem::replace(&mut self.slots[slot], Arc::clone(file));
-            self.map.remove(&closed);
-            slot
-        };
-        self.map.insert(Arc::clone(file), (handle, slot));
+            self.map
+                .insert(Arc::clone(file), (handle, self.slots.len() - 1));
+        }
+    }
+}
+
+impl Drop for OpenFiles {
+    fn drop(&mut self) {
+        KEPT_OPEN.fetch_sub(self.map.len() + self.reserved, Ordering::Relaxed);
     }
 }
 
@@ -562,31 +631,38 @@ pub(crate) fn fetch_values(
                 usize::MAX
             };
             let plans = local_plans(readahead, locs, &jobs, cache_budget);
-            let read = |(j, whole, handle): &LocalPlan| {
+            let read = |(j, whole, slot): &LocalPlan| {
                 let (file, idx, ranges) = &jobs[*j];
-                let mut handle = handle.clone();
+                let mut handle = match slot {
+                    Slot::Held(h) => Some(Arc::clone(h)),
+                    Slot::Reserved | Slot::Closed => None,
+                };
                 let mut get = |rs: &[Range<u64>]| read_open(sync, file, &mut handle, rs);
                 let (all, results) = match whole {
                     Some(end) => read_whole_sync(&mut get, locs, &jobs[*j], *end),
                     None => (None, file_results(locs, idx, get(ranges))),
                 };
+                // A file with no place is closed now, not when the whole call ends.
+                if matches!(slot, Slot::Closed) {
+                    handle = None;
+                }
                 (all, results, handle)
             };
             let decoded = parallel::map(&plans, threads, "smdebug-trial-read", read);
             let mut results = Vec::with_capacity(locs.len());
             let mut others = Vec::new();
             let mut handles = Vec::with_capacity(plans.len());
-            for ((j, _, _), (all, r, handle)) in plans.iter().zip(decoded) {
+            for ((j, _, slot), (all, r, handle)) in plans.iter().zip(decoded) {
                 results.extend(r);
-                handles.push((&jobs[*j].0, handle));
+                handles.push((&jobs[*j].0, slot, handle));
                 if let Some(all) = all.filter(|a| !a.offsets.is_empty()) {
                     others.push((Arc::clone(&jobs[*j].0), all));
                 }
             }
             {
                 let mut files = lock(readahead);
-                for (file, handle) in handles {
-                    files.open.keep(file, handle);
+                for (file, slot, handle) in handles {
+                    files.open.keep(file, slot, handle);
                 }
             }
             let out = store_results(store, cache, locs, out, results.into_iter());
@@ -610,8 +686,8 @@ pub(crate) fn fetch_values(
 type Job = (Arc<str>, Vec<usize>, Vec<Range<u64>>);
 
 /// How to read one job's events file from local disk: the job's number, whether to read
-/// the file whole and up to which end, and the file's open handle if one is kept.
-type LocalPlan = (usize, Option<u64>, Option<Arc<dyn SyncObject>>);
+/// the file whole and up to which end, and what to do with its handle.
+type LocalPlan = (usize, Option<u64>, Slot);
 
 /// For each job (by its number), whether to read its events file whole from local disk, up
 /// to which end (see [`FileCache::local_whole`]), and its open handle; a file whose decoded
@@ -633,7 +709,7 @@ fn local_plans(
                 .max()
                 .unwrap_or(0);
             let whole = (end <= room && files.local_whole(file, end)).then_some(end);
-            (j, whole, files.open.get(file))
+            (j, whole, files.open.plan(file))
         })
         .collect()
 }
@@ -896,9 +972,10 @@ mod tests {
         for name in &names {
             store.put_sync(name, Bytes::from(vec![byte(name)])).unwrap();
         }
-        let mut open = OpenFiles::new(limit);
         let check = |open: &OpenFiles| {
+            assert_eq!(open.reserved, 0);
             assert_eq!(open.map.len(), open.slots.len());
+            assert!(open.map.len() <= limit);
             for (slot, name) in open.slots.iter().enumerate() {
                 let (h, at) = &open.map[name];
                 assert_eq!(*at, slot);
@@ -907,38 +984,66 @@ mod tests {
                 assert_eq!(first[0], vec![byte(name)]);
             }
         };
-        // Fewer files than the limit: every one stays open.
-        for name in &names[..limit] {
-            open.keep(name, Some(store.open_sync(name).unwrap()));
-        }
-        check(&open);
-        assert!(names[..limit].iter().all(|n| open.get(n).is_some()));
-        // Cycles over three times as many: never more than the limit, and a cycle finds
-        // some of its files still open (a least-recently-used set would find none).
-        let mut hits = 0;
-        for _ in 0..3 {
-            for name in &names {
-                match open.get(name) {
-                    Some(_) => hits += 1,
-                    None => open.keep(name, Some(store.open_sync(name).unwrap())),
-                }
-                assert!(open.map.len() <= limit);
+        // One call over files[range]: every file planned first, then read and kept, as
+        // `fetch_values` does; how many were held open already.
+        let call = |open: &mut OpenFiles, files: &[Arc<str>]| {
+            let slots: Vec<Slot> = files.iter().map(|f| open.plan(f)).collect();
+            let places = slots.iter().filter(|s| !matches!(s, Slot::Closed)).count();
+            // Handles held at the start and closed for a reserved place stay open until the
+            // call ends: twice the limit at most.
+            assert!(places <= 2 * limit, "{places} files open during one call");
+            let mut held = 0;
+            for (f, slot) in files.iter().zip(&slots) {
+                let handle = match slot {
+                    Slot::Held(h) => {
+                        held += 1;
+                        Arc::clone(h)
+                    }
+                    _ => store.open_sync(f).unwrap(),
+                };
+                let handle = (!matches!(slot, Slot::Closed)).then_some(handle);
+                open.keep(f, slot, handle);
             }
+            held
+        };
+        let mut open = OpenFiles::new(limit);
+        // Fewer files than the limit: every one stays open.
+        assert_eq!(call(&mut open, &names[..limit]), 0);
+        assert_eq!(call(&mut open, &names[..limit]), limit);
+        check(&open);
+        // Calls over three times as many: never more than the limit open, and the next
+        // call finds some of its files still open (a least-recently-used set would find
+        // none in this cycle).
+        let mut held = 0;
+        for _ in 0..3 {
+            held += call(&mut open, &names);
+            check(&open);
+        }
+        assert_eq!(open.map.len(), limit);
+        assert!(held > 0, "random replacement keeps some files of a cycle");
+        // One file at a time over the cycle: the same bounds.
+        for name in names.iter().cycle().take(names.len() * 2) {
+            call(&mut open, std::slice::from_ref(name));
         }
         check(&open);
-        assert_eq!(open.map.len(), limit);
-        assert!(hits > 0, "random replacement keeps some files of a cycle");
-        // Forgetting a file (opened again after it was replaced) keeps the slots consistent.
+        // Forgetting a file (it could not be opened again) keeps the places consistent.
         let forget = Arc::clone(&open.slots[3]);
-        open.keep(&forget, None);
-        assert!(open.get(&forget).is_none());
+        let slot = open.plan(&forget);
+        assert!(matches!(slot, Slot::Held(_)));
+        open.keep(&forget, &slot, None);
+        assert!(matches!(
+            open.plan(&names[0]),
+            Slot::Held(_) | Slot::Reserved
+        ));
+        open.reserved = 0;
         check(&open);
+        assert!(!open.map.contains_key(&forget));
         open.clear();
         assert!(open.map.is_empty() && open.slots.is_empty());
         // No open files at all.
         let mut none = OpenFiles::new(0);
-        none.keep(&names[0], Some(store.open_sync(&names[0]).unwrap()));
-        assert!(none.get(&names[0]).is_none());
+        assert_eq!(call(&mut none, &names[..4]), 0);
+        assert!(matches!(none.plan(&names[0]), Slot::Closed));
     }
 
     #[test]

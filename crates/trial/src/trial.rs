@@ -92,7 +92,8 @@ pub struct TrialOptions {
     /// Local disk: how many events files the trial keeps open between reads, so that a
     /// record read costs one positional read rather than an open, a read and a close
     /// (0 keeps none). Default: an eighth of the process's limit of open files, between 32
-    /// and 1024 (on Linux from `/proc/self/limits`, else 128).
+    /// and 1024 (on Linux from `/proc/self/limits`, else 128). All trials of a process
+    /// together keep at most a quarter of that limit open.
     pub open_files: usize,
 }
 
