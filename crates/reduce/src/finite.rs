@@ -96,74 +96,6 @@ struct Acc {
     s: FiniteStats,
 }
 
-/// One block's sums, in lanes, before they are merged into the running totals.
-struct Partial {
-    sum: [f64; LANES],
-    abs: [f64; LANES],
-    sq: [f64; LANES],
-    lo: [f64; LANES],
-    hi: [f64; LANES],
-    zero: [u64; LANES],
-}
-
-impl Partial {
-    #[inline(always)]
-    fn new() -> Self {
-        Partial {
-            sum: [0.0; LANES],
-            abs: [0.0; LANES],
-            sq: [0.0; LANES],
-            lo: [f64::INFINITY; LANES],
-            hi: [f64::NEG_INFINITY; LANES],
-            zero: [0; LANES],
-        }
-    }
-
-    /// Adds `LANES` values, one per lane.
-    #[inline(always)]
-    fn lanes(&mut self, c: &[f64; LANES]) {
-        for j in 0..LANES {
-            let v = c[j];
-            self.sum[j] += v;
-            self.abs[j] += v.abs();
-            self.sq[j] += v * v;
-            self.lo[j] = if v < self.lo[j] { v } else { self.lo[j] };
-            self.hi[j] = if v > self.hi[j] { v } else { self.hi[j] };
-            self.zero[j] += u64::from(v == 0.0);
-        }
-    }
-
-    /// Adds the values that do not fill a chunk of lanes, all in lane 0.
-    #[inline(always)]
-    fn rest(&mut self, rest: &[f64]) {
-        for &v in rest {
-            self.sum[0] += v;
-            self.abs[0] += v.abs();
-            self.sq[0] += v * v;
-            self.lo[0] = self.lo[0].min(v);
-            self.hi[0] = self.hi[0].max(v);
-            self.zero[0] += u64::from(v == 0.0);
-        }
-    }
-
-    /// The sums of a block of values.
-    #[inline(always)]
-    fn of(x: &[f64]) -> Self {
-        let mut p = Partial::new();
-        let chunks = x.chunks_exact(LANES);
-        let rest = chunks.remainder();
-        for c in chunks {
-            p.lanes(c.try_into().expect("chunks of LANES"));
-        }
-        p.rest(rest);
-        p
-    }
-
-    fn total(&self) -> f64 {
-        self.sum.iter().sum()
-    }
-}
-
 impl Acc {
     fn new() -> Self {
         Acc {
@@ -186,24 +118,88 @@ impl Acc {
     /// Adds a block of finite values.
     #[inline(always)]
     fn block(&mut self, x: &[f64]) {
-        if !x.is_empty() {
-            self.merge(x, &Partial::of(x));
-        }
+        self.add(x, false);
     }
 
-    /// Merges block `x` (finite values, not empty), whose sums `p` holds: the block's
-    /// squared deviations from its mean (while it is in cache), then Chan et al.'s merge.
+    /// Adds block `x` if its sum is finite, which it is unless it holds a NaN or an
+    /// infinity (or its finite values overflow): returns whether it did. The sum is the
+    /// block's own (same lanes, same order), so a block of finite values costs no pass of
+    /// its own to tell that it is one.
     #[inline(always)]
-    fn merge(&mut self, x: &[f64], p: &Partial) {
+    fn try_block(&mut self, x: &[f64]) -> bool {
+        self.add(x, true)
+    }
+
+    /// Adds block `x`; with `only_finite_sum`, only if its sum is finite.
+    #[inline(always)]
+    fn add(&mut self, x: &[f64], only_finite_sum: bool) -> bool {
+        if x.is_empty() {
+            return true;
+        }
+        let mut sum = [0.0f64; LANES];
+        let mut abs = [0.0f64; LANES];
+        let mut sq = [0.0f64; LANES];
+        let mut lo = [f64::INFINITY; LANES];
+        let mut hi = [f64::NEG_INFINITY; LANES];
+        let mut zero = [0u64; LANES];
+        let chunks = x.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        #[cfg(target_arch = "x86_64")]
+        let done = {
+            let mut l = crate::simd::FiniteLanes {
+                sum,
+                abs,
+                sq,
+                lo,
+                hi,
+                zero,
+            };
+            let done = crate::simd::finite_lanes(&x[..x.len() - rest.len()], &mut l);
+            (sum, abs, sq, lo, hi, zero) = (l.sum, l.abs, l.sq, l.lo, l.hi, l.zero);
+            done
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = false;
+        if !done {
+            for c in chunks {
+                for j in 0..LANES {
+                    let v = c[j];
+                    sum[j] += v;
+                    abs[j] += v.abs();
+                    sq[j] += v * v;
+                    lo[j] = if v < lo[j] { v } else { lo[j] };
+                    hi[j] = if v > hi[j] { v } else { hi[j] };
+                    zero[j] += u64::from(v == 0.0);
+                }
+            }
+        }
+        for &v in rest {
+            sum[0] += v;
+            abs[0] += v.abs();
+            sq[0] += v * v;
+            lo[0] = lo[0].min(v);
+            hi[0] = hi[0].max(v);
+            zero[0] += u64::from(v == 0.0);
+        }
         let n = x.len() as f64;
-        let block_mean = p.total() / n;
+        let block_sum = sum.iter().sum::<f64>();
+        if only_finite_sum && !block_sum.is_finite() {
+            return false;
+        }
+        let block_mean = block_sum / n;
         let mut dev = [0.0f64; LANES];
         let chunks = x.chunks_exact(LANES);
         let rest = chunks.remainder();
-        for c in chunks {
-            for j in 0..LANES {
-                let d = c[j] - block_mean;
-                dev[j] += d * d;
+        #[cfg(target_arch = "x86_64")]
+        let done = crate::simd::deviation_lanes(&x[..x.len() - rest.len()], block_mean, &mut dev);
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = false;
+        if !done {
+            for c in chunks {
+                for j in 0..LANES {
+                    let d = c[j] - block_mean;
+                    dev[j] += d * d;
+                }
             }
         }
         for &v in rest {
@@ -223,11 +219,12 @@ impl Acc {
             s.m2 += block_m2 + delta * delta * (s.finite as f64) * n / total;
         }
         s.finite += x.len() as u64;
-        s.l1 += p.abs.iter().sum::<f64>();
-        s.sumsq += p.sq.iter().sum::<f64>();
-        s.min = p.lo.iter().copied().fold(s.min, f64::min);
-        s.max = p.hi.iter().copied().fold(s.max, f64::max);
-        s.zeros += p.zero.iter().sum::<u64>();
+        s.l1 += abs.iter().sum::<f64>();
+        s.sumsq += sq.iter().sum::<f64>();
+        s.min = lo.iter().copied().fold(s.min, f64::min);
+        s.max = hi.iter().copied().fold(s.max, f64::max);
+        s.zeros += zero.iter().sum::<u64>();
+        true
     }
 }
 
@@ -260,28 +257,13 @@ fn finite_stats_body<T: Element>(data: &[T]) -> FiniteStats {
     let mut buf = [0.0f64; BLOCK];
     for block in data.chunks(BLOCK) {
         let buf = &mut buf[..block.len()];
-        // One pass converts the block to f64 into `buf` and sums it, in the same lanes
-        // and order as `Partial::of(buf)` would. A NaN or an infinity makes the sum
-        // non-finite (a sum of finite values can overflow too, which the careful path
-        // below also handles): then the block is summed again without them.
-        let mut p = Partial::new();
-        let chunks = block.chunks_exact(LANES);
-        let rest = chunks.remainder();
-        for (c, b) in chunks.zip(buf.chunks_exact_mut(LANES)) {
-            let mut v = [0.0f64; LANES];
-            for j in 0..LANES {
-                v[j] = c[j].to_f64();
-            }
-            b.copy_from_slice(&v);
-            p.lanes(&v);
-        }
-        let tail = block.len() - rest.len();
-        for (b, &x) in buf[tail..].iter_mut().zip(rest) {
+        for (b, &x) in buf.iter_mut().zip(block) {
             *b = x.to_f64();
         }
-        p.rest(&buf[tail..]);
-        if p.total().is_finite() {
-            acc.merge(buf, &p);
+        // A NaN or an infinity makes the block's sum non-finite (a sum of finite f64
+        // values can overflow too, which the careful path below also handles): then the
+        // block is added again without them.
+        if acc.try_block(buf) {
             continue;
         }
         let mut kept = 0;
