@@ -94,11 +94,15 @@ impl FiniteStats {
 /// Running totals, merged block by block.
 struct Acc {
     s: FiniteStats,
+    /// Whether whole chunks of lanes may go through the AVX2 loops of `crate::simd` (which
+    /// check the CPU themselves); off, the portable loops (the tests compare both).
+    simd: bool,
 }
 
 impl Acc {
-    fn new() -> Self {
+    fn new(simd: bool) -> Self {
         Acc {
+            simd,
             s: FiniteStats {
                 finite: 0,
                 nan: 0,
@@ -154,7 +158,7 @@ impl Acc {
                 hi,
                 zero,
             };
-            let done = crate::simd::finite_lanes(&x[..x.len() - rest.len()], &mut l);
+            let done = self.simd && crate::simd::finite_lanes(&x[..x.len() - rest.len()], &mut l);
             (sum, abs, sq, lo, hi, zero) = (l.sum, l.abs, l.sq, l.lo, l.hi, l.zero);
             done
         };
@@ -191,7 +195,8 @@ impl Acc {
         let chunks = x.chunks_exact(LANES);
         let rest = chunks.remainder();
         #[cfg(target_arch = "x86_64")]
-        let done = crate::simd::deviation_lanes(&x[..x.len() - rest.len()], block_mean, &mut dev);
+        let done = self.simd
+            && crate::simd::deviation_lanes(&x[..x.len() - rest.len()], block_mean, &mut dev);
         #[cfg(not(target_arch = "x86_64"))]
         let done = false;
         if !done {
@@ -234,7 +239,7 @@ pub(crate) fn finite_stats<T: Element>(x: &[T]) -> FiniteStats {
     if crate::simd::available() {
         return finite_stats_avx2(x);
     }
-    finite_stats_body(x)
+    finite_stats_body(x, true)
 }
 
 /// [`finite_stats_body`] compiled for AVX2.
@@ -245,15 +250,15 @@ fn finite_stats_avx2<T: Element>(x: &[T]) -> FiniteStats {
     /// The CPU must have AVX2 (an `unsafe fn` keeps the crate's Rust 1.85).
     #[target_feature(enable = "avx2")]
     unsafe fn inner<T: Element>(x: &[T]) -> FiniteStats {
-        finite_stats_body(x)
+        finite_stats_body(x, true)
     }
     // SAFETY: `finite_stats` checked at run time that the CPU has AVX2.
     unsafe { inner(x) }
 }
 
 #[inline(always)]
-fn finite_stats_body<T: Element>(data: &[T]) -> FiniteStats {
-    let mut acc = Acc::new();
+fn finite_stats_body<T: Element>(data: &[T], simd: bool) -> FiniteStats {
+    let mut acc = Acc::new(simd);
     let mut buf = [0.0f64; BLOCK];
     for block in data.chunks(BLOCK) {
         let buf = &mut buf[..block.len()];
@@ -295,5 +300,43 @@ mod tests {
         assert_eq!((s.finite, s.min(), s.std()), (0, None, None));
         let s = finite_stats(&[f64::NAN, f64::INFINITY, f64::NEG_INFINITY]);
         assert_eq!((s.nan, s.pos_inf, s.neg_inf, s.mean()), (1, 1, 1, None));
+    }
+
+    #[test]
+    fn simd_lanes_are_bit_identical_to_the_portable_loops() {
+        let mut r = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            r
+        };
+        for len in [1usize, 7, 8, 9, 100, 2047, 2048, 2049, 5000, 12_345] {
+            for kind in 0..5 {
+                let x: Vec<f32> = (0..len)
+                    .map(|_| {
+                        let r = next();
+                        match (kind, r % 50) {
+                            (1, 0) => f32::NAN,
+                            (2, 1) => f32::INFINITY,
+                            (2, 2) => f32::NEG_INFINITY,
+                            (3, 0..=10) => 0.0,
+                            (3, 11) => -0.0,
+                            // Squares overflow f32 but not f64; sums stay finite.
+                            (4, _) => 3e38,
+                            _ => ((r >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 1e3,
+                        }
+                    })
+                    .collect();
+                let (a, b) = (finite_stats_body(&x, true), finite_stats_body(&x, false));
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "len {len}, kind {kind}");
+            }
+        }
+        let big = vec![f64::MAX; 4096];
+        let (a, b) = (
+            finite_stats_body(&big, true),
+            finite_stats_body(&big, false),
+        );
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "an overflowing sum");
     }
 }
