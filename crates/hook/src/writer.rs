@@ -875,15 +875,8 @@ impl Writer {
             return Ok(());
         };
         let health = if ring.cfg.on_non_finite && !ring.fired_non_finite {
-            // The cheap check first; the counts (for the manifest's reason) only when
-            // something is wrong.
             let mut health = None;
-            let lent_view = lent.with_view(&mut |v| {
-                if !v.all_finite() {
-                    health = Some(v.health(false));
-                }
-            });
-            if !lent_view {
+            if !lent.with_view(&mut |v| health = Some(v.health(false))) {
                 // No view: the copy it takes is kept instead of the handle.
                 let mut t = t;
                 t.value = lent.to_value().map_err(|message| WriterError::Convert {
@@ -909,13 +902,7 @@ impl Writer {
         let check = ring.cfg.on_non_finite && !ring.fired_non_finite;
         let live = ring.live_step == Some(t.step);
         let health = if check {
-            // The cheap check first; the counts only when something is wrong.
-            health.or_else(|| {
-                t.value
-                    .reduce_view()
-                    .filter(|v| !v.all_finite())
-                    .map(|v| v.health(false))
-            })
+            health.or_else(|| t.value.reduce_view().map(|v| v.health(false)))
         } else {
             None
         };
@@ -934,8 +921,7 @@ impl Writer {
     }
 
     /// Puts a recorded tensor's value into the ring (not in a live step) and fires the
-    /// non-finite trigger when `health` (`None`: not checked, or found all finite) shows
-    /// NaN or infinities.
+    /// non-finite trigger when `health` (`None`: not checked) shows NaN or infinities.
     fn keep(
         &mut self,
         t: TensorJob,

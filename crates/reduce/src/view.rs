@@ -110,41 +110,6 @@ impl TensorView<'_> {
         each!(self, v => crate::health(v.view(), histogram))
     }
 
-    /// Whether every element is finite (no NaN, no infinity; always true for integers and
-    /// booleans): the same verdict as `self.health(false).all_finite()`, many times cheaper
-    /// (one branch-free pass over the exponent bits, no counts), for a caller that wants the
-    /// counts only when something is wrong.
-    pub fn all_finite(&self) -> bool {
-        fn floats<T: Copy, const N: usize>(
-            v: &ArrayViewD<'_, T>,
-            bits: impl Fn(T) -> u64,
-            exponent: u64,
-        ) -> bool {
-            let not_finite = |x: T| u64::from(bits(x) & exponent == exponent);
-            match v.as_slice_memory_order() {
-                // Chunks of N so the compiler vectorizes the or-reduction.
-                Some(s) => {
-                    let mut chunks = s.chunks_exact(N);
-                    let mut acc = [0u64; N];
-                    for c in &mut chunks {
-                        for (a, &x) in acc.iter_mut().zip(c) {
-                            *a |= not_finite(x);
-                        }
-                    }
-                    let tail = chunks.remainder().iter().fold(0, |a, &x| a | not_finite(x));
-                    acc.iter().fold(tail, |a, &b| a | b) == 0
-                }
-                None => v.iter().all(|&x| not_finite(x) == 0),
-            }
-        }
-        match self {
-            TensorView::F16(v) => floats::<_, 32>(v, |x: f16| u64::from(x.to_bits()), 0x7c00),
-            TensorView::F32(v) => floats::<_, 16>(v, |x: f32| u64::from(x.to_bits()), 0x7f80_0000),
-            TensorView::F64(v) => floats::<_, 8>(v, f64::to_bits, 0x7ff0_0000_0000_0000),
-            _ => true,
-        }
-    }
-
     /// [`crate::finite_stats`] of this view.
     pub fn finite_stats(&self) -> crate::FiniteStats {
         each!(self, v => crate::finite_stats(v.view()))
