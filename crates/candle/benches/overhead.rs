@@ -8,7 +8,7 @@
 //! last 10 steps of every collection: goal ≤ 5 % slower than `hook_interval_500`).
 //!
 //! `SMDEBUG_BENCH_WRITER_PRIORITY=normal` builds every hook with
-//! `WriterPriority::Normal` instead of the default `Background`, for an A/B comparison.
+//! `WriterPriority::Normal` instead of the demo's `Background`, for an A/B comparison.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 

@@ -128,7 +128,7 @@ impl HookBuilder {
             reduction_shape: None,
             queue_capacity: 256,
             queue_policy: QueuePolicy::Block,
-            writer_priority: crate::WriterPriority::Background,
+            writer_priority: crate::WriterPriority::Normal,
             wall_time: WallTime::Now,
             export_tensorboard: false,
             tensorboard_dir: None,
@@ -315,8 +315,9 @@ impl HookBuilder {
     }
 
     /// The scheduling priority of the writer and I/O threads (default
-    /// [`WriterPriority::Background`](crate::WriterPriority::Background): they run in the
-    /// gaps the training leaves instead of preempting its threads).
+    /// [`WriterPriority::Normal`](crate::WriterPriority::Normal);
+    /// [`WriterPriority::Background`](crate::WriterPriority::Background) makes them run in
+    /// the gaps the training leaves instead of preempting its threads).
     pub fn writer_priority(mut self, priority: crate::WriterPriority) -> Self {
         self.writer_priority = priority;
         self

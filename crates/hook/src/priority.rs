@@ -11,14 +11,19 @@
 /// time the training does not use, and with [`crate::QueuePolicy::Block`] a writer that
 /// falls behind makes the training wait at the full queue, which frees a core for it; so
 /// nothing is lost, only the order of work changes.
+///
+/// The nice value is system-wide: on a machine shared with other busy processes a
+/// background writer also yields to them, and a step's files may then be published later
+/// (and a hook that waits for its writer, at close or at a full queue, waits longer). So it
+/// is a choice for a training job that has the machine to itself, not the default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum WriterPriority {
-    /// The writer threads run at the lowest nice value, 19 (Linux; elsewhere as
-    /// [`WriterPriority::Normal`]). The default.
+    /// The writer threads keep the priority of the thread that built the hook. The default.
     #[default]
-    Background,
-    /// The writer threads keep the priority of the thread that built the hook.
     Normal,
+    /// The writer threads run at the lowest priority, nice 19 (Linux; elsewhere as
+    /// [`WriterPriority::Normal`]).
+    Background,
 }
 
 impl WriterPriority {
