@@ -47,7 +47,7 @@ fn memory() -> ((), Arc<dyn Storage>) {
 }
 
 macro_rules! suite {
-    ($backend:ident: $($name:ident),* $(,)?) => {
+    ($backend:ident [$($name:ident),* $(,)?]) => {
         mod $backend {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,31 +60,9 @@ macro_rules! suite {
     };
 }
 
-suite!(local: list_order_and_start_after, list_by_prefix, get_and_overwrite,
-    ranged_reads_at_edges, many_ranged_reads, empty_objects, large_object, concurrent_writers,
-    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused,
-    bounded_listings_and_folders);
-suite!(local_rename_only: list_order_and_start_after, list_by_prefix, get_and_overwrite,
-    ranged_reads_at_edges, many_ranged_reads, empty_objects, large_object, concurrent_writers,
-    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused,
-    bounded_listings_and_folders);
-suite!(memory: list_order_and_start_after, list_by_prefix, get_and_overwrite,
-    ranged_reads_at_edges, many_ranged_reads, empty_objects, large_object, concurrent_writers,
-    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused,
-    bounded_listings_and_folders);
-
-#[test]
-fn every_behaviour_runs_on_both_backends() {
-    let this = include_str!("storage.rs");
-    for name in testsuite::ALL {
-        assert_eq!(
-            this.matches(&format!(" {name},")).count()
-                + this.matches(&format!(" {name});")).count(),
-            3,
-            "{name}"
-        );
-    }
-}
+smdebug_storage::for_each_behaviour!(suite! { local });
+smdebug_storage::for_each_behaviour!(suite! { local_rename_only });
+smdebug_storage::for_each_behaviour!(suite! { memory });
 
 #[tokio::test]
 async fn local_hides_files_being_written_and_refuses_tmp_keys() {
