@@ -464,9 +464,6 @@ impl Demo {
                 Some(SaveConfigMode::every(TRAIN_SAVE_INTERVAL)),
             ),
         ]));
-        // The demo's training has the machine to itself: the writer fills the gaps candle's
-        // thread pool leaves instead of preempting it.
-        b = b.writer_priority(smdebug_hook::WriterPriority::Background);
         let activations = ["relu_input", "relu_output", "tanh_input", "sigmoid_input"];
         for c in activations {
             let mut coll = Collection::new(c);
