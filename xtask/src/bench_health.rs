@@ -1,6 +1,7 @@
 //! The rows of issue 18 in `cargo xtask bench`: the health pass against the reductions-only
 //! pass, and the flight recorder's training-thread cost per step at N = 10.
 use crate::bench::{Baseline, Figure};
+use std::path::Path;
 
 /// The figures, read from the criterion benches of smdebug-reduce and smdebug-candle.
 pub(crate) const FIGURES: &[Figure] = &[
@@ -68,7 +69,7 @@ const MEDIAN_RUNS: usize = 3;
 /// run and differed between runs (perf: most of the I/O thread's time in
 /// `find_inode_bit`/`recently_deleted`), which is the disk's history, not the writers.
 fn hook_bench_dir() -> Option<std::path::PathBuf> {
-    let shm = std::path::Path::new("/dev/shm");
+    let shm = Path::new("/dev/shm");
     if !shm.is_dir() {
         return None;
     }
@@ -154,7 +155,12 @@ pub(crate) fn median_rows(rows: &mut [serde_json::Value], python: &std::path::Pa
                 let baseline = match &f.baseline {
                     Baseline::Bench(id) => format!("{id}; median of {MEDIAN_RUNS} runs"),
                     Baseline::Python(script, _) => {
-                        format!("python {script} (best); median of {MEDIAN_RUNS} runs")
+                        let place = if f.target == "hook" && Path::new("/dev/shm").is_dir() {
+                            "; both write to tmpfs (/dev/shm)"
+                        } else {
+                            ""
+                        };
+                        format!("python {script} (best); median of {MEDIAN_RUNS} runs{place}")
                     }
                     _ => String::new(),
                 };
