@@ -40,7 +40,7 @@ fn s3_store(test: &str) -> (String, BlockingStore) {
 }
 
 macro_rules! s3_suite {
-    ($($name:ident),* $(,)?) => {
+    ([$($name:ident),* $(,)?]) => {
         mod suite {
             $(
                 #[test]
@@ -53,31 +53,7 @@ macro_rules! s3_suite {
     };
 }
 
-s3_suite!(
-    list_order_and_start_after,
-    list_by_prefix,
-    get_and_overwrite,
-    ranged_reads_at_edges,
-    many_ranged_reads,
-    empty_objects,
-    large_object,
-    concurrent_writers,
-    atomic_put_seen_whole_by_concurrent_reader,
-    delete_and_exists,
-    hostile_keys_are_refused,
-    bounded_listings_and_folders,
-);
-
-#[test]
-fn every_behaviour_of_the_suite_runs_against_s3() {
-    let this = include_str!("storage.rs");
-    for name in testsuite::ALL {
-        assert!(
-            this.contains(&format!("    {name},\n")),
-            "{name} is not run"
-        );
-    }
-}
+smdebug_storage::for_each_behaviour!(s3_suite! {});
 
 fn sha256_hex(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))

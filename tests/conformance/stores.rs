@@ -22,7 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use futures::stream::BoxStream;
 use smdebug_conformance::{tempdir, write_fixture, write_fixture_from_recipe};
 use smdebug_storage::{
-    testsuite, BlockingStore, Bytes, Location, ObjectMeta, Operation, Storage, StorageError,
+    BlockingStore, Bytes, Location, ObjectMeta, Operation, Storage, StorageError,
 };
 use smdebug_synth::{write_trial, Recipe, WriteOptions};
 
@@ -229,61 +229,8 @@ macro_rules! suite {
     };
 }
 
-suite!(
-    gcs_suite,
-    super::Emulator::Gcs,
-    [
-        list_order_and_start_after,
-        list_by_prefix,
-        get_and_overwrite,
-        ranged_reads_at_edges,
-        many_ranged_reads,
-        empty_objects,
-        large_object,
-        concurrent_writers,
-        atomic_put_seen_whole_by_concurrent_reader,
-        delete_and_exists,
-        hostile_keys_are_refused,
-        bounded_listings_and_folders,
-    ]
-);
-
-suite!(
-    azure_suite,
-    super::Emulator::Azure,
-    [
-        list_order_and_start_after,
-        list_by_prefix,
-        get_and_overwrite,
-        ranged_reads_at_edges,
-        many_ranged_reads,
-        empty_objects,
-        large_object,
-        concurrent_writers,
-        atomic_put_seen_whole_by_concurrent_reader,
-        delete_and_exists,
-        hostile_keys_are_refused,
-        bounded_listings_and_folders,
-    ]
-);
-
-#[test]
-fn every_behaviour_of_the_suite_runs_against_both_emulators() {
-    let this = include_str!("stores.rs");
-    for module in ["gcs_suite", "azure_suite"] {
-        let start = this
-            .find(&format!("    {module},\n"))
-            .unwrap_or_else(|| panic!("{module} missing"));
-        let body = &this[start..];
-        let body = &body[..body.find("]\n);").unwrap()];
-        for name in testsuite::ALL {
-            assert!(
-                body.contains(&format!("        {name},\n")),
-                "{name} is not run in {module}"
-            );
-        }
-    }
-}
+smdebug_storage::for_each_behaviour!(suite! { gcs_suite, super::Emulator::Gcs, });
+smdebug_storage::for_each_behaviour!(suite! { azure_suite, super::Emulator::Azure, });
 
 /// Two workers, train and eval steps, raw tensors and reductions.
 fn recipe(dir: &std::path::Path) -> std::path::PathBuf {

@@ -1,6 +1,7 @@
 //! The rows of issue 18 in `cargo xtask bench`: the health pass against the reductions-only
 //! pass, and the flight recorder's training-thread cost per step at N = 10.
 use crate::bench::{Baseline, Figure};
+use std::path::Path;
 
 /// The figures, read from the criterion benches of smdebug-reduce and smdebug-candle.
 pub(crate) const FIGURES: &[Figure] = &[
@@ -60,12 +61,31 @@ const MEDIAN_FIGURES: &[MedianFigure] = &[
 /// Runs.
 const MEDIAN_RUNS: usize = 3;
 
+/// Where both writers of the whole-trial row write (the same folder for ours and Python's):
+/// a folder on the tmpfs `/dev/shm` when there is one, else `None` (the system's temporary
+/// folder). On ext4 without a journal, creating a file within a minute of many deletions
+/// makes the inode allocator read the inode table block of every recently deleted inode it
+/// skips, and each iteration deletes the previous trial's 600 files: the cost grew during a
+/// run and differed between runs (perf: most of the I/O thread's time in
+/// `find_inode_bit`/`recently_deleted`), which is the disk's history, not the writers.
+fn hook_bench_dir() -> Option<std::path::PathBuf> {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return None;
+    }
+    let dir = shm.join(format!("smdebug-hook-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}
+
 /// One run of a [`MedianFigure`]: criterion (fastest sample) and its baseline in the same
-/// run; `(our seconds, bytes per iteration, baseline seconds)`.
+/// run, both writing under `dir` when given; `(our seconds, bytes per iteration, baseline
+/// seconds)`.
 fn one_run(
     f: &MedianFigure,
     python: &std::path::Path,
     quick: bool,
+    dir: Option<&std::path::Path>,
 ) -> anyhow::Result<(f64, Option<f64>, f64)> {
     use anyhow::Context;
     let since = std::time::SystemTime::now();
@@ -74,6 +94,9 @@ fn one_run(
         "bench", "-p", f.package, "--bench", f.target, "--", f.filter,
     ])
     .envs(crate::bench::bench_env(f.target, false));
+    if let Some(d) = dir {
+        cmd.env("SMDEBUG_HOOK_BENCH_DIR", d);
+    }
     if quick {
         cmd.args(["--warm-up-time", "1", "--measurement-time", "3"]);
     }
@@ -90,11 +113,13 @@ fn one_run(
                 .with_context(|| format!("{id} did not run"))?
                 .seconds
         }
-        Baseline::Python(script, _) => crate::bench::python_seconds(
-            python,
-            script,
-            &["--repeat", crate::bench::PYTHON_REPEAT],
-        )?,
+        Baseline::Python(script, _) => {
+            let mut args = vec!["--repeat", crate::bench::PYTHON_REPEAT];
+            if let Some(d) = dir.and_then(|d| d.to_str()) {
+                args.extend(["--dir", d]);
+            }
+            crate::bench::python_seconds(python, script, &args)?
+        }
         _ => anyhow::bail!("{}: no baseline to run", f.name),
     };
     Ok((ours.seconds, ours.bytes, base))
@@ -108,7 +133,15 @@ pub(crate) fn median_rows(rows: &mut [serde_json::Value], python: &std::path::Pa
     for f in MEDIAN_FIGURES {
         crate::util::step(&format!("{}: {MEDIAN_RUNS} runs for the median", f.name));
         let runs: Result<Vec<_>, _> = (0..MEDIAN_RUNS)
-            .map(|_| one_run(f, python, quick))
+            .map(|_| {
+                let dir = (f.target == "hook").then(hook_bench_dir).flatten();
+                let run = one_run(f, python, quick, dir.as_deref());
+                if let Some(d) = &dir {
+                    // Empty by now (each side deletes its trials); the folder itself goes too.
+                    let _ = std::fs::remove_dir_all(d);
+                }
+                run
+            })
             .collect();
         let row = match runs {
             Ok(mut runs) => {
@@ -122,7 +155,12 @@ pub(crate) fn median_rows(rows: &mut [serde_json::Value], python: &std::path::Pa
                 let baseline = match &f.baseline {
                     Baseline::Bench(id) => format!("{id}; median of {MEDIAN_RUNS} runs"),
                     Baseline::Python(script, _) => {
-                        format!("python {script} (best); median of {MEDIAN_RUNS} runs")
+                        let place = if f.target == "hook" && Path::new("/dev/shm").is_dir() {
+                            "; both write to tmpfs (/dev/shm)"
+                        } else {
+                            ""
+                        };
+                        format!("python {script} (best); median of {MEDIAN_RUNS} runs{place}")
                     }
                     _ => String::new(),
                 };

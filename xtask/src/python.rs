@@ -163,6 +163,9 @@ pub(crate) fn many_small_trial(smdebug: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// Runs of each smdebug_rs phase in [`bench_rows`]; the best counts.
+const OURS_REPEAT: u32 = 5;
+
 /// Runs crates/python/bench/bench_python.py for one package on one trial.
 fn time_package(python: &Path, trial: &Path, package: &str, repeat: u32) -> Result<Value> {
     step(&format!(
@@ -183,7 +186,8 @@ fn time_package(python: &Path, trial: &Path, package: &str, repeat: u32) -> Resu
 /// peer venv's Python on the same trials — open, every value and `to_pandas` (against the
 /// same DataFrame built with smdebug + numpy + pandas) on the `large` preset and on many
 /// small tensors. The wheel is built in release mode first. `python_repeat` runs of the
-/// original count (its best), two of ours.
+/// original count (its best), [`OURS_REPEAT`] of ours (a few milliseconds each for the
+/// open, where the best of two still held a first open's noise).
 pub fn bench_rows(python: &Path, large: &Path, smdebug: &Path, python_repeat: u32) -> Vec<Value> {
     // (trial label, every-value goal)
     const TRIALS: [(&str, f64); 2] = [("large", 10.0), ("8x60x250 small tensors", 30.0)];
@@ -230,7 +234,7 @@ pub fn bench_rows(python: &Path, large: &Path, smdebug: &Path, python_repeat: u3
     };
     rows.extend(hook_rows(python));
     for ((label, value_goal), trial) in TRIALS.iter().zip(&trials) {
-        let timed = time_package(python, trial, "smdebug_rs", 2)
+        let timed = time_package(python, trial, "smdebug_rs", OURS_REPEAT)
             .and_then(|ours| Ok((ours, time_package(python, trial, "smdebug", python_repeat)?)));
         for (name, key, goal) in names(label) {
             let goal = if key == "every_value" {

@@ -2,13 +2,17 @@
 //! and 1M index entries, written by `smdebug synth-scale` into `target/bench-scale/`
 //! (kept while complete), are opened by `smdebug inspect` (the release build) and by the
 //! real Python smdebug (`tests/peer/scale_open.py`, under a time cap); each row gives wall
-//! time and peak RSS (`/usr/bin/time`), the best of two runs, and the ratio Python / ours.
-//! The 1M-entry shapes are the issue's: many tensors, many workers, many steps.
+//! time (best of three, our clock around the process) and peak RSS (`/usr/bin/time`), the
+//! ratio Python / ours, and a ceiling: Python's open over a bare listing and read of the
+//! trial's index files, the least any reader must do. The 1M-entry shapes are the issue's:
+//! many tensors, many workers, many steps. The table is written to
+//! `docs/scale-benchmarks.md`.
 use crate::util::{cargo, root, run as exec, step};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Instant, SystemTime};
 
 /// (workers, steps, tensors) of each trial, smallest first.
 const SHAPES: &[(usize, i64, usize)] = &[
@@ -18,6 +22,11 @@ const SHAPES: &[(usize, i64, usize)] = &[
     (8, 1250, 100),
     (512, 200, 10),
 ];
+
+/// The largest trials written to and opened on the S3 test server (moto answers one request
+/// at a time, a few milliseconds each: 100k entries are about 20,000 objects to write);
+/// `SMDEBUG_SCALE_S3_MAX_ENTRIES` overrides.
+const S3_MAX_ENTRIES: usize = 100_000;
 
 /// Seconds the Python smdebug may take per open before the row says it did not finish
 /// (`SMDEBUG_SCALE_PYTHON_CAP` overrides).
@@ -33,8 +42,13 @@ fn smdebug_bin() -> PathBuf {
 
 /// Wall seconds and peak RSS in bytes of `cmd` under `/usr/bin/time` (and `timeout cap`
 /// when given), and what it printed; `None` when it ran past the cap.
-fn timed_output(cmd: &[&str], cap: Option<&str>) -> Result<Option<(f64, f64, String)>> {
+fn timed_output(
+    cmd: &[&str],
+    cap: Option<&str>,
+    env: &[(String, String)],
+) -> Result<Option<(f64, f64, String)>> {
     let mut full = Command::new("timeout");
+    full.envs(env.iter().map(|(k, v)| (k, v)));
     full.arg(cap.unwrap_or("0"));
     full.args(["/usr/bin/time", "-f", "SCALE-TIME %e %M"]);
     full.args(cmd);
@@ -65,21 +79,68 @@ fn timed_output(cmd: &[&str], cap: Option<&str>) -> Result<Option<(f64, f64, Str
 }
 
 /// [`timed_output`] without the output.
-fn timed(cmd: &[&str], cap: Option<&str>) -> Result<Option<(f64, f64)>> {
-    Ok(timed_output(cmd, cap)?.map(|(s, m, _)| (s, m)))
+fn timed(cmd: &[&str], cap: Option<&str>, env: &[(String, String)]) -> Result<Option<(f64, f64)>> {
+    Ok(timed_output(cmd, cap, env)?.map(|(s, m, _)| (s, m)))
 }
 
-/// The better of two runs (time and memory each at their best).
-fn best_of_two(cmd: &[&str], cap: Option<&str>) -> Result<Option<(f64, f64)>> {
-    let Some(a) = timed(cmd, cap)? else {
-        return Ok(None);
-    };
-    Ok(Some(match timed(cmd, cap)? {
-        Some(b) => (a.0.min(b.0), a.1.min(b.1)),
-        None => a,
-    }))
+/// Runs of each timing; the best counts.
+const REPEAT: usize = 3;
+
+/// Our figures: the best wall time of [`REPEAT`] runs of `cmd` on its own, clocked here
+/// around the whole process (`/usr/bin/time` counts in 10 ms steps, too coarse for the
+/// small trials), and the peak RSS of one more run under `/usr/bin/time`.
+fn ours(cmd: &[&str], env: &[(String, String)]) -> Result<(f64, f64)> {
+    let mut best = f64::INFINITY;
+    for _ in 0..REPEAT {
+        let start = Instant::now();
+        let out = Command::new(cmd[0])
+            .args(&cmd[1..])
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env("SMDEBUG_LOG_LEVEL", "error")
+            .output()
+            .with_context(|| format!("cannot run {cmd:?}"))?;
+        let secs = start.elapsed().as_secs_f64();
+        if !out.status.success() {
+            bail!(
+                "{cmd:?} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        best = best.min(secs);
+    }
+    let (_, rss) = timed(cmd, None, env)?.context("no limit was set, yet the run timed out")?;
+    Ok((best, rss))
 }
 
+/// Seconds (best of [`REPEAT`]) to list the trial's `index/` folder and read every file in
+/// it, on this thread: the part of an open no reader can skip.
+fn raw_index_read(dir: &Path) -> Result<f64> {
+    fn read_all(dir: &Path, bytes: &mut u64) -> Result<()> {
+        for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                read_all(&entry.path(), bytes)?;
+            } else {
+                *bytes += std::fs::read(entry.path())?.len() as u64;
+            }
+        }
+        Ok(())
+    }
+    let mut best = f64::INFINITY;
+    for _ in 0..REPEAT {
+        let mut bytes = 0;
+        let start = Instant::now();
+        read_all(&dir.join("index"), &mut bytes)?;
+        best = best.min(start.elapsed().as_secs_f64());
+        if bytes == 0 {
+            bail!("{} holds no index file", dir.display());
+        }
+    }
+    Ok(best)
+}
+
+/// Writes the local trial of `shape` unless it is there, complete; returns its folder.
 fn ensure_trial(shape: (usize, i64, usize)) -> Result<PathBuf> {
     let dir = trial_dir(shape);
     if dir.join("training_job_end.ts").exists() {
@@ -92,35 +153,60 @@ fn ensure_trial(shape: (usize, i64, usize)) -> Result<PathBuf> {
     let partial = dir.with_extension("partial");
     let _ = std::fs::remove_dir_all(&partial);
     let _ = std::fs::remove_dir_all(&dir);
-    exec(Command::new(smdebug_bin()).args([
-        "synth-scale",
-        partial.to_str().context("non-UTF-8 path")?,
-        "--workers",
-        &w.to_string(),
-        "--steps",
-        &s.to_string(),
-        "--tensors",
-        &t.to_string(),
-    ]))?;
+    synth_scale(partial.to_str().context("non-UTF-8 path")?, shape, &[])?;
     std::fs::rename(&partial, &dir)?;
     Ok(dir)
 }
 
-fn row(shape: (usize, i64, usize), python: &Path, cap: &str) -> Value {
+/// `smdebug synth-scale` of `shape` at `url` (a folder or an object store URL).
+fn synth_scale(url: &str, (w, s, t): (usize, i64, usize), env: &[(String, String)]) -> Result<()> {
+    exec(
+        Command::new(smdebug_bin())
+            .args(["synth-scale", url, "--workers", &w.to_string()])
+            .args(["--steps", &s.to_string(), "--tensors", &t.to_string()])
+            .envs(env.iter().map(|(k, v)| (k, v))),
+    )
+}
+
+/// Where a row's trial lies: a local folder (with the raw-read ceiling) or the S3 test
+/// server (written fresh by this run, with the server's environment).
+enum Place<'a> {
+    Local,
+    S3(&'a [(String, String)]),
+}
+
+fn row(shape: (usize, i64, usize), python: &Path, cap: &str, place: &Place) -> Value {
     let (w, s, t) = shape;
     let entries = w as i64 * s * t as i64;
+    let on = match place {
+        Place::Local => "",
+        Place::S3(_) => " on S3",
+    };
     let name =
-        format!("scale: open {entries} index entries ({w} workers x {s} steps x {t} tensors)");
+        format!("scale{on}: open {entries} index entries ({w} workers x {s} steps x {t} tensors)");
     let run = || -> Result<Value> {
-        let dir = ensure_trial(shape)?;
-        let dir = dir.to_str().context("non-UTF-8 path")?;
+        let (dir, env, raw) = match place {
+            Place::Local => {
+                let dir = ensure_trial(shape)?;
+                let dir = dir.to_str().context("non-UTF-8 path")?.to_owned();
+                step(&format!("{name}: raw read of the index files"));
+                let raw = raw_index_read(Path::new(&dir))?;
+                (dir, &[][..], Some(raw))
+            }
+            Place::S3(env) => {
+                let url = format!("s3://{}/scale-{w}w-{s}s-{t}t", crate::services::BUCKET);
+                step(&format!("{name}: smdebug synth-scale {url}"));
+                synth_scale(&url, shape, env)?;
+                (url, *env, None)
+            }
+        };
+        let dir = dir.as_str();
         step(&format!("{name}: smdebug inspect"));
         let bin = smdebug_bin();
-        let ours = best_of_two(
+        let ours = ours(
             &[bin.to_str().context("non-UTF-8 path")?, "inspect", dir],
-            None,
-        )?
-        .context("smdebug inspect did not finish")?;
+            env,
+        )?;
         step(&format!("{name}: Python smdebug (cap {cap} s)"));
         let script = root().join("tests/peer/scale_open.py");
         // Python's own clock of the open (its interpreter start and `import smdebug`
@@ -132,6 +218,7 @@ fn row(shape: (usize, i64, usize), python: &Path, cap: &str) -> Value {
                 dir,
             ],
             Some(cap),
+            env,
         )?;
         let py = match py {
             Some((_, rss, out)) => {
@@ -145,11 +232,13 @@ fn row(shape: (usize, i64, usize), python: &Path, cap: &str) -> Value {
             None => None,
         };
         Ok(json!({
-            "name": name, "entries": entries, "workers": w, "steps": s, "tensors": t,
+            "name": name, "s3": matches!(place, Place::S3(_)), "entries": entries, "workers": w, "steps": s, "tensors": t,
             "value": ours.0, "unit": "s", "ours_seconds": ours.0, "ours_max_rss_bytes": ours.1,
             "bytes_per_entry": ours.1 / entries as f64,
             "python_seconds": py.map(|p| p.0), "python_max_rss_bytes": py.map(|p| p.1),
             "ratio": py.map(|p| p.0 / ours.0),
+            "raw_index_read_seconds": raw,
+            "ceiling": py.zip(raw).map(|(p, raw)| p.0 / raw),
             "baseline": match py {
                 Some(_) => "python smdebug open (same trial)".to_owned(),
                 None => format!("python smdebug did not finish within {cap} s"),
@@ -161,7 +250,7 @@ fn row(shape: (usize, i64, usize), python: &Path, cap: &str) -> Value {
 }
 
 /// Builds the release CLI, writes the trials that are missing, and measures every row;
-/// prints the table and returns the rows.
+/// prints the table, writes it to `docs/scale-benchmarks.md` and returns the rows.
 pub fn run(python: &Path) -> Result<Vec<Value>> {
     step("cargo build --release -p smdebug-cli (synth-scale, inspect)");
     exec(cargo().args(["build", "--release", "-p", "smdebug-cli"]))?;
@@ -170,31 +259,87 @@ pub fn run(python: &Path) -> Result<Vec<Value>> {
     let only: Option<usize> = std::env::var("SMDEBUG_SCALE_MAX_ENTRIES")
         .ok()
         .and_then(|v| v.parse().ok());
-    let rows: Vec<Value> = SHAPES
+    let mut rows: Vec<Value> = SHAPES
         .iter()
         .filter(|(w, s, t)| only.is_none_or(|m| w * (*s as usize) * t <= m))
-        .map(|&shape| row(shape, python, &cap))
+        .map(|&shape| row(shape, python, &cap, &Place::Local))
         .collect();
-    println!("\n| trial | entries | ours: `smdebug inspect` | ours peak RSS | peak RSS / entry (B) | Python open | Python peak RSS | Python / ours |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    for r in &rows {
+    let s3_max = std::env::var("SMDEBUG_SCALE_S3_MAX_ENTRIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(S3_MAX_ENTRIES)
+        .min(only.unwrap_or(usize::MAX));
+    let s3 = crate::services::S3Server::start(&crate::peer::ensure_tools()?)?;
+    let env = s3.env();
+    rows.extend(
+        SHAPES
+            .iter()
+            .filter(|(w, s, t)| w * (*s as usize) * t <= s3_max)
+            .map(|&shape| row(shape, python, &cap, &Place::S3(&env))),
+    );
+    drop(s3);
+    let table = table(&rows, &cap);
+    println!("\n{table}");
+    let commit = crate::util::output(
+        Command::new("git")
+            .args(["rev-parse", "--short", "HEAD"])
+            .current_dir(root()),
+    )
+    .map(|c| c.trim().to_owned())
+    .unwrap_or_else(|_| "?".to_owned());
+    let page = format!(
+        "<!-- Generated by `cargo xtask bench --scale`: do not edit by hand. -->\n\
+         # Scaling table\n\n\
+         The figures of the last `cargo xtask bench --scale` run, {}, commit `{commit}`{}. \
+         How they are measured: docs/src/scale.md, \"The scaling table\".\n\n{table}",
+        crate::bench_doc::utc_timestamp(SystemTime::now()),
+        match only {
+            Some(m) => format!(", trials of at most {m} entries"),
+            None => String::new(),
+        },
+    );
+    let path = root().join("docs/scale-benchmarks.md");
+    std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(rows)
+}
+
+/// The table of `rows` in Markdown.
+fn table(rows: &[Value], cap: &str) -> String {
+    let mut out = String::from(
+        "| trial | entries | ours: `smdebug inspect` | ours peak RSS | peak RSS / entry (B) \
+         | Python open | Python peak RSS | Python / ours | raw read of the index files \
+         | ceiling: Python / raw read |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mb = |v: &Value| {
+        v.as_f64()
+            .map_or("-".to_owned(), |b| format!("{:.0} MB", b / 1e6))
+    };
+    let secs = |v: &Value| {
+        v.as_f64().map_or(format!("> {cap} s (cap)"), |s| {
+            if s < 0.1 {
+                format!("{:.1} ms", s * 1e3)
+            } else {
+                format!("{s:.2} s")
+            }
+        })
+    };
+    let times = |v: &Value| v.as_f64().map_or("-".to_owned(), |x| format!("{x:.0}×"));
+    for r in rows {
         if let Some(e) = r["error"].as_str() {
-            println!(
-                "| {} | error: {e} | | | | | | |",
+            out += &format!(
+                "| {} | error: {e} | | | | | | | | |\n",
                 r["name"].as_str().unwrap_or("")
             );
             continue;
         }
-        let mb = |v: &Value| {
-            v.as_f64()
-                .map_or("-".to_owned(), |b| format!("{:.0} MB", b / 1e6))
-        };
-        let secs = |v: &Value| {
-            v.as_f64()
-                .map_or(format!("> {cap} s (cap)"), |s| format!("{s:.2} s"))
-        };
-        println!(
-            "| {}w × {}s × {}t | {} | {} | {} | {:.0} | {} | {} | {} |",
+        out += &format!(
+            "| {}{}w × {}s × {}t | {} | {} | {} | {:.0} | {} | {} | {} | {} | {} |\n",
+            if r["s3"].as_bool() == Some(true) {
+                "S3: "
+            } else {
+                ""
+            },
             r["workers"],
             r["steps"],
             r["tensors"],
@@ -204,10 +349,13 @@ pub fn run(python: &Path) -> Result<Vec<Value>> {
             r["bytes_per_entry"].as_f64().unwrap_or(f64::NAN),
             secs(&r["python_seconds"]),
             mb(&r["python_max_rss_bytes"]),
-            r["ratio"]
-                .as_f64()
-                .map_or("-".to_owned(), |x| format!("{x:.0}×")),
+            times(&r["ratio"]),
+            match &r["raw_index_read_seconds"] {
+                Value::Null => "-".to_owned(),
+                v => secs(v),
+            },
+            times(&r["ceiling"]),
         );
     }
-    Ok(rows)
+    out
 }

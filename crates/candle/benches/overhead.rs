@@ -6,6 +6,9 @@
 //! collection at every step, no raw values: goal ≤ 5 % slower) and
 //! `candle_overhead/step/hook_interval_500_recorder_n10` (the flight recorder keeping the
 //! last 10 steps of every collection: goal ≤ 5 % slower than `hook_interval_500`).
+//!
+//! `SMDEBUG_BENCH_WRITER_PRIORITY=background` builds every hook with
+//! `WriterPriority::Background` instead of the default `Normal`, for an A/B comparison.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -26,6 +29,10 @@ fn hooked(
     let demo = Demo::new(Scenario::Healthy, 1).expect("demo network");
     let out = dir.join(name);
     let b = Demo::hook_builder(out.to_str().expect("utf-8 temp dir")).expect("demo hook config");
+    let b = match std::env::var("SMDEBUG_BENCH_WRITER_PRIORITY").as_deref() {
+        Ok("background") => b.writer_priority(smdebug_hook::WriterPriority::Background),
+        _ => b,
+    };
     let hook = builder(b).build().expect("hook");
     let h = demo.register(hook).expect("register");
     (demo, h)

@@ -1,7 +1,8 @@
 //! candle tensor → `smdebug_record::TensorValue`.
 
-use candle_core::{DType, Tensor as CTensor};
-use ndarray::{ArrayD, IxDyn};
+use candle_core::{CpuStorage, DType, Storage, Tensor as CTensor};
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use smdebug_hook::{LentTensor, TensorView};
 use smdebug_record::TensorValue;
 
 use crate::error::{CandleError, Result};
@@ -41,6 +42,71 @@ pub fn to_smdebug(name: &str, t: &CTensor) -> Result<TensorValue> {
         }
     };
     Ok(tensor)
+}
+
+/// A CPU candle tensor lent to the hook ([`LentTensor`]): a clone of the handle (a
+/// reference-count increment), for a tensor nothing writes to again (an activation, a
+/// gradient; not a variable, which the optimizer updates in place). The hook copies it only
+/// when it writes it; the flight recorder checks and keeps it as it is.
+#[derive(Debug, Clone)]
+pub(crate) struct Lent {
+    name: String,
+    tensor: CTensor,
+}
+
+impl Lent {
+    /// Lends `tensor`, called `name` in error messages.
+    pub(crate) fn new(name: &str, tensor: CTensor) -> Self {
+        Lent {
+            name: name.to_owned(),
+            tensor,
+        }
+    }
+}
+
+impl LentTensor for Lent {
+    fn len(&self) -> usize {
+        self.tensor.elem_count()
+    }
+
+    fn nbytes(&self) -> usize {
+        self.tensor.elem_count() * self.tensor.dtype().size_in_bytes()
+    }
+
+    fn with_view(&self, f: &mut dyn FnMut(TensorView<'_>)) -> bool {
+        let (storage, layout) = self.tensor.storage_and_layout();
+        let (Storage::Cpu(cpu), Some((start, end))) = (&*storage, layout.contiguous_offsets())
+        else {
+            return false;
+        };
+        let shape = IxDyn(self.tensor.dims());
+        macro_rules! lend {
+            ($v:expr, $variant:ident) => {
+                match $v.get(start..end).map(|s| ArrayViewD::from_shape(shape, s)) {
+                    Some(Ok(view)) => {
+                        f(TensorView::$variant(view));
+                        true
+                    }
+                    _ => false,
+                }
+            };
+        }
+        match cpu {
+            CpuStorage::F32(v) => lend!(v, F32),
+            CpuStorage::F64(v) => lend!(v, F64),
+            CpuStorage::F16(v) => lend!(v, F16),
+            CpuStorage::U8(v) => lend!(v, U8),
+            CpuStorage::U32(v) => lend!(v, U32),
+            CpuStorage::I16(v) => lend!(v, I16),
+            CpuStorage::I32(v) => lend!(v, I32),
+            CpuStorage::I64(v) => lend!(v, I64),
+            _ => false,
+        }
+    }
+
+    fn to_value(&self) -> std::result::Result<TensorValue, String> {
+        to_smdebug(&self.name, &self.tensor).map_err(|e| e.to_string())
+    }
 }
 
 /// Reads a one-element candle tensor (a loss, a metric) as `f64`.

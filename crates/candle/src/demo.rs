@@ -551,8 +551,7 @@ impl Demo {
         } else {
             // Without a hook nothing would empty the tap.
             self.tap.set_armed(false);
-            self.tap.take();
-            self.tap.take();
+            self.tap.clear();
         }
         self.opt.step(&grads).map_err(ce("optimizer"))?;
         Ok(out)
@@ -575,7 +574,7 @@ impl Demo {
             h.save_scalar("val_accuracy", f64::from(out.accuracy));
         } else {
             self.tap.set_armed(false);
-            self.tap.take();
+            self.tap.clear();
         }
         Ok(out)
     }

@@ -7,7 +7,7 @@ use candle_core::{Tensor as CTensor, Var};
 use candle_nn::VarMap;
 use smdebug_hook::{Hook, HookStats, Mode, Saved};
 
-use crate::convert::{scalar_value, to_smdebug};
+use crate::convert::{scalar_value, to_smdebug, Lent};
 use crate::error::{CandleError, Result};
 use crate::tap::Tap;
 
@@ -36,6 +36,8 @@ pub struct CandleHook {
     hook: Hook,
     params: Vec<Param>,
     taps: Vec<Tap>,
+    /// What the taps recorded, reused from step to step (no allocation per step).
+    recorded: Vec<(std::sync::Arc<str>, CTensor)>,
 }
 
 impl std::fmt::Debug for CandleHook {
@@ -97,6 +99,7 @@ impl CandleHook {
             hook,
             params: out,
             taps: Vec::new(),
+            recorded: Vec::new(),
         })
     }
 
@@ -126,9 +129,9 @@ impl CandleHook {
     pub fn step(&mut self) -> Result<usize> {
         self.hook.step()?;
         for t in 0..self.taps.len() {
-            let names = self.taps[t].names();
+            let names = self.taps[t].names_shared();
             let mut armed = names.is_empty();
-            for n in &names {
+            for n in names.iter() {
                 if armed {
                     break;
                 }
@@ -187,35 +190,43 @@ impl CandleHook {
     /// them. Call it after the forward pass. Returns how many tensors were saved.
     pub fn record_taps(&mut self) -> Result<usize> {
         let mut saved = 0;
-        for t in 0..self.taps.len() {
-            for (name, value) in self.taps[t].take() {
-                if !self.hook.should_save(&name)? {
-                    continue;
-                }
-                if self.save_fresh(&name, value)? == Saved::Queued {
-                    saved += 1;
-                }
-            }
+        let mut recorded = std::mem::take(&mut self.recorded);
+        for tap in &self.taps {
+            tap.take_into(&mut recorded);
         }
-        Ok(saved)
+        let mut result = Ok(());
+        for (name, value) in recorded.drain(..) {
+            if result.is_err() {
+                continue;
+            }
+            result = match self.hook.should_save(&name) {
+                Ok(false) => Ok(()),
+                Ok(true) => match self.save_fresh(&name, value) {
+                    Ok(s) => {
+                        saved += usize::from(s == Saved::Queued);
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e.into()),
+            };
+        }
+        self.recorded = recorded;
+        result.map(|()| saved)
     }
 
     /// Saves a tensor nothing will write to again (a module's output, a gradient from
-    /// `backward`), already found due: on the CPU the writer thread converts it from a
-    /// clone of the reference-counted handle, so the training thread does not copy the
-    /// elements (the flight recorder takes every recorded tensor at every step). A
-    /// variable, which the optimizer updates in place, and a tensor on another device are
-    /// copied now.
+    /// `backward`), already found due: on the CPU it is lent to the hook as a clone of the
+    /// reference-counted handle, so the training thread does not copy the elements, and the
+    /// writer thread copies them only when it writes them (the flight recorder takes every
+    /// recorded tensor at every step and keeps the handle). A variable, which the optimizer
+    /// updates in place, and a tensor on another device are copied now.
     fn save_fresh(&mut self, name: &str, t: CTensor) -> Result<Saved> {
         if t.is_variable() || !t.device().is_cpu() {
             let value = to_smdebug(name, &t)?;
             return Ok(self.hook.save(name, value)?);
         }
-        let owned = name.to_owned();
-        let len = t.elem_count();
-        Ok(self.hook.save_deferred(name, len, move || {
-            to_smdebug(&owned, &t).map_err(|e| e.to_string())
-        })?)
+        Ok(self.hook.save_lent(name, Lent::new(name, t))?)
     }
 
     /// Saves any tensor under an explicit name, when due.

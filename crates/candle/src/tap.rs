@@ -10,8 +10,11 @@ struct TapState {
     armed: bool,
     /// Every name a wrapper of this tap has produced: lets the hook decide whether to arm
     /// the tap for a step without running the model.
-    names: BTreeSet<String>,
-    pending: Vec<(String, CTensor)>,
+    names: BTreeSet<Arc<str>>,
+    /// `names` as a list, shared with the hook until a new name appears (the hook reads it
+    /// at every step; the set rarely changes after the first step).
+    names_list: Option<Arc<[Arc<str>]>>,
+    pending: Vec<(Arc<str>, CTensor)>,
 }
 
 /// Where [`Recorded`] modules leave their inputs and outputs until
@@ -48,22 +51,43 @@ impl Tap {
 
     /// The names the wrappers have produced so far.
     pub fn names(&self) -> Vec<String> {
-        self.lock().names.iter().cloned().collect()
+        self.lock().names.iter().map(|n| n.to_string()).collect()
     }
 
-    pub(crate) fn take(&self) -> Vec<(String, CTensor)> {
-        std::mem::take(&mut self.lock().pending)
+    /// The names, as a list shared until a new name appears (no copy per step).
+    pub(crate) fn names_shared(&self) -> Arc<[Arc<str>]> {
+        let mut s = self.lock();
+        if s.names_list.is_none() {
+            s.names_list = Some(s.names.iter().cloned().collect());
+        }
+        s.names_list.clone().unwrap_or_else(|| Arc::new([]))
+    }
+
+    /// Moves what was recorded into `into` (which keeps its capacity for the next step).
+    pub(crate) fn take_into(&self, into: &mut Vec<(Arc<str>, CTensor)>) {
+        into.append(&mut self.lock().pending);
+    }
+
+    /// Empties what was recorded.
+    pub(crate) fn clear(&self) {
+        self.lock().pending.clear();
     }
 
     /// Records `t` under `name` if the tap is armed (also usable for tensors computed
     /// outside any module).
     pub fn record(&self, name: &str, t: &CTensor) {
         let mut s = self.lock();
-        if !s.names.contains(name) {
-            s.names.insert(name.to_owned());
-        }
+        let name = match s.names.get(name) {
+            Some(n) => n.clone(),
+            None => {
+                let n: Arc<str> = Arc::from(name);
+                s.names.insert(n.clone());
+                s.names_list = None;
+                n
+            }
+        };
         if s.armed {
-            s.pending.push((name.to_owned(), t.clone()));
+            s.pending.push((name, t.clone()));
         }
     }
 }

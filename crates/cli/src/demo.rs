@@ -152,7 +152,7 @@ fn write_report(trial: &str, progress: bool) -> Result<std::path::PathBuf> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let options = smdebug_report::ReportOptions {
-        rules: smdebug_report::default_rules(true),
+        default_rules: true,
         ..Default::default()
     };
     crate::report::write_report(

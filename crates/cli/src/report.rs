@@ -8,7 +8,7 @@
 use crate::progress::{bar, ReportBar};
 use crate::rules::parse_rule_arg;
 use anyhow::{Context, Result};
-use smdebug_report::{all_rules, default_rules, report, ReportOptions, RuleChoice, StepRange};
+use smdebug_report::{all_rules, report, ReportOptions, RuleChoice, StepRange};
 use smdebug_trial::TrialOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,12 +38,14 @@ pub struct Args {
     pub timeout: u64,
 }
 
-/// The rules `--rules` names.
-pub fn rule_choices(names: &[String], has_train_mode: bool) -> Result<Vec<RuleChoice>> {
+/// The rules `--rules` names, and whether it names `default` (resolved by the report on
+/// the open trial: see [`ReportOptions::default_rules`]).
+pub fn rule_choices(names: &[String]) -> Result<(Vec<RuleChoice>, bool)> {
     let mut out = Vec::new();
+    let mut default = false;
     for n in names {
         match n.as_str() {
-            "default" => out.extend(default_rules(has_train_mode)),
+            "default" => default = true,
             "all" => out.extend(all_rules()),
             "none" => {}
             other => {
@@ -56,7 +58,7 @@ pub fn rule_choices(names: &[String], has_train_mode: bool) -> Result<Vec<RuleCh
             }
         }
     }
-    Ok(out)
+    Ok((out, default))
 }
 
 /// Writes the report of `trial` to `out_file`, with a progress bar when `visible`; returns
@@ -83,12 +85,10 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
         collections_timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
         ..TrialOptions::default()
     };
-    let has_train = smdebug_trial::Trial::open(&args.trial, trial_options.clone())
-        .with_context(|| format!("opening trial {}", args.trial))?
-        .modes()
-        .contains(&smdebug_trial::Mode::Train);
+    let (rules, default_rules) = rule_choices(&args.rules)?;
     let options = ReportOptions {
-        rules: rule_choices(&args.rules, has_train)?,
+        rules,
+        default_rules,
         steps: match &args.steps {
             Some(s) => s.parse::<StepRange>().map_err(anyhow::Error::msg)?,
             None => StepRange::default(),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::options::{ExportOptions, ValuesMode, SMALL_VALUE_ELEMENTS};
 use crate::pipeline::for_each_ordered;
-use crate::sink::{SinkSettings, TableWriter, Written};
+use crate::sink::{BatchSink, SinkSettings, TableWriter, Target, Written};
 use crate::stats::{scalar_f64, statistics, values_f64, Statistics};
 use crate::table::{ReductionRow, RowKey, Rows, ScalarRow, StatsSource, StepRow, Table, TensorRow};
 use crate::{ExportError, Result};
@@ -115,7 +115,48 @@ pub fn export(
     options: &ExportOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Summary> {
-    let mut run = Run::new(trial, out, options)?;
+    let target = Target::Store(open_output(out)?);
+    export_to(trial, target, options, progress)
+}
+
+/// Exports everything `trial` holds now as Arrow record batches, without files: each
+/// table's rows are handed to `on_batch` as record batches of at most
+/// [`ExportOptions::row_group_rows`] rows, the same batches the file writers encode, table
+/// by table in the order they are made (a table's batches in row order). The schemas are
+/// [`Table::schema`]`(false)` (list columns as Arrow lists, whatever `options.format`);
+/// `options.layout` and `options.part_bytes` do not apply. An error of `on_batch` stops the
+/// export and is returned. The summary's tables count rows; they have no bytes or files.
+pub fn export_batches(
+    trial: &Trial,
+    options: &ExportOptions,
+    progress: &mut dyn FnMut(Progress),
+    on_batch: &mut BatchSink<'_>,
+) -> Result<Summary> {
+    let options = ExportOptions {
+        format: crate::Format::Arrow,
+        ..options.clone()
+    };
+    export_to(trial, Target::Batches(on_batch), &options, progress)
+}
+
+fn open_output(out: &str) -> Result<BlockingStore> {
+    let location = Location::parse(out.trim()).map_err(|source| ExportError::Output {
+        location: out.into(),
+        source,
+    })?;
+    BlockingStore::open(&location).map_err(|source| ExportError::Output {
+        location: out.into(),
+        source,
+    })
+}
+
+fn export_to(
+    trial: &Trial,
+    target: Target<'_>,
+    options: &ExportOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Summary> {
+    let mut run = Run::new(trial, target, options)?;
     trial.no_refresh(|_| -> Result<()> {
         run.check_index_files()?;
         let plan = run.plan()?;
@@ -155,7 +196,7 @@ pub fn follow(
         ));
     }
     options.layout = crate::Layout::Partitioned;
-    let mut run = Run::new(trial, out, &options)?;
+    let mut run = Run::new(trial, Target::Store(open_output(out)?), &options)?;
     let mut done: BTreeSet<i64> = BTreeSet::new();
     loop {
         let ended = trial.has_training_ended()?;
@@ -253,9 +294,9 @@ struct Ctx<'t> {
 }
 
 /// What the consuming thread alone changes: the table writers and the running totals.
-struct Sink {
+struct Sink<'b> {
     strict: bool,
-    out: BlockingStore,
+    out: Target<'b>,
     writers: BTreeMap<Table, TableWriter>,
     summary: Summary,
     done: u64,
@@ -264,9 +305,9 @@ struct Sink {
     waiting_values: usize,
 }
 
-struct Run<'t> {
+struct Run<'t, 'b> {
     ctx: Ctx<'t>,
-    sink: Sink,
+    sink: Sink<'b>,
     /// Entries known so far (the progress bar's length).
     total: u64,
     start: Instant,
@@ -286,21 +327,13 @@ const ROW_GROUP_VALUE_BYTES: usize = 8 << 20;
 /// Entries between two progress reports (a report costs a redraw on a terminal).
 const PROGRESS_EVERY: u64 = 256;
 
-impl<'t> Run<'t> {
-    fn new(trial: &'t Trial, out: &str, options: &ExportOptions) -> Result<Run<'t>> {
+impl<'t, 'b> Run<'t, 'b> {
+    fn new(trial: &'t Trial, out: Target<'b>, options: &ExportOptions) -> Result<Run<'t, 'b>> {
         if options.bucket_steps <= 0 {
             return Err(ExportError::InvalidOption(
                 "bucket_steps must be positive".into(),
             ));
         }
-        let location = Location::parse(out.trim()).map_err(|source| ExportError::Output {
-            location: out.into(),
-            source,
-        })?;
-        let out_store = BlockingStore::open(&location).map_err(|source| ExportError::Output {
-            location: out.into(),
-            source,
-        })?;
         let records = BlockingStore::new(trial.storage().clone()).map_err(TrialError::from)?;
         let settings = SinkSettings {
             format: options.format,
@@ -325,7 +358,7 @@ impl<'t> Run<'t> {
             },
             sink: Sink {
                 strict: options.strict,
-                out: out_store,
+                out,
                 writers,
                 summary: Summary::default(),
                 done: 0,
@@ -564,7 +597,7 @@ impl<'t> Run<'t> {
     fn sync(&mut self) -> Result<()> {
         let bucket = self.last_bucket;
         for w in self.sink.writers.values_mut() {
-            w.sync(&self.sink.out, bucket)?;
+            w.sync(&mut self.sink.out, bucket)?;
         }
         Ok(())
     }
@@ -573,24 +606,25 @@ impl<'t> Run<'t> {
         let bucket = self.last_bucket;
         let sink = &mut self.sink;
         for (t, w) in std::mem::take(&mut sink.writers) {
-            let written = w.finish(&sink.out, bucket)?;
+            let written = w.finish(&mut sink.out, bucket)?;
             sink.summary.tables.insert(t.name(), written);
         }
         // Spark's marker of a complete dataset: written last, so its presence means every
         // file above is in place.
-        sink.out
-            .put("_SUCCESS", Bytes::new())
-            .map_err(|source| ExportError::Write {
-                key: "_SUCCESS".into(),
-                source,
-            })?;
+        if let Target::Store(out) = &sink.out {
+            out.put("_SUCCESS", Bytes::new())
+                .map_err(|source| ExportError::Write {
+                    key: "_SUCCESS".into(),
+                    source,
+                })?;
+        }
         let mut summary = std::mem::take(&mut sink.summary);
         summary.seconds = self.start.elapsed().as_secs_f64();
         Ok(summary)
     }
 }
 
-impl Sink {
+impl Sink<'_> {
     fn writer(&mut self, t: Table) -> &mut TableWriter {
         self.writers.get_mut(&t).expect("a writer per table")
     }
@@ -607,7 +641,7 @@ impl Sink {
             self.waiting_values = 0;
         }
         for w in self.writers.values_mut() {
-            w.flush(&self.out, bucket, force)?;
+            w.flush(&mut self.out, bucket, force)?;
         }
         Ok(())
     }
@@ -617,15 +651,14 @@ impl Sink {
     fn flush_full(&mut self, bucket: i64, row_group: usize) -> Result<()> {
         if self.waiting_values >= ROW_GROUP_VALUE_BYTES {
             self.waiting_values = 0;
-            let out = &self.out;
             self.writers
                 .get_mut(&Table::Tensors)
                 .expect("a writer per table")
-                .flush_group(out, bucket)?;
+                .flush_group(&mut self.out, bucket)?;
         }
         for w in self.writers.values_mut() {
             if w.waiting() >= row_group {
-                w.flush(&self.out, bucket, false)?;
+                w.flush(&mut self.out, bucket, false)?;
             }
         }
         Ok(())

@@ -63,9 +63,10 @@ mod table;
 
 pub use error::{ExportError, Result};
 pub use export::{
-    export, export_trial, follow, follow_trial, trial_options, Progress, Skipped, Summary,
+    export, export_batches, export_trial, follow, follow_trial, trial_options, Progress, Skipped,
+    Summary,
 };
 pub use options::{ExportOptions, Format, Layout, StepRange, ValuesMode, SMALL_VALUE_ELEMENTS};
-pub use sink::Written;
+pub use sink::{BatchSink, Written};
 pub use stats::{statistics, Statistics};
 pub use table::Table;

@@ -15,6 +15,28 @@ use crate::options::{Format, Layout};
 use crate::table::{Rows, Table};
 use crate::{ExportError, Result};
 
+/// What receives one table's record batches: a table's batches handed over as they are
+/// made, with the table they belong to.
+pub type BatchSink<'a> = dyn FnMut(Table, RecordBatch) -> Result<()> + 'a;
+
+/// Where the table writers' rows go.
+pub(crate) enum Target<'a> {
+    /// Encoded into files of the export's format, stored under this store.
+    Store(BlockingStore),
+    /// Handed over as Arrow record batches, unencoded (an in-process consumer: no file,
+    /// no compression, no copy).
+    Batches(&'a mut BatchSink<'a>),
+}
+
+impl Target<'_> {
+    fn store(&self) -> Option<&BlockingStore> {
+        match self {
+            Target::Store(s) => Some(s),
+            Target::Batches(_) => None,
+        }
+    }
+}
+
 /// One file being encoded in memory.
 enum Encoder {
     Parquet(ArrowWriter<Vec<u8>>),
@@ -202,11 +224,14 @@ impl TableWriter {
     /// Writes every waiting row as a row group of its own, however few: for rows so large
     /// (values with `--values all`) that a row group of the usual row count would not fit
     /// in memory.
-    pub fn flush_group(&mut self, store: &BlockingStore, bucket: i64) -> Result<()> {
+    pub(crate) fn flush_group(&mut self, target: &mut Target<'_>, bucket: i64) -> Result<()> {
         if self.rows.is_empty() {
             return Ok(());
         }
-        self.flush(store, bucket, true)?;
+        self.flush(target, bucket, true)?;
+        let Some(store) = target.store() else {
+            return Ok(());
+        };
         if let Some((enc, _)) = self.open.as_mut() {
             enc.end_row_group()?;
             if enc.size() >= self.settings.part_bytes && self.settings.layout != Layout::Single {
@@ -219,10 +244,32 @@ impl TableWriter {
 
     /// Writes the waiting rows, which belong to step bucket `bucket`, once there are enough
     /// of them for a row group (all of them when `force`).
-    pub fn flush(&mut self, store: &BlockingStore, bucket: i64, force: bool) -> Result<()> {
+    pub(crate) fn flush(
+        &mut self,
+        target: &mut Target<'_>,
+        bucket: i64,
+        force: bool,
+    ) -> Result<()> {
         if self.rows.is_empty() || (!force && self.rows.len() < self.settings.row_group_rows) {
             return Ok(());
         }
+        let store = match target {
+            Target::Store(store) => &*store,
+            Target::Batches(give) => {
+                // Slices of a row group each, as the files get (a slice shares the
+                // batch's buffers).
+                let batch = self.rows.take_batch(&self.schema, false)?;
+                let step = self.settings.row_group_rows.max(1);
+                let mut offset = 0;
+                while offset < batch.num_rows() {
+                    let len = step.min(batch.num_rows() - offset);
+                    self.written.rows += len as u64;
+                    give(self.table, batch.slice(offset, len))?;
+                    offset += len;
+                }
+                return Ok(());
+            }
+        };
         if matches!(&self.open, Some((_, b)) if *b != bucket) {
             // Rows of a new bucket: the table spans several buckets, so it is partitioned.
             self.partitioned |= self.settings.layout != Layout::Single;
@@ -305,16 +352,22 @@ impl TableWriter {
 
     /// Writes every waiting row and closes the open file, so that everything given so far
     /// is stored (`--follow` calls this after each round).
-    pub fn sync(&mut self, store: &BlockingStore, bucket: i64) -> Result<()> {
-        self.flush(store, bucket, true)?;
+    pub(crate) fn sync(&mut self, target: &mut Target<'_>, bucket: i64) -> Result<()> {
+        self.flush(target, bucket, true)?;
+        let Some(store) = target.store() else {
+            return Ok(());
+        };
         self.partitioned |= self.settings.layout != Layout::Single;
         self.close_file(store)
     }
 
     /// Writes what is left; a table that fit one file in the `auto` layout is stored as
     /// `TABLE.EXT`, and a table without rows as an empty file of that name.
-    pub fn finish(mut self, store: &BlockingStore, bucket: i64) -> Result<Written> {
-        self.flush(store, bucket, true)?;
+    pub(crate) fn finish(mut self, target: &mut Target<'_>, bucket: i64) -> Result<Written> {
+        self.flush(target, bucket, true)?;
+        let Some(store) = target.store() else {
+            return Ok(self.written);
+        };
         self.close_file(store)?;
         if let Some((bytes, _)) = self.held.take() {
             let key = format!("{}.{}", self.table.name(), self.settings.format.extension());

@@ -340,3 +340,84 @@ fn large_values_are_written_in_row_groups_of_bounded_bytes() {
     let want: Vec<f64> = (0..8).map(|s| 399_999.0 * 0.5 + s as f64).collect();
     assert_eq!(last, want);
 }
+
+/// The batches of `export_batches`, per table, concatenated (empty tables: no batch).
+fn batches_of(
+    trial: &str,
+    options: &ExportOptions,
+) -> std::collections::BTreeMap<&'static str, Vec<arrow_array::RecordBatch>> {
+    let trial = smdebug_trial::Trial::open(trial, smdebug_export::trial_options()).unwrap();
+    let mut out = std::collections::BTreeMap::<_, Vec<_>>::new();
+    let s = smdebug_export::export_batches(&trial, options, &mut |_| {}, &mut |t, b| {
+        assert_eq!(b.schema(), t.schema(false), "{}", t.name());
+        assert!(b.num_rows() <= options.row_group_rows);
+        out.entry(t.name()).or_default().push(b);
+        Ok(())
+    })
+    .unwrap();
+    for (name, batches) in &out {
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(s.tables[name].rows, rows as u64, "{name}");
+        assert!(s.tables[name].files.is_empty());
+    }
+    out
+}
+
+#[test]
+fn record_batches_hold_the_rows_the_files_hold() {
+    write_trial("batches", 5);
+    for format in [Format::Arrow, Format::Csv] {
+        let options = ExportOptions {
+            // Several batches per table; the format does not change the batches' schema.
+            row_group_rows: 3,
+            format,
+            ..ExportOptions::default()
+        };
+        let got = batches_of("memory://batches/run", &options);
+        assert_eq!(got["tensors"].len(), 4, "10 rows in batches of 3");
+        let file = ExportOptions {
+            format: Format::Arrow,
+            layout: Layout::Single,
+            ..options.clone()
+        };
+        export_trial(
+            "memory://batches/run",
+            "memory://batches/out",
+            &file,
+            &mut |_| {},
+        )
+        .unwrap();
+        let out = BlockingStore::open(&Location::parse("memory://batches/out").unwrap()).unwrap();
+        for table in ["tensors", "scalars", "steps"] {
+            let bytes = out.get(&format!("{table}.arrow")).unwrap();
+            let reader =
+                arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None).unwrap();
+            let schema = reader.schema();
+            let want: Vec<_> = reader.map(Result::unwrap).collect();
+            let want = arrow_select::concat::concat_batches(&schema, &want).unwrap();
+            let have = arrow_select::concat::concat_batches(&schema, &got[table]).unwrap();
+            assert_eq!(have, want, "{table}");
+        }
+        assert!(!got.contains_key("reductions"), "no reduction was saved");
+    }
+}
+
+#[test]
+fn an_error_of_the_batch_consumer_stops_the_export() {
+    write_trial("batches-stop", 4);
+    let trial =
+        smdebug_trial::Trial::open("memory://batches-stop/run", smdebug_export::trial_options())
+            .unwrap();
+    let options = ExportOptions {
+        row_group_rows: 1,
+        ..ExportOptions::default()
+    };
+    let mut calls = 0;
+    let err = smdebug_export::export_batches(&trial, &options, &mut |_| {}, &mut |_, _| {
+        calls += 1;
+        Err(ExportError::InvalidOption("consumer gave up".into()))
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("consumer gave up"), "{err}");
+    assert_eq!(calls, 1);
+}

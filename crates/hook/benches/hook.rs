@@ -16,6 +16,13 @@
 //!   samples, and xtask reports the fastest sample: page-cache writeback makes single
 //!   iterations vary several-fold on a VM, which skews a mean. Each iteration starts after
 //!   `sync` (untimed), with the previous iteration's trial deleted and flushed.
+//!   `SMDEBUG_HOOK_BENCH_DIR` sets the folder the trials are written in (default: the
+//!   system's temporary folder); give `hook_bench_write.py --dir` the same one. On ext4
+//!   without a journal, creating a file right after many were deleted is slow and varies
+//!   from run to run (the inode allocator skips inodes deleted in the last minute, reading
+//!   each one's inode table block), so `cargo xtask bench` points both sides at a tmpfs
+//!   when there is one: the row then measures the two writers, not the disk's free-inode
+//!   history.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use ndarray::{Array2, ArrayD, IxDyn};
@@ -162,7 +169,10 @@ fn write_trial(c: &mut Criterion) {
             // iteration writes into a clean page cache (tests/peer/hook_bench_write.py
             // does the same before each of its runs). Only one trial exists at a time.
             || {
-                let dir = tempfile::tempdir().unwrap();
+                let dir = match std::env::var_os("SMDEBUG_HOOK_BENCH_DIR") {
+                    Some(parent) => tempfile::tempdir_in(parent).unwrap(),
+                    None => tempfile::tempdir().unwrap(),
+                };
                 sync_disks();
                 dir
             },

@@ -102,6 +102,7 @@ pub struct HookBuilder {
     pub(crate) stop_check_interval: Duration,
     pub(crate) storage_options: StorageOptions,
     pub(crate) recorder: Option<crate::FlightRecorder>,
+    pub(crate) writer_priority: crate::WriterPriority,
 }
 
 impl HookBuilder {
@@ -127,6 +128,7 @@ impl HookBuilder {
             reduction_shape: None,
             queue_capacity: 256,
             queue_policy: QueuePolicy::Block,
+            writer_priority: crate::WriterPriority::Normal,
             wall_time: WallTime::Now,
             export_tensorboard: false,
             tensorboard_dir: None,
@@ -309,6 +311,15 @@ impl HookBuilder {
     /// What to do when the queue is full (default [`QueuePolicy::Block`]).
     pub fn queue_policy(mut self, policy: QueuePolicy) -> Self {
         self.queue_policy = policy;
+        self
+    }
+
+    /// The scheduling priority of the writer and I/O threads (default
+    /// [`WriterPriority::Normal`](crate::WriterPriority::Normal);
+    /// [`WriterPriority::Background`](crate::WriterPriority::Background) makes them run in
+    /// the gaps the training leaves instead of preempting its threads).
+    pub fn writer_priority(mut self, priority: crate::WriterPriority) -> Self {
+        self.writer_priority = priority;
         self
     }
 

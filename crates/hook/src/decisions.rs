@@ -244,11 +244,13 @@ impl SaveDecisions {
 
     /// The saved collections containing `name` that are due at step `mode_step` of `mode`.
     pub fn saving(&mut self, name: &str, mode: Mode, mode_step: i64) -> Result<Vec<usize>> {
-        let step = self.due(mode, mode_step)?.to_vec();
-        if step.is_empty() {
+        if self.due(mode, mode_step)?.is_empty() {
             return Ok(Vec::new());
         }
-        let t = self.containing(name)?;
+        self.containing(name)?;
+        // Both cached now: no copy of the step's list per tensor.
+        let step = self.step_colls.as_deref().unwrap_or(&[]);
+        let t = self.tensor_colls.get(name).map_or(&[][..], Vec::as_slice);
         Ok(t.iter().copied().filter(|i| step.contains(i)).collect())
     }
 

@@ -7,6 +7,7 @@
 use crate::builder::{HookBuilder, ReductionShape, WallTime};
 use crate::decisions::SaveDecisions;
 use crate::error::{HookError, Result};
+use crate::lent::LentTensor;
 use crate::queue::WriterQueue;
 use crate::steps::StepClock;
 use crate::stop::StopSignalWatch;
@@ -300,6 +301,7 @@ impl Hook {
             reduction_shape,
             tensorboard: tb_target,
             recorder,
+            priority: b.writer_priority,
         };
         let queue = WriterQueue::start(cfg, b.queue_policy, b.queue_capacity)?;
 
@@ -576,7 +578,23 @@ impl Hook {
         make: impl FnOnce() -> std::result::Result<TensorValue, String> + Send + 'static,
     ) -> Result<Saved> {
         let empty = TensorValue::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
-        let deferred = crate::writer::Deferred(Box::new(make));
+        let deferred = crate::writer::Deferred::Make(Box::new(make));
+        self.save_job(name, len, empty, Some(deferred))
+    }
+
+    /// [`Hook::save`] of a tensor the framework lends ([`LentTensor`]: elements nothing
+    /// writes to again, such as an activation or a gradient): the training thread pays for
+    /// the decisions and a queue message only. The writer thread copies the elements when
+    /// something of the tensor is written at this step; the flight recorder keeps the
+    /// handle itself between triggers (checking it for NaN and infinities in place), so a
+    /// recorded step that no trigger writes costs no copy of its elements. The recorder's
+    /// byte budget counts [`LentTensor::nbytes`]. An error from
+    /// [`LentTensor::to_value`] stops the writer like a storage error
+    /// ([`crate::WriterError::Convert`]).
+    pub fn save_lent(&mut self, name: &str, tensor: impl LentTensor) -> Result<Saved> {
+        let len = tensor.len();
+        let empty = TensorValue::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
+        let deferred = crate::writer::Deferred::Lent(Box::new(tensor));
         self.save_job(name, len, empty, Some(deferred))
     }
 

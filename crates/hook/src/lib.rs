@@ -66,6 +66,8 @@ mod builder;
 mod decisions;
 mod error;
 mod hook;
+mod lent;
+mod priority;
 mod queue;
 mod recorder;
 mod steps;
@@ -76,6 +78,8 @@ mod writer;
 pub use builder::{HookBuilder, QueuePolicy, ReductionShape, WallTime};
 pub use error::{HookError, Result, WriterError};
 pub use hook::{Hook, HookStats, Saved};
+pub use lent::LentTensor;
+pub use priority::WriterPriority;
 pub use recorder::FlightRecorder;
 
 /// Re-exported so a training loop needs no other smdebug crate for the common calls.
@@ -83,5 +87,5 @@ pub use smdebug_config::{
     Collection, Framework, IncludeWorkers, Mode, ReductionConfig, SaveConfig, SaveConfigMode,
 };
 pub use smdebug_record::{DType, TensorValue};
-pub use smdebug_reduce::Flavor;
+pub use smdebug_reduce::{Flavor, TensorView};
 pub use smdebug_storage::Bytes;

@@ -7,6 +7,8 @@
 //! for saved ones; the ring, the non-finite check and the polls for the trigger signal all
 //! happen on the writer thread.
 
+use crate::error::WriterError;
+use crate::lent::LentTensor;
 use smdebug_config::Mode;
 use smdebug_record::TensorValue;
 use std::collections::VecDeque;
@@ -72,11 +74,58 @@ impl Trigger {
     }
 }
 
+/// A recorded tensor's elements: a copy, or the handle a framework lent.
+pub(crate) enum KeptValue {
+    /// A value the hook owns.
+    Value(TensorValue),
+    /// A lent tensor, copied only if the recorder writes it.
+    Lent(Box<dyn LentTensor>),
+}
+
+impl std::fmt::Debug for KeptValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeptValue::Value(v) => f.debug_tuple("Value").field(v).finish(),
+            KeptValue::Lent(t) => write!(f, "Lent({} elements)", t.len()),
+        }
+    }
+}
+
+impl KeptValue {
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            KeptValue::Value(v) => v.is_empty(),
+            KeptValue::Lent(t) => t.is_empty(),
+        }
+    }
+
+    /// Bytes of memory its elements hold.
+    fn nbytes(&self) -> usize {
+        match self {
+            KeptValue::Value(v) => v.len() * v.dtype().item_size().unwrap_or(16),
+            KeptValue::Lent(t) => t.nbytes(),
+        }
+    }
+
+    /// The value to write (a lent tensor is copied now).
+    pub fn into_value(self, name: &str, step: i64) -> Result<TensorValue, WriterError> {
+        match self {
+            KeptValue::Value(v) => Ok(v),
+            KeptValue::Lent(t) => t.to_value().map_err(|message| WriterError::Convert {
+                name: name.to_owned(),
+                step,
+                message,
+            }),
+        }
+    }
+}
+
 /// One recorded tensor.
 #[derive(Debug)]
 pub(crate) struct Kept {
     pub name: String,
-    pub value: TensorValue,
+    pub value: KeptValue,
     /// The normal path already wrote its raw value at this step.
     pub raw_written: bool,
 }
@@ -113,10 +162,6 @@ pub(crate) struct Ring {
     pub manifest: Vec<smdebug_config::PyValue>,
 }
 
-fn bytes_of(v: &TensorValue) -> usize {
-    v.len() * v.dtype().item_size().unwrap_or(16)
-}
-
 impl Ring {
     pub fn new(cfg: FlightRecorder) -> Ring {
         Ring {
@@ -138,7 +183,7 @@ impl Ring {
         &mut self,
         at: (i64, Mode, i64, f64),
         name: String,
-        value: TensorValue,
+        value: KeptValue,
         raw_written: bool,
     ) {
         let (step, mode, mode_step, wall_time) = at;
@@ -154,7 +199,7 @@ impl Ring {
                 self.pop_front();
             }
         }
-        let size = bytes_of(&value);
+        let size = value.nbytes();
         while self.bytes + size > self.cfg.byte_budget && self.steps.len() > 1 {
             self.pop_front();
         }
@@ -174,7 +219,7 @@ impl Ring {
 
     fn pop_front(&mut self) {
         if let Some(s) = self.steps.pop_front() {
-            self.bytes -= s.tensors.iter().map(|k| bytes_of(&k.value)).sum::<usize>();
+            self.bytes -= s.tensors.iter().map(|k| k.value.nbytes()).sum::<usize>();
         }
     }
 
@@ -201,7 +246,12 @@ mod tests {
             ..Default::default()
         });
         for step in 0..10 {
-            r.keep((step, Mode::Train, step, 0.0), "a".into(), v(5), false);
+            r.keep(
+                (step, Mode::Train, step, 0.0),
+                "a".into(),
+                KeptValue::Value(v(5)),
+                false,
+            );
             assert!(r.bytes <= 100);
         }
         let steps: Vec<i64> = r.steps.iter().map(|s| s.step).collect();
@@ -209,13 +259,23 @@ mod tests {
         // 4 tensors of 20 bytes fit, the fifth pushes the oldest step out.
         for step in 10..12 {
             for _ in 0..3 {
-                r.keep((step, Mode::Train, step, 0.0), "b".into(), v(5), false);
+                r.keep(
+                    (step, Mode::Train, step, 0.0),
+                    "b".into(),
+                    KeptValue::Value(v(5)),
+                    false,
+                );
                 assert!(r.bytes <= 100, "{}", r.bytes);
             }
         }
         assert_eq!(r.steps.iter().map(|s| s.step).collect::<Vec<_>>(), [11]);
         // Larger than the whole budget: left out.
-        r.keep((12, Mode::Train, 12, 0.0), "c".into(), v(30), false);
+        r.keep(
+            (12, Mode::Train, 12, 0.0),
+            "c".into(),
+            KeptValue::Value(v(30)),
+            false,
+        );
         assert_eq!(r.left_out, 1);
         assert!(r.bytes <= 100);
     }

@@ -6,7 +6,8 @@
 //! into it. A reader that sees an index file therefore always finds a complete events file.
 
 use crate::error::WriterError;
-use crate::recorder::{FlightRecorder, KeptStep, Ring, Trigger};
+use crate::lent::LentTensor;
+use crate::recorder::{FlightRecorder, KeptStep, KeptValue, Ring, Trigger};
 use crate::tensorboard;
 use crate::ReductionShape;
 use smdebug_config::PyValue;
@@ -66,7 +67,22 @@ pub(crate) struct TensorJob {
 
 /// A value made on the writer thread: the training thread hands over a cheap handle (a
 /// framework's reference-counted tensor) instead of copying the elements itself.
-pub(crate) struct Deferred(pub Box<dyn FnOnce() -> Result<TensorValue, String> + Send>);
+pub(crate) enum Deferred {
+    /// Made by a closure ([`crate::Hook::save_deferred`]).
+    Make(Box<dyn FnOnce() -> Result<TensorValue, String> + Send>),
+    /// Lent ([`crate::Hook::save_lent`]): copied only when written.
+    Lent(Box<dyn LentTensor>),
+}
+
+impl Deferred {
+    /// The value (a copy, for a lent tensor).
+    fn make(self) -> Result<TensorValue, String> {
+        match self {
+            Deferred::Make(f) => f(),
+            Deferred::Lent(t) => t.to_value(),
+        }
+    }
+}
 
 impl std::fmt::Debug for Deferred {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -211,6 +227,8 @@ pub(crate) struct WriterConfig {
     pub tensorboard: Option<TbTarget>,
     /// The flight recorder, when on.
     pub recorder: Option<RecorderWiring>,
+    /// The writer and I/O threads' scheduling priority.
+    pub priority: crate::WriterPriority,
 }
 
 /// The flight recorder's settings and the keys it polls and writes.
@@ -303,7 +321,13 @@ struct Writer {
 /// `spare` to hold a later step: a step's buffer is megabytes, and freeing and allocating one
 /// per step makes the allocator hand pages back to the kernel and fault them in again (with
 /// TLB shootdowns that interrupt the training thread too).
-fn run_io(shared: Arc<Shared>, jobs: Receiver<IoJob>, spare: SyncSender<Vec<u8>>) {
+fn run_io(
+    shared: Arc<Shared>,
+    jobs: Receiver<IoJob>,
+    spare: SyncSender<Vec<u8>>,
+    priority: crate::WriterPriority,
+) {
+    priority.apply_to_current_thread();
     for job in jobs {
         match job {
             IoJob::Flush(reply) => {
@@ -339,13 +363,15 @@ fn run_io(shared: Arc<Shared>, jobs: Receiver<IoJob>, spare: SyncSender<Vec<u8>>
 
 /// Runs the writer loop until the channel closes (the hook was closed or dropped).
 pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
+    cfg.priority.apply_to_current_thread();
+    let priority = cfg.priority;
     // Two steps in flight at most: bounded memory, and enough to overlap I/O and encoding.
     let (io_tx, io_rx) = sync_channel(2);
     let (spare_tx, spare_rx) = sync_channel(2);
     let io_shared = shared.clone();
     let io_thread = std::thread::Builder::new()
         .name("smdebug-hook-io".into())
-        .spawn(move || run_io(io_shared, io_rx, spare_tx));
+        .spawn(move || run_io(io_shared, io_rx, spare_tx, priority));
     let (io, io_thread) = match io_thread {
         Ok(t) => (Some(io_tx), Some(t)),
         Err(e) => {
@@ -692,14 +718,35 @@ impl Writer {
     }
 
     fn tensor(&mut self, mut t: TensorJob) -> Result<(), WriterError> {
+        self.step_begins(t.step)?;
+        if let Some(Deferred::Lent(_)) = &t.deferred {
+            // Only kept by the flight recorder (not written now): the handle goes into the
+            // ring as it is, no copy.
+            let live = self
+                .ring
+                .as_ref()
+                .is_some_and(|r| r.live_step == Some(t.step));
+            let kept_only = t.record
+                && !live
+                && !t.shape
+                && !t.raw
+                && t.reductions.is_empty()
+                && t.health == HealthSummary::Off
+                && t.histogram.is_none()
+                && !t.tb_scalar;
+            if kept_only {
+                if let Some(Deferred::Lent(lent)) = t.deferred.take() {
+                    return self.record_lent(t, lent);
+                }
+            }
+        }
         if let Some(make) = t.deferred.take() {
-            t.value = (make.0)().map_err(|message| WriterError::Convert {
+            t.value = make.make().map_err(|message| WriterError::Convert {
                 name: t.name.clone(),
                 step: t.step,
                 message,
             })?;
         }
-        self.step_begins(t.step)?;
         if t.shape {
             self.push_shape(t.step, t.mode, t.mode_step, &t.name, t.value.shape())?;
         }
@@ -820,6 +867,32 @@ impl Writer {
         Ok(())
     }
 
+    /// Keeps a lent tensor nothing else writes now in the recorder, as the handle: its
+    /// health is computed over the borrowed elements (a copy only when the tensor cannot
+    /// lend a view).
+    fn record_lent(&mut self, t: TensorJob, lent: Box<dyn LentTensor>) -> Result<(), WriterError> {
+        let Some(ring) = &self.ring else {
+            return Ok(());
+        };
+        let health = if ring.cfg.on_non_finite && !ring.fired_non_finite {
+            let mut health = None;
+            if !lent.with_view(&mut |v| health = Some(v.health(false))) {
+                // No view: the copy it takes is kept instead of the handle.
+                let mut t = t;
+                t.value = lent.to_value().map_err(|message| WriterError::Convert {
+                    name: t.name.clone(),
+                    step: t.step,
+                    message,
+                })?;
+                return self.record(t, None);
+            }
+            health
+        } else {
+            None
+        };
+        self.keep(t, KeptValue::Lent(lent), health)
+    }
+
     /// Keeps a recorded tensor (or writes it at once in a step a trigger fired in), and
     /// fires the non-finite trigger when it holds NaN or infinities.
     fn record(&mut self, t: TensorJob, health: Option<Health>) -> Result<(), WriterError> {
@@ -828,10 +901,8 @@ impl Writer {
         };
         let check = ring.cfg.on_non_finite && !ring.fired_non_finite;
         let live = ring.live_step == Some(t.step);
-        let bad = if check {
-            health
-                .or_else(|| t.value.reduce_view().map(|v| v.health(false)))
-                .filter(|h| !h.all_finite())
+        let health = if check {
+            health.or_else(|| t.value.reduce_view().map(|v| v.health(false)))
         } else {
             None
         };
@@ -839,32 +910,52 @@ impl Writer {
             if !t.raw && !t.value.is_empty() {
                 self.write_record(t.name, &t.value, t.step, t.mode, t.mode_step, t.wall_time)?;
             }
+            Ok(())
         } else {
-            let why = bad.as_ref().map(|h| {
-                format!(
-                    "tensor {} holds {} NaN, {} +Inf, {} -Inf of {} elements at step {} ({} step {})",
-                    t.name,
-                    h.nan,
-                    h.pos_inf,
-                    h.neg_inf,
-                    h.elements,
-                    t.step,
-                    t.mode.name(),
-                    t.mode_step
-                )
-            });
-            ring.keep(
-                (t.step, t.mode, t.mode_step, t.wall_time),
+            let mut t = t;
+            // An empty placeholder (no heap allocation) stands in for the moved value.
+            let empty = TensorValue::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
+            let value = KeptValue::Value(std::mem::replace(&mut t.value, empty));
+            self.keep(t, value, health)
+        }
+    }
+
+    /// Puts a recorded tensor's value into the ring (not in a live step) and fires the
+    /// non-finite trigger when `health` (`None`: not checked) shows NaN or infinities.
+    fn keep(
+        &mut self,
+        t: TensorJob,
+        value: KeptValue,
+        health: Option<Health>,
+    ) -> Result<(), WriterError> {
+        let Some(ring) = &mut self.ring else {
+            return Ok(());
+        };
+        let bad = health.filter(|h| !h.all_finite());
+        let why = bad.as_ref().map(|h| {
+            format!(
+                "tensor {} holds {} NaN, {} +Inf, {} -Inf of {} elements at step {} ({} step {})",
                 t.name,
-                t.value,
-                t.raw,
-            );
-            if let Some(why) = why {
-                if let Some(r) = &mut self.ring {
-                    r.fired_non_finite = true;
-                }
-                self.fire(Trigger::NonFinite, why, t.step)?;
+                h.nan,
+                h.pos_inf,
+                h.neg_inf,
+                h.elements,
+                t.step,
+                t.mode.name(),
+                t.mode_step
+            )
+        });
+        ring.keep(
+            (t.step, t.mode, t.mode_step, t.wall_time),
+            t.name,
+            value,
+            t.raw,
+        );
+        if let Some(why) = why {
+            if let Some(r) = &mut self.ring {
+                r.fired_non_finite = true;
             }
+            self.fire(Trigger::NonFinite, why, t.step)?;
         }
         Ok(())
     }
@@ -895,9 +986,10 @@ impl Writer {
                 (mode, mode_step) = (Some(s.mode), Some(s.mode_step));
                 for k in s.tensors {
                     if !k.raw_written && !k.value.is_empty() {
+                        let value = k.value.into_value(&k.name, s.step)?;
                         self.write_record(
                             k.name,
-                            &k.value,
+                            &value,
                             s.step,
                             s.mode,
                             s.mode_step,
@@ -962,11 +1054,12 @@ impl Writer {
             mode_step: s.mode_step,
             event_file_name: Some(event_key.clone()),
         });
-        for k in s.tensors.iter().filter(|k| !k.value.is_empty()) {
+        for k in s.tensors.into_iter().filter(|k| !k.value.is_empty()) {
+            let value = k.value.into_value(&k.name, s.step)?;
             let info = append_tensor_event(
                 &mut events,
                 &k.name,
-                &k.value,
+                &value,
                 s.step,
                 s.mode.as_int(),
                 s.mode_step,
@@ -979,7 +1072,7 @@ impl Writer {
                 source,
             })?;
             index.tensors.push(TensorEntry {
-                name: k.name.clone(),
+                name: k.name,
                 start_idx: info.offset,
                 length: info.len,
                 payload_crc32c: Some(info.payload_crc32c),

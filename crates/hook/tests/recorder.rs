@@ -257,3 +257,92 @@ fn deferred_values_are_made_on_the_writer_thread() {
         "{err}"
     );
 }
+
+/// A lent tensor that counts its copies and can refuse to lend a view.
+struct Counted {
+    value: TensorValue,
+    copies: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    lends_view: bool,
+}
+
+impl smdebug_hook::LentTensor for Counted {
+    fn len(&self) -> usize {
+        self.value.len()
+    }
+    fn nbytes(&self) -> usize {
+        self.value.len() * 4
+    }
+    fn with_view(&self, f: &mut dyn FnMut(smdebug_hook::TensorView<'_>)) -> bool {
+        match self.value.reduce_view() {
+            Some(v) if self.lends_view => {
+                f(v);
+                true
+            }
+            _ => false,
+        }
+    }
+    fn to_value(&self) -> Result<TensorValue, String> {
+        self.copies
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(self.value.clone())
+    }
+}
+
+#[test]
+fn lent_tensors_are_copied_only_when_written() {
+    for lends_view in [true, false] {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("t");
+        let mut h = hook(&t, FlightRecorder::default());
+        let copies = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for step in 0..140 {
+            h.step().unwrap();
+            let lent = Counted {
+                value: weights(step, step >= 137),
+                copies: copies.clone(),
+                lends_view,
+            };
+            h.save_lent("fc.weight", lent).unwrap();
+        }
+        h.close().unwrap();
+        let mut want = vec![0, 100];
+        want.extend(127..=137);
+        assert_eq!(steps_on_disk(&t), want);
+        let n = copies.load(std::sync::atomic::Ordering::Relaxed);
+        if lends_view {
+            // Steps 0 and 100 (saved by the save config), 127..=137 (written by the
+            // recorder), 138 and 139 (the rest of the fired step's recorder goes on
+            // writing only that step: kept, not copied). Nothing else.
+            assert_eq!(n, 2 + 11, "lends a view: {n} copies");
+        } else {
+            // No view: each step up to the firing is copied once, for the check (the copy is
+            // what is kept and written); after it nothing is checked, so 138 and 139 are kept
+            // as lent.
+            assert_eq!(n, 138, "no view: {n} copies");
+        }
+        for step in [100, 130, 137] {
+            let key = index_file_key(step, "worker_0").unwrap();
+            let index = IndexFile::parse(&key, &std::fs::read(t.join(&key)).unwrap()).unwrap();
+            let file =
+                std::fs::read(t.join(index.meta.event_file_name.as_deref().unwrap())).unwrap();
+            let e = &index.tensors[0];
+            let rec = smdebug_record::decode_record_at(&file, e.start_idx, e.length).unwrap();
+            let ev = smdebug_record::decode_tensor_event(rec.payload).unwrap();
+            let got = ev.tensor.as_array::<f32>().unwrap().clone();
+            let want = weights(step, step >= 137);
+            let want = want.as_array::<f32>().unwrap();
+            // NaN != NaN: compare the bits.
+            let bits = |a: &ndarray::ArrayD<f32>| a.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(want), "step {step}");
+        }
+        let m = recordings(&manifest(&t));
+        assert_eq!(
+            m[0].get("trigger"),
+            Some(&PyValue::Str("non-finite".into()))
+        );
+        let PyValue::Str(reason) = m[0].get("reason").unwrap() else {
+            panic!()
+        };
+        assert!(reason.contains("fc.weight holds 1 NaN"), "{reason}");
+    }
+}

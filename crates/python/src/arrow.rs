@@ -2,29 +2,25 @@
 //! through the Arrow C stream interface (a PyCapsule named `arrow_array_stream` returned by
 //! `__arrow_c_stream__`), so no Python object is built per row.
 //!
-//! The export opens its own view of the trial (same path, name and `range_steps`, no value
-//! cache) and writes Arrow IPC files into a process-wide in-memory store under a prefix of
-//! its own; the batches are read back from there (buffers are decompressed once) and the
-//! files deleted before the stream is handed over.
+//! The export opens its own view of the trial (same path, name and `range_steps`, the
+//! export's small value cache) and hands its record batches over as they are made
+//! (`smdebug_export::export_batches`): no file, no encoding, no compression between the
+//! export and pyarrow.
 
 use crate::trial::{mode_arg, PyTrial};
-use crate::{run, NativeError, NativeResult};
+use crate::{run, NativeError};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
-use smdebug_export::{export, trial_options, ExportOptions, Format, Layout, StepRange, ValuesMode};
-use smdebug_storage::{BlockingStore, Location};
+use smdebug_export::{export_batches, trial_options, ExportOptions, StepRange, Table, ValuesMode};
 use smdebug_trial::{Trial, TrialOptions};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 /// The tables an export writes, in `docs/src/export.md` order.
 const TABLES: [&str; 4] = ["tensors", "reductions", "scalars", "steps"];
-
-static NEXT_EXPORT: AtomicU64 = AtomicU64::new(0);
-const STORE: &str = "memory://smdebug-rs-python-export";
 
 /// One exported table, readable once as an Arrow C stream (`pyarrow.table(obj)`,
 /// `pyarrow.RecordBatchReader.from_stream(obj)`, polars, DuckDB…).
@@ -77,17 +73,6 @@ impl ArrowTable {
     }
 }
 
-fn read_table(store: &BlockingStore, key: &str) -> NativeResult<(SchemaRef, Vec<RecordBatch>)> {
-    let bytes = store.get(key).map_err(smdebug_trial::TrialError::from)?;
-    let reader = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None)
-        .map_err(|e| NativeError::Other("SMDebugRuntimeError", format!("{key}: {e}")))?;
-    let schema = reader.schema();
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| NativeError::Other("SMDebugRuntimeError", format!("{key}: {e}")))?;
-    Ok((schema, batches))
-}
-
 /// Exports the trial's tables in memory: `{table: ArrowTable}`.
 #[pyfunction]
 #[pyo3(signature = (trial, tables=None, *, tensors=None, collection=None, mode=None, steps=None, workers=None, values="none"))]
@@ -122,8 +107,6 @@ fn export_tables<'py>(
     };
     let (start, end) = steps.unwrap_or((None, None));
     let options = ExportOptions {
-        format: Format::Arrow,
-        layout: Layout::Single,
         tensors,
         collection,
         mode,
@@ -153,26 +136,27 @@ fn export_tables<'py>(
                 ..trial_options()
             },
         )?;
-        let n = NEXT_EXPORT.fetch_add(1, Ordering::Relaxed);
-        let url = format!("{STORE}/{}-{n}", std::process::id());
-        let store =
-            BlockingStore::open(&Location::parse(&url).map_err(smdebug_trial::TrialError::from)?)
-                .map_err(smdebug_trial::TrialError::from)?;
-        let result = export(&inner, &url, &options, &mut |_| {})
-            .map_err(NativeError::from)
-            .and_then(|_| {
-                tables
-                    .iter()
-                    .map(|t| Ok((t.clone(), read_table(&store, &format!("{t}.arrow"))?)))
-                    .collect::<NativeResult<Vec<_>>>()
-            });
-        // Whatever happened, the files go: the store lives as long as the process.
-        if let Ok(listing) = store.list("", None) {
-            for o in listing {
-                let _ = store.delete(&o.key);
+        let mut out: BTreeMap<Table, Vec<RecordBatch>> = BTreeMap::new();
+        export_batches(&inner, &options, &mut |_| {}, &mut |table, batch| {
+            if tables.iter().any(|t| t == table.name()) {
+                out.entry(table).or_default().push(batch);
             }
-        }
-        result
+            Ok(())
+        })
+        .map_err(NativeError::from)?;
+        Ok(tables
+            .iter()
+            .map(|name| {
+                let table = Table::ALL
+                    .into_iter()
+                    .find(|t| t.name() == name)
+                    .expect("checked against TABLES above");
+                (
+                    name.clone(),
+                    (table.schema(false), out.remove(&table).unwrap_or_default()),
+                )
+            })
+            .collect::<Vec<_>>())
     })?;
     let d = PyDict::new(py);
     for (name, (schema, batches)) in out {

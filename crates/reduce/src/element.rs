@@ -262,95 +262,63 @@ impl Element for bool {
     }
 }
 
-impl Element for f32 {
-    const DTYPE: DType = DType::F32;
-    const IS_FLOAT: bool = true;
-    type Acc = f32;
-    const HIGHEST: f32 = f32::INFINITY;
-    const LOWEST: f32 = f32::NEG_INFINITY;
-    const ZERO_ELEMENT: f32 = 0.0;
-    #[inline(always)]
-    fn to_acc(self) -> f32 {
-        self
-    }
-    #[inline(always)]
-    fn round_acc(a: f32) -> f32 {
-        a
-    }
-    #[inline(always)]
-    fn np_abs(self) -> f32 {
-        self.abs()
-    }
-    #[inline(always)]
-    fn is_nan(self) -> bool {
-        self.is_nan()
-    }
-    #[inline(always)]
-    fn is_inf(self) -> bool {
-        self.is_infinite()
-    }
-    #[inline(always)]
-    fn wrap_bits(self) -> u64 {
-        0
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-    fn to_scalar(self) -> Scalar {
-        Scalar::F32(self)
-    }
-    fn div_count(sum: f32, n: usize) -> f32 {
-        // Value-based casting: the count is a uint16 at most below 65536, which float32
-        // holds; beyond that the division happens in float64.
-        if n < 65536 {
-            sum / n as f32
-        } else {
-            (f64::from(sum) / n as f64) as f32
+/// `Element` for a float type accumulated in its own width; `div_count` is its mean's
+/// division (numpy's result dtype differs between them).
+macro_rules! float_element {
+    ($t:ident, $dtype:ident, $scalar:ident, $div_count:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dtype;
+            const IS_FLOAT: bool = true;
+            type Acc = $t;
+            const HIGHEST: $t = $t::INFINITY;
+            const LOWEST: $t = $t::NEG_INFINITY;
+            const ZERO_ELEMENT: $t = 0.0;
+            #[inline(always)]
+            fn to_acc(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn round_acc(a: $t) -> $t {
+                a
+            }
+            #[inline(always)]
+            fn np_abs(self) -> $t {
+                self.abs()
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                self.is_nan()
+            }
+            #[inline(always)]
+            fn is_inf(self) -> bool {
+                self.is_infinite()
+            }
+            #[inline(always)]
+            fn wrap_bits(self) -> u64 {
+                0
+            }
+            fn to_f64(self) -> f64 {
+                f64::from(self)
+            }
+            fn to_scalar(self) -> Scalar {
+                Scalar::$scalar(self)
+            }
+            fn div_count(sum: $t, n: usize) -> $t {
+                let div: fn($t, usize) -> $t = $div_count;
+                div(sum, n)
+            }
         }
-    }
+    };
 }
 
-impl Element for f64 {
-    const DTYPE: DType = DType::F64;
-    const IS_FLOAT: bool = true;
-    type Acc = f64;
-    const HIGHEST: f64 = f64::INFINITY;
-    const LOWEST: f64 = f64::NEG_INFINITY;
-    const ZERO_ELEMENT: f64 = 0.0;
-    #[inline(always)]
-    fn to_acc(self) -> f64 {
-        self
-    }
-    #[inline(always)]
-    fn round_acc(a: f64) -> f64 {
-        a
-    }
-    #[inline(always)]
-    fn np_abs(self) -> f64 {
-        self.abs()
-    }
-    #[inline(always)]
-    fn is_nan(self) -> bool {
-        self.is_nan()
-    }
-    #[inline(always)]
-    fn is_inf(self) -> bool {
-        self.is_infinite()
-    }
-    #[inline(always)]
-    fn wrap_bits(self) -> u64 {
-        0
-    }
-    fn to_f64(self) -> f64 {
-        self
-    }
-    fn to_scalar(self) -> Scalar {
-        Scalar::F64(self)
-    }
-    fn div_count(sum: f64, n: usize) -> f64 {
-        sum / n as f64
-    }
-}
+// Value-based casting: the count is a uint16 at most below 65536, which float32 holds;
+// beyond that the division happens in float64.
+float_element!(f32, F32, F32, |sum, n| if n < 65536 {
+    sum / n as f32
+} else {
+    (f64::from(sum) / n as f64) as f32
+});
+float_element!(f64, F64, F64, |sum, n| sum / n as f64);
 
 impl sealed::Sealed for f16 {}
 impl Element for f16 {

@@ -94,11 +94,15 @@ impl FiniteStats {
 /// Running totals, merged block by block.
 struct Acc {
     s: FiniteStats,
+    /// Whether whole chunks of lanes may go through the AVX2 loops of `crate::simd` (which
+    /// check the CPU themselves); off, the portable loops (the tests compare both).
+    simd: bool,
 }
 
 impl Acc {
-    fn new() -> Self {
+    fn new(simd: bool) -> Self {
         Acc {
+            simd,
             s: FiniteStats {
                 finite: 0,
                 nan: 0,
@@ -118,8 +122,23 @@ impl Acc {
     /// Adds a block of finite values.
     #[inline(always)]
     fn block(&mut self, x: &[f64]) {
+        self.add(x, false);
+    }
+
+    /// Adds block `x` if its sum is finite, which it is unless it holds a NaN or an
+    /// infinity (or its finite values overflow): returns whether it did. The sum is the
+    /// block's own (same lanes, same order), so a block of finite values costs no pass of
+    /// its own to tell that it is one.
+    #[inline(always)]
+    fn try_block(&mut self, x: &[f64]) -> bool {
+        self.add(x, true)
+    }
+
+    /// Adds block `x`; with `only_finite_sum`, only if its sum is finite.
+    #[inline(always)]
+    fn add(&mut self, x: &[f64], only_finite_sum: bool) -> bool {
         if x.is_empty() {
-            return;
+            return true;
         }
         let mut sum = [0.0f64; LANES];
         let mut abs = [0.0f64; LANES];
@@ -129,15 +148,33 @@ impl Acc {
         let mut zero = [0u64; LANES];
         let chunks = x.chunks_exact(LANES);
         let rest = chunks.remainder();
-        for c in chunks {
-            for j in 0..LANES {
-                let v = c[j];
-                sum[j] += v;
-                abs[j] += v.abs();
-                sq[j] += v * v;
-                lo[j] = if v < lo[j] { v } else { lo[j] };
-                hi[j] = if v > hi[j] { v } else { hi[j] };
-                zero[j] += u64::from(v == 0.0);
+        #[cfg(target_arch = "x86_64")]
+        let done = {
+            let mut l = crate::simd::FiniteLanes {
+                sum,
+                abs,
+                sq,
+                lo,
+                hi,
+                zero,
+            };
+            let done = self.simd && crate::simd::finite_lanes(&x[..x.len() - rest.len()], &mut l);
+            (sum, abs, sq, lo, hi, zero) = (l.sum, l.abs, l.sq, l.lo, l.hi, l.zero);
+            done
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = false;
+        if !done {
+            for c in chunks {
+                for j in 0..LANES {
+                    let v = c[j];
+                    sum[j] += v;
+                    abs[j] += v.abs();
+                    sq[j] += v * v;
+                    lo[j] = if v < lo[j] { v } else { lo[j] };
+                    hi[j] = if v > hi[j] { v } else { hi[j] };
+                    zero[j] += u64::from(v == 0.0);
+                }
             }
         }
         for &v in rest {
@@ -149,14 +186,25 @@ impl Acc {
             zero[0] += u64::from(v == 0.0);
         }
         let n = x.len() as f64;
-        let block_mean = sum.iter().sum::<f64>() / n;
+        let block_sum = sum.iter().sum::<f64>();
+        if only_finite_sum && !block_sum.is_finite() {
+            return false;
+        }
+        let block_mean = block_sum / n;
         let mut dev = [0.0f64; LANES];
         let chunks = x.chunks_exact(LANES);
         let rest = chunks.remainder();
-        for c in chunks {
-            for j in 0..LANES {
-                let d = c[j] - block_mean;
-                dev[j] += d * d;
+        #[cfg(target_arch = "x86_64")]
+        let done = self.simd
+            && crate::simd::deviation_lanes(&x[..x.len() - rest.len()], block_mean, &mut dev);
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = false;
+        if !done {
+            for c in chunks {
+                for j in 0..LANES {
+                    let d = c[j] - block_mean;
+                    dev[j] += d * d;
+                }
             }
         }
         for &v in rest {
@@ -181,6 +229,7 @@ impl Acc {
         s.min = lo.iter().copied().fold(s.min, f64::min);
         s.max = hi.iter().copied().fold(s.max, f64::max);
         s.zeros += zero.iter().sum::<u64>();
+        true
     }
 }
 
@@ -190,7 +239,7 @@ pub(crate) fn finite_stats<T: Element>(x: &[T]) -> FiniteStats {
     if crate::simd::available() {
         return finite_stats_avx2(x);
     }
-    finite_stats_body(x)
+    finite_stats_body(x, true)
 }
 
 /// [`finite_stats_body`] compiled for AVX2.
@@ -201,34 +250,25 @@ fn finite_stats_avx2<T: Element>(x: &[T]) -> FiniteStats {
     /// The CPU must have AVX2 (an `unsafe fn` keeps the crate's Rust 1.85).
     #[target_feature(enable = "avx2")]
     unsafe fn inner<T: Element>(x: &[T]) -> FiniteStats {
-        finite_stats_body(x)
+        finite_stats_body(x, true)
     }
     // SAFETY: `finite_stats` checked at run time that the CPU has AVX2.
     unsafe { inner(x) }
 }
 
 #[inline(always)]
-fn finite_stats_body<T: Element>(data: &[T]) -> FiniteStats {
-    let mut acc = Acc::new();
+fn finite_stats_body<T: Element>(data: &[T], simd: bool) -> FiniteStats {
+    let mut acc = Acc::new(simd);
     let mut buf = [0.0f64; BLOCK];
     for block in data.chunks(BLOCK) {
         let buf = &mut buf[..block.len()];
         for (b, &x) in buf.iter_mut().zip(block) {
             *b = x.to_f64();
         }
-        // A NaN or an infinity makes the sum non-finite; a sum of finite f64 values can
-        // overflow too, which the careful path below also handles. Summed in lanes (any
-        // order tells finiteness), which vectorizes.
-        let mut lanes = [0.0f64; LANES];
-        let chunks = buf.chunks_exact(LANES);
-        let rest: f64 = chunks.remainder().iter().sum();
-        for c in chunks {
-            for j in 0..LANES {
-                lanes[j] += c[j];
-            }
-        }
-        if (lanes.iter().sum::<f64>() + rest).is_finite() {
-            acc.block(buf);
+        // A NaN or an infinity makes the block's sum non-finite (a sum of finite f64
+        // values can overflow too, which the careful path below also handles): then the
+        // block is added again without them.
+        if acc.try_block(buf) {
             continue;
         }
         let mut kept = 0;
@@ -260,5 +300,43 @@ mod tests {
         assert_eq!((s.finite, s.min(), s.std()), (0, None, None));
         let s = finite_stats(&[f64::NAN, f64::INFINITY, f64::NEG_INFINITY]);
         assert_eq!((s.nan, s.pos_inf, s.neg_inf, s.mean()), (1, 1, 1, None));
+    }
+
+    #[test]
+    fn simd_lanes_are_bit_identical_to_the_portable_loops() {
+        let mut r = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            r
+        };
+        for len in [1usize, 7, 8, 9, 100, 2047, 2048, 2049, 5000, 12_345] {
+            for kind in 0..5 {
+                let x: Vec<f32> = (0..len)
+                    .map(|_| {
+                        let r = next();
+                        match (kind, r % 50) {
+                            (1, 0) => f32::NAN,
+                            (2, 1) => f32::INFINITY,
+                            (2, 2) => f32::NEG_INFINITY,
+                            (3, 0..=10) => 0.0,
+                            (3, 11) => -0.0,
+                            // Squares overflow f32 but not f64; sums stay finite.
+                            (4, _) => 3e38,
+                            _ => ((r >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 1e3,
+                        }
+                    })
+                    .collect();
+                let (a, b) = (finite_stats_body(&x, true), finite_stats_body(&x, false));
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "len {len}, kind {kind}");
+            }
+        }
+        let big = vec![f64::MAX; 4096];
+        let (a, b) = (
+            finite_stats_body(&big, true),
+            finite_stats_body(&big, false),
+        );
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "an overflowing sum");
     }
 }

@@ -277,3 +277,130 @@ unsafe fn buffer_avx2<const MOMENTS: bool, const ZEROS: bool>(
         zeros,
     }
 }
+
+/// Per-lane sums of whole chunks of 8 `f64` (`finite.rs`'s block statistics): lane `j`
+/// takes elements `j`, `j + 8`, … The AVX2 loop below does what the portable loop of
+/// `finite.rs` does, operation for operation (no FMA; `min`/`max` as `v < lo ? v : lo`,
+/// which is what `vminpd v, lo` computes), so the results are bit-identical; the compiler
+/// left to itself spilled the 8-lane accumulators of that loop to the stack.
+#[derive(Clone, Copy)]
+pub(crate) struct FiniteLanes {
+    pub(crate) sum: [f64; 8],
+    pub(crate) abs: [f64; 8],
+    pub(crate) sq: [f64; 8],
+    pub(crate) lo: [f64; 8],
+    pub(crate) hi: [f64; 8],
+    pub(crate) zero: [u64; 8],
+}
+
+/// Adds `x` (whole chunks of 8: the length is a multiple of 8) to `s` with AVX2; false,
+/// leaving `s` as it was, when the CPU has no AVX2.
+#[inline(always)]
+pub(crate) fn finite_lanes(x: &[f64], s: &mut FiniteLanes) -> bool {
+    if !available() || x.len() % 8 != 0 {
+        return false;
+    }
+    // SAFETY: the CPU has AVX2 (checked above).
+    unsafe { finite_lanes_avx2(x, s) };
+    true
+}
+
+/// # Safety
+/// The CPU must have AVX2.
+#[target_feature(enable = "avx2")]
+unsafe fn finite_lanes_avx2(x: &[f64], s: &mut FiniteLanes) {
+    let absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
+    let zero = _mm256_setzero_pd();
+    let (mut sum0, mut sum1) = (
+        _mm256_loadu_pd(s.sum.as_ptr()),
+        _mm256_loadu_pd(s.sum[4..].as_ptr()),
+    );
+    let (mut abs0, mut abs1) = (
+        _mm256_loadu_pd(s.abs.as_ptr()),
+        _mm256_loadu_pd(s.abs[4..].as_ptr()),
+    );
+    let (mut sq0, mut sq1) = (
+        _mm256_loadu_pd(s.sq.as_ptr()),
+        _mm256_loadu_pd(s.sq[4..].as_ptr()),
+    );
+    let (mut lo0, mut lo1) = (
+        _mm256_loadu_pd(s.lo.as_ptr()),
+        _mm256_loadu_pd(s.lo[4..].as_ptr()),
+    );
+    let (mut hi0, mut hi1) = (
+        _mm256_loadu_pd(s.hi.as_ptr()),
+        _mm256_loadu_pd(s.hi[4..].as_ptr()),
+    );
+    let (mut z0, mut z1) = (
+        _mm256_loadu_si256(s.zero.as_ptr().cast()),
+        _mm256_loadu_si256(s.zero[4..].as_ptr().cast()),
+    );
+    for c in x.chunks_exact(8) {
+        // In bounds: `c` has 8 elements.
+        let v0 = _mm256_loadu_pd(c.as_ptr());
+        let v1 = _mm256_loadu_pd(c[4..].as_ptr());
+        sum0 = _mm256_add_pd(sum0, v0);
+        sum1 = _mm256_add_pd(sum1, v1);
+        abs0 = _mm256_add_pd(abs0, _mm256_and_pd(v0, absmask));
+        abs1 = _mm256_add_pd(abs1, _mm256_and_pd(v1, absmask));
+        sq0 = _mm256_add_pd(sq0, _mm256_mul_pd(v0, v0));
+        sq1 = _mm256_add_pd(sq1, _mm256_mul_pd(v1, v1));
+        lo0 = _mm256_min_pd(v0, lo0);
+        lo1 = _mm256_min_pd(v1, lo1);
+        hi0 = _mm256_max_pd(v0, hi0);
+        hi1 = _mm256_max_pd(v1, hi1);
+        // An equal lane is all ones, i.e. -1: subtracting it counts one.
+        z0 = _mm256_sub_epi64(
+            z0,
+            _mm256_castpd_si256(_mm256_cmp_pd::<_CMP_EQ_OQ>(v0, zero)),
+        );
+        z1 = _mm256_sub_epi64(
+            z1,
+            _mm256_castpd_si256(_mm256_cmp_pd::<_CMP_EQ_OQ>(v1, zero)),
+        );
+    }
+    _mm256_storeu_pd(s.sum.as_mut_ptr(), sum0);
+    _mm256_storeu_pd(s.sum[4..].as_mut_ptr(), sum1);
+    _mm256_storeu_pd(s.abs.as_mut_ptr(), abs0);
+    _mm256_storeu_pd(s.abs[4..].as_mut_ptr(), abs1);
+    _mm256_storeu_pd(s.sq.as_mut_ptr(), sq0);
+    _mm256_storeu_pd(s.sq[4..].as_mut_ptr(), sq1);
+    _mm256_storeu_pd(s.lo.as_mut_ptr(), lo0);
+    _mm256_storeu_pd(s.lo[4..].as_mut_ptr(), lo1);
+    _mm256_storeu_pd(s.hi.as_mut_ptr(), hi0);
+    _mm256_storeu_pd(s.hi[4..].as_mut_ptr(), hi1);
+    _mm256_storeu_si256(s.zero.as_mut_ptr().cast(), z0);
+    _mm256_storeu_si256(s.zero[4..].as_mut_ptr().cast(), z1);
+}
+
+/// Adds `(x - mean)²` of whole chunks of 8 `f64` to the lanes `dev` with AVX2 (the
+/// portable loop's operations, in its order); false, leaving `dev` as it was, without
+/// AVX2.
+#[inline(always)]
+pub(crate) fn deviation_lanes(x: &[f64], mean: f64, dev: &mut [f64; 8]) -> bool {
+    if !available() || x.len() % 8 != 0 {
+        return false;
+    }
+    // SAFETY: the CPU has AVX2 (checked above).
+    unsafe { deviation_lanes_avx2(x, mean, dev) };
+    true
+}
+
+/// # Safety
+/// The CPU must have AVX2.
+#[target_feature(enable = "avx2")]
+unsafe fn deviation_lanes_avx2(x: &[f64], mean: f64, dev: &mut [f64; 8]) {
+    let m = _mm256_set1_pd(mean);
+    let (mut d0, mut d1) = (
+        _mm256_loadu_pd(dev.as_ptr()),
+        _mm256_loadu_pd(dev[4..].as_ptr()),
+    );
+    for c in x.chunks_exact(8) {
+        let a = _mm256_sub_pd(_mm256_loadu_pd(c.as_ptr()), m);
+        let b = _mm256_sub_pd(_mm256_loadu_pd(c[4..].as_ptr()), m);
+        d0 = _mm256_add_pd(d0, _mm256_mul_pd(a, a));
+        d1 = _mm256_add_pd(d1, _mm256_mul_pd(b, b));
+    }
+    _mm256_storeu_pd(dev.as_mut_ptr(), d0);
+    _mm256_storeu_pd(dev[4..].as_mut_ptr(), d1);
+}

@@ -193,10 +193,14 @@ pub fn collect(
     };
 
     let last = global.last().copied();
+    let mut choices = options.rules.clone();
+    if options.default_rules {
+        choices.extend(crate::default_rules(trial.modes().contains(&Mode::Train)));
+    }
     let rules = run_rules(
         path,
         trial_options,
-        &options.rules,
+        &choices,
         range.start.unwrap_or(0),
         range.end.or(last.map(|l| l + 1)).unwrap_or(0),
         progress,

@@ -159,6 +159,9 @@ pub fn check_rules(rules: &[RuleChoice]) -> Result<()> {
 pub struct ReportOptions {
     /// Rules to run (none: the rules section says so).
     pub rules: Vec<RuleChoice>,
+    /// Also run [`default_rules`], adapted to the trial's modes once it is open (so that
+    /// choosing them costs no second open of the trial).
+    pub default_rules: bool,
     /// Only these global steps.
     pub steps: StepRange,
     /// Most steps read per norm or activation series (an even sample beyond).
@@ -183,6 +186,7 @@ impl Default for ReportOptions {
     fn default() -> Self {
         ReportOptions {
             rules: Vec::new(),
+            default_rules: false,
             steps: StepRange::default(),
             max_points: 400,
             max_embedded: 20_000,

@@ -184,6 +184,22 @@ fn rule_markers_stand_at_the_firing_steps() {
 }
 
 #[test]
+fn the_default_rules_follow_the_chosen_ones_once_the_trial_is_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = hook_trial(dir.path());
+    let options = ReportOptions {
+        rules: vec![RuleChoice::new("AllZero")],
+        default_rules: true,
+        ..ReportOptions::default()
+    };
+    let page = report(&path, &TrialOptions::default(), &options, &NoProgress).unwrap();
+    let ran: Vec<&str> = page.data.rules.iter().map(|r| r.rule.as_str()).collect();
+    let mut want = vec!["AllZero"];
+    want.extend(smdebug_report::DEFAULT_RULES);
+    assert_eq!(ran, want);
+}
+
+#[test]
 fn an_unknown_rule_is_refused_before_reading() {
     let options = ReportOptions {
         rules: vec![RuleChoice::new("NoSuchRule")],

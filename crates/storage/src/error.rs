@@ -106,6 +106,18 @@ pub enum StorageError {
         /// The object's actual size.
         size: u64,
     },
+    /// An object opened for reads ([`SyncStorage::open_sync`](crate::SyncStorage::open_sync))
+    /// was removed, or replaced by another object under its key, since it was opened: its
+    /// old bytes are not served. Open the key again for the object it names now.
+    #[error("{op} {location} key {key:?}: the object was removed or replaced since it was opened")]
+    Replaced {
+        /// The operation.
+        op: Operation,
+        /// The store.
+        location: String,
+        /// The key.
+        key: String,
+    },
     /// A local filesystem error (after the bounded retries of transient ones).
     #[error("{op} {location} key {key:?}: {source}")]
     Io {
@@ -146,6 +158,12 @@ impl StorageError {
         matches!(self, StorageError::NotFound { .. })
     }
 
+    /// True for [`StorageError::Replaced`]: an opened object is gone or another one holds
+    /// its key; opening the key again reads what it names now.
+    pub fn is_replaced(&self) -> bool {
+        matches!(self, StorageError::Replaced { .. })
+    }
+
     /// True for a range the object cannot serve ([`StorageError::InvalidRange`],
     /// [`StorageError::RangeOutOfBounds`]): the request was answered, the object is shorter
     /// than asked. Any other failure of a read (a server that does not answer, a dropped
@@ -181,6 +199,11 @@ impl StorageError {
                 feature,
             },
             NotFound { op, location, key } => NotFound {
+                op: *op,
+                location: location.clone(),
+                key: key.clone(),
+            },
+            Replaced { op, location, key } => Replaced {
                 op: *op,
                 location: location.clone(),
                 key: key.clone(),

@@ -277,6 +277,25 @@ pub trait SyncStorage: Send + Sync {
     fn exists_sync(&self, key: &str) -> Result<bool>;
     /// See [`Storage::delete`].
     fn delete_sync(&self, key: &str) -> Result<()>;
+    /// Opens the object under `key` once for many ranged reads ([`SyncObject`]): on local
+    /// disk the file stays open, so each later read costs one positional read instead of
+    /// resolving the path, opening and closing the file again. Errors as for
+    /// [`get_sync`](Self::get_sync) (a missing object is [`StorageError::NotFound`]).
+    fn open_sync(&self, key: &str) -> Result<Arc<dyn SyncObject>>;
+}
+
+/// An object opened once for many ranged reads ([`SyncStorage::open_sync`]).
+///
+/// It reads the object as its key names it now, or fails: when the object was removed or
+/// replaced since it was opened, a read is [`StorageError::Replaced`] (open the key again);
+/// when it became shorter than a range, [`StorageError::RangeOutOfBounds`] with its current
+/// size. Reads through one handle may run from several threads at once.
+pub trait SyncObject: Send + Sync + Debug {
+    /// The key it was opened under.
+    fn key(&self) -> &str;
+    /// Several ranges, in the order given, each exactly as requested; results and errors as
+    /// for [`SyncStorage::get_ranges_sync`], and [`StorageError::Replaced`] as above.
+    fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>>;
 }
 
 /// `dir` must be `""` or a valid prefix ending in `/`.

@@ -14,7 +14,8 @@ use crate::key::{invalid, prefix_dir, validate_key, validate_prefix};
 use crate::ranges::{check_ranges, first_out_of_bounds, plan, ReadOptions};
 use crate::retry::LocalRetry;
 use crate::stamps::{FolderStamps, Version};
-use crate::{ObjectMeta, Storage, SyncStorage};
+use crate::{ObjectMeta, Storage, SyncObject, SyncStorage};
+use std::sync::Arc;
 
 /// File names ending in this are files being written (ours, and the Python writer's
 /// `<name>.tmp`): never listed, and refused as keys of [`Storage::put`].
@@ -326,6 +327,20 @@ impl SyncStorage for LocalStorage {
             .unwrap_or_default())
     }
 
+    fn open_sync(&self, key: &str) -> Result<Arc<dyn SyncObject>> {
+        validate_key(key)?;
+        let path = self.path(key);
+        let file = self
+            .retry
+            .run(|| open_object(&path))
+            .map_err(|e| self.io_error(Operation::Get, key, e))?;
+        Ok(Arc::new(LocalObject {
+            store: self.clone(),
+            key: key.to_owned(),
+            file,
+        }))
+    }
+
     /// One open file for all ranges; merged as the store's [`ReadOptions`] say, read one
     /// after the other (from the page cache, parallel reads of one file gain nothing).
     fn get_ranges_sync(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
@@ -623,5 +638,125 @@ fn walk(dir: &Path, dir_key: &str, bounds: &Bounds, out: &mut Vec<ObjectMeta>) -
         .filter(|v| v.settled(listed_at))
         .zip(last.filter(|l| !l.is_empty()));
     stamps.remember(dir, seen);
+    Ok(())
+}
+
+// Objects opened once for many ranged reads (`SyncStorage::open_sync`).
+
+/// Opens `path` for reading; a folder is not an object.
+fn open_object(path: &Path) -> io::Result<File> {
+    let file = File::open(path)?;
+    if file.metadata()?.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a folder, not an object",
+        ));
+    }
+    Ok(file)
+}
+
+/// A local file kept open for positional reads: a read is one `fstat` (the file's current
+/// size, and whether it still has a name) and one `pread` per merged range, where a read by
+/// key resolves the path, opens, seeks and closes each time. A read serves the bytes the
+/// key named when its `fstat` ran: a file renamed over this one during the read does not
+/// change the old file's bytes (objects are replaced whole, never written in place).
+#[derive(Debug)]
+struct LocalObject {
+    store: LocalStorage,
+    key: String,
+    file: File,
+}
+
+impl LocalObject {
+    fn range_error(&self, ranges: &[Range<u64>], size: u64) -> StorageError {
+        StorageError::RangeOutOfBounds {
+            op: Operation::GetRange,
+            location: self.store.location(),
+            key: self.key.clone(),
+            range: first_out_of_bounds(ranges, size).unwrap_or_default(),
+            size,
+        }
+    }
+
+    /// The file's current size, or `None` when it no longer has a name (removed, or
+    /// replaced by a rename over it): its old bytes are no longer what the key names.
+    fn current_size(&self) -> io::Result<Option<u64>> {
+        let meta = self.file.metadata()?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            if meta.nlink() == 0 {
+                return Ok(None);
+            }
+        }
+        Ok(Some(meta.len()))
+    }
+}
+
+impl SyncObject for LocalObject {
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let io_error = |e| self.store.io_error(Operation::GetRange, &self.key, e);
+        check_ranges(&self.store.location(), &self.key, ranges)?;
+        let replaced = || StorageError::Replaced {
+            op: Operation::GetRange,
+            location: self.store.location(),
+            key: self.key.clone(),
+        };
+        let size = self
+            .current_size()
+            .map_err(io_error)?
+            .ok_or_else(replaced)?;
+        if first_out_of_bounds(ranges, size).is_some() {
+            return Err(self.range_error(ranges, size));
+        }
+        let plan = plan(ranges, &self.store.read);
+        let mut fetched = Vec::with_capacity(plan.fetches.len());
+        for range in &plan.fetches {
+            // Bounded by the file's size, checked just above.
+            let mut buf = vec![0u8; (range.end - range.start) as usize];
+            match self
+                .store
+                .retry
+                .run(|| read_at(&self.file, &mut buf, range.start))
+            {
+                Ok(()) => fetched.push(Bytes::from(buf)),
+                // Truncated since the size was asked: say so with its size now.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    let now = self
+                        .current_size()
+                        .map_err(io_error)?
+                        .ok_or_else(replaced)?;
+                    return Err(self.range_error(ranges, now));
+                }
+                Err(e) => return Err(io_error(e)),
+            }
+        }
+        Ok(plan.slice(ranges, &fetched))
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
     Ok(())
 }

@@ -26,21 +26,50 @@ use crate::{Storage, StorageError};
 /// nor the end falls on a power of two.
 pub const LARGE_OBJECT_LEN: usize = 64 * 1024 * 1024 + 12_345;
 
+/// Calls the macro `m` with every behaviour of this suite appended to its arguments as a
+/// bracketed list of names: `for_each_behaviour!(m! { args })` expands to
+/// `m! { args [list_order_and_start_after, list_by_prefix, …] }`. A backend's test file
+/// defines `m` to make one test per name, so that it runs every behaviour, a new one
+/// included, without naming them (the list is written here only).
+///
+/// ```
+/// macro_rules! count {
+///     ($($name:ident),*) => { [$(stringify!($name)),*].len() };
+///     ([$($name:ident),*]) => { count!($($name),*) };
+/// }
+/// assert_eq!(
+///     smdebug_storage::for_each_behaviour!(count! {}),
+///     smdebug_storage::testsuite::ALL.len()
+/// );
+/// ```
+#[macro_export]
+macro_rules! for_each_behaviour {
+    ($m:ident ! { $($args:tt)* }) => {
+        $m! { $($args)* [
+            list_order_and_start_after,
+            list_by_prefix,
+            get_and_overwrite,
+            ranged_reads_at_edges,
+            many_ranged_reads,
+            empty_objects,
+            large_object,
+            concurrent_writers,
+            atomic_put_seen_whole_by_concurrent_reader,
+            delete_and_exists,
+            hostile_keys_are_refused,
+            bounded_listings_and_folders
+        ] }
+    };
+}
+
+macro_rules! names {
+    ([$($name:ident),*]) => {
+        &[$(stringify!($name)),*]
+    };
+}
+
 /// The names of the behaviours of this suite, in the order they are defined.
-pub const ALL: &[&str] = &[
-    "list_order_and_start_after",
-    "list_by_prefix",
-    "get_and_overwrite",
-    "ranged_reads_at_edges",
-    "many_ranged_reads",
-    "empty_objects",
-    "large_object",
-    "concurrent_writers",
-    "atomic_put_seen_whole_by_concurrent_reader",
-    "delete_and_exists",
-    "hostile_keys_are_refused",
-    "bounded_listings_and_folders",
-];
+pub const ALL: &[&str] = for_each_behaviour!(names! {});
 
 /// Deterministic bytes that differ at every offset of a short period, so a shifted or
 /// truncated read cannot compare equal.

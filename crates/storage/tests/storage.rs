@@ -47,7 +47,7 @@ fn memory() -> ((), Arc<dyn Storage>) {
 }
 
 macro_rules! suite {
-    ($backend:ident: $($name:ident),* $(,)?) => {
+    ($backend:ident [$($name:ident),* $(,)?]) => {
         mod $backend {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,31 +60,9 @@ macro_rules! suite {
     };
 }
 
-suite!(local: list_order_and_start_after, list_by_prefix, get_and_overwrite,
-    ranged_reads_at_edges, many_ranged_reads, empty_objects, large_object, concurrent_writers,
-    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused,
-    bounded_listings_and_folders);
-suite!(local_rename_only: list_order_and_start_after, list_by_prefix, get_and_overwrite,
-    ranged_reads_at_edges, many_ranged_reads, empty_objects, large_object, concurrent_writers,
-    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused,
-    bounded_listings_and_folders);
-suite!(memory: list_order_and_start_after, list_by_prefix, get_and_overwrite,
-    ranged_reads_at_edges, many_ranged_reads, empty_objects, large_object, concurrent_writers,
-    atomic_put_seen_whole_by_concurrent_reader, delete_and_exists, hostile_keys_are_refused,
-    bounded_listings_and_folders);
-
-#[test]
-fn every_behaviour_runs_on_both_backends() {
-    let this = include_str!("storage.rs");
-    for name in testsuite::ALL {
-        assert_eq!(
-            this.matches(&format!(" {name},")).count()
-                + this.matches(&format!(" {name});")).count(),
-            3,
-            "{name}"
-        );
-    }
-}
+smdebug_storage::for_each_behaviour!(suite! { local });
+smdebug_storage::for_each_behaviour!(suite! { local_rename_only });
+smdebug_storage::for_each_behaviour!(suite! { memory });
 
 #[tokio::test]
 async fn local_hides_files_being_written_and_refuses_tmp_keys() {
@@ -336,6 +314,8 @@ mod ranged_reads_model {
             let sync = local.as_sync().expect("local reads are synchronous");
             let want = describe(runtime.block_on(memory.get_ranges("o", &ranges)));
             prop_assert_eq!(describe(sync.get_ranges_sync("o", &ranges)), want.clone());
+            let opened = sync.open_sync("o").expect("the object exists");
+            prop_assert_eq!(describe(opened.get_ranges(&ranges)), want.clone());
             prop_assert_eq!(describe(runtime.block_on(local.get_ranges("o", &ranges))), want);
         }
     }
@@ -409,4 +389,140 @@ async fn local_listings_skip_unchanged_folders_and_see_every_change() {
         sync.list_keys_sync("i/", Some("i/0/d"), None).unwrap(),
         ["i/0/e", "i/1/a"]
     );
+}
+
+// Objects opened once for many ranged reads (`SyncStorage::open_sync`).
+
+/// One range of an opened object.
+fn one(
+    object: &Arc<dyn smdebug_storage::SyncObject>,
+    range: std::ops::Range<u64>,
+) -> Result<Bytes, StorageError> {
+    object
+        .get_ranges(std::slice::from_ref(&range))
+        .map(|mut parts| parts.remove(0))
+}
+
+/// A local store with `key` holding `data`, and the key opened.
+fn opened(
+    data: &[u8],
+) -> (
+    tempfile::TempDir,
+    LocalStorage,
+    Arc<dyn smdebug_storage::SyncObject>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStorage::new(dir.path());
+    let sync = store.as_sync().unwrap();
+    sync.put_sync("events/a.tfevents", Bytes::copy_from_slice(data))
+        .unwrap();
+    let object = sync.open_sync("events/a.tfevents").unwrap();
+    assert_eq!(object.key(), "events/a.tfevents");
+    (dir, store, object)
+}
+
+#[test]
+fn an_opened_object_reads_many_ranges_and_names_its_key_in_errors() {
+    let data = testsuite::pattern(10_000, 3);
+    let (_dir, _store, object) = opened(&data);
+    for _ in 0..3 {
+        let parts = object
+            .get_ranges(&[9_990..10_000, 0..4, 5_000..5_000, 4..9_000])
+            .unwrap();
+        assert_eq!(parts[0], data.slice(9_990..10_000));
+        assert_eq!(parts[1], data.slice(0..4));
+        assert!(parts[2].is_empty());
+        assert_eq!(parts[3], data.slice(4..9_000));
+    }
+    let err = object.get_ranges(&[0..4, 9_999..10_001]).unwrap_err();
+    assert!(
+        matches!(&err, StorageError::RangeOutOfBounds { key, range, size: 10_000, .. }
+            if key == "events/a.tfevents" && *range == (9_999..10_001)),
+        "{err}"
+    );
+    #[allow(clippy::reversed_empty_ranges)]
+    let err = one(&object, 5..4).unwrap_err();
+    assert!(matches!(err, StorageError::InvalidRange { .. }), "{err}");
+}
+
+#[test]
+fn opening_a_missing_object_or_a_folder_fails_typed() {
+    let (_dir, store, _) = opened(b"x");
+    let sync = store.as_sync().unwrap();
+    let err = sync.open_sync("events/missing").unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    let err = sync.open_sync("events").unwrap_err();
+    assert!(
+        matches!(&err, StorageError::Io { key, .. } if key == "events"),
+        "{err}"
+    );
+    let err = sync.open_sync("../outside").unwrap_err();
+    assert!(matches!(err, StorageError::InvalidKey { .. }), "{err}");
+}
+
+#[test]
+fn an_opened_object_truncated_under_it_is_a_range_error_with_its_size_now() {
+    let data = testsuite::pattern(4_096, 5);
+    let (dir, _store, object) = opened(&data);
+    assert_eq!(
+        one(&object, 4_000..4_096).unwrap(),
+        data.slice(4_000..4_096)
+    );
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("events/a.tfevents"))
+        .unwrap()
+        .set_len(100)
+        .unwrap();
+    let err = object.get_ranges(&[0..10, 4_000..4_096]).unwrap_err();
+    assert!(
+        matches!(&err, StorageError::RangeOutOfBounds { size: 100, range, .. }
+            if *range == (4_000..4_096)),
+        "{err}"
+    );
+    assert!(err.is_range_error());
+    // What is still there reads as before.
+    assert_eq!(one(&object, 0..100).unwrap(), data.slice(0..100));
+}
+
+#[cfg(unix)]
+#[test]
+fn an_opened_object_removed_or_replaced_is_not_read_from_its_old_bytes() {
+    let old = testsuite::pattern(1_000, 1);
+    let (_dir, store, object) = opened(&old);
+    let sync = store.as_sync().unwrap();
+    // Replaced by a put (a rename over it): the handle refuses, a new one reads the new object.
+    let new = testsuite::pattern(1_000, 2);
+    sync.put_sync("events/a.tfevents", new.clone()).unwrap();
+    let err = one(&object, 0..10).unwrap_err();
+    assert!(err.is_replaced(), "{err}");
+    assert!(err.to_string().contains("events/a.tfevents"), "{err}");
+    let again = sync.open_sync("events/a.tfevents").unwrap();
+    assert_eq!(one(&again, 0..1_000).unwrap(), new);
+    // Removed: the same, and opening again finds nothing.
+    sync.delete_sync("events/a.tfevents").unwrap();
+    assert!(one(&again, 0..10).unwrap_err().is_replaced());
+    assert!(sync
+        .open_sync("events/a.tfevents")
+        .unwrap_err()
+        .is_not_found());
+}
+
+#[test]
+fn one_opened_object_serves_reads_from_many_threads() {
+    let data = testsuite::pattern(64 * 1024, 9);
+    let (_dir, _store, object) = opened(&data);
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (object, data) = (&object, &data);
+            s.spawn(move || {
+                for k in 0..200u64 {
+                    let start = (t * 7_919 + k * 331) % 60_000;
+                    let r = start..start + 4_000;
+                    let got = object.get_ranges(std::slice::from_ref(&r)).unwrap();
+                    assert_eq!(got[0], data.slice(r.start as usize..r.end as usize));
+                }
+            });
+        }
+    });
 }

@@ -9,9 +9,10 @@ use futures::stream::{self, StreamExt};
 use smdebug_record::{
     decode_exact_record, decode_tensor_event_bytes, masked_crc32c, records, HEADER_LEN,
 };
-use smdebug_storage::{BlockingStore, Bytes};
+use smdebug_storage::{BlockingStore, Bytes, SyncObject, SyncStorage};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// How many event files are read at the same time.
@@ -31,6 +32,38 @@ const LOCAL_WHOLE_FILE_MAX: u64 = 128 << 10;
 
 /// At most this many files are remembered as touched once (then the memory starts over).
 const TOUCHED_LIMIT: usize = 1 << 16;
+
+/// The process's soft limit of open files (Linux: `/proc/self/limits`), else 1024.
+fn open_file_limit() -> usize {
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/limits")
+            .ok()
+            .and_then(|text| {
+                let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+                let soft = line.split_whitespace().nth(3)?;
+                Some(soft.parse::<usize>().unwrap_or(usize::MAX))
+            })
+            .unwrap_or(1024)
+    })
+}
+
+/// Local disk: the default of `TrialOptions::open_files`, an eighth of the process's soft
+/// limit of open files (other trials, the writer and the user's program need some too),
+/// between 32 and 1024.
+pub(crate) fn default_open_files() -> usize {
+    (open_file_limit() / 8).clamp(32, 1024)
+}
+
+/// Events files kept open (or about to be) by every trial of the process together, at most
+/// [`process_open_files`]: many trials at once (one per rule in `smdebug rules`) must not
+/// use up the process's open files.
+static KEPT_OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// A quarter of the process's limit of open files, at least 32.
+fn process_open_files() -> usize {
+    (open_file_limit() / 4).max(32)
+}
 
 /// Entries kept until `budget` bytes are held, then evicted oldest insertion first.
 #[derive(Debug)]
@@ -289,19 +322,22 @@ pub(crate) fn decode_all(whole: &Bytes) -> DecodedFile {
 pub(crate) struct FileCache {
     files: Bounded<Arc<str>, Bytes>,
     touched: HashSet<Arc<str>>,
+    open: OpenFiles,
 }
 
 impl FileCache {
-    pub fn new(budget: usize) -> Self {
+    pub fn new(budget: usize, open_files: usize) -> Self {
         FileCache {
             files: Bounded::new(budget, Bytes::len),
             touched: HashSet::new(),
+            open: OpenFiles::new(open_files),
         }
     }
 
     pub fn clear(&mut self) {
         self.files.clear();
         self.touched.clear();
+        self.open.clear();
     }
 
     /// Local disk: whether to read `file` (whose listed records end at `end`) whole now.
@@ -341,6 +377,158 @@ impl FileCache {
         self.touched.insert(Arc::clone(file));
         false
     }
+}
+
+/// Local events files kept open ([`SyncStorage::open_sync`]), at most `limit` per trial
+/// and [`process_open_files`] for the whole process; past the trial's limit a file chosen
+/// at random is closed. Not the least recently used: the common scan (one tensor over every
+/// step, then the next tensor) visits the files in the same cycle each time, and with more
+/// files than the limit a least-recently-used set would have closed each file just before
+/// it is wanted again; a random choice keeps some of them.
+///
+/// A place is reserved before a file is opened ([`OpenFiles::plan`]), so a call that reads
+/// thousands of files holds at most twice `limit` of them open until it ends (the handles
+/// held when it started, and those opened into reserved places): the others are closed as
+/// soon as they are read, as before there were handles.
+///
+/// Reading one record of each of many files then costs a positional read per record, not
+/// a path lookup, an open and a close as well. Sound because an events file never changes
+/// once an index file lists it (the value cache relies on that too); a file removed or
+/// replaced since is noticed by the handle ([`smdebug_storage::StorageError::Replaced`])
+/// and opened again.
+#[derive(Debug)]
+pub(crate) struct OpenFiles {
+    /// Each file's handle and its place in `slots`.
+    map: HashMap<Arc<str>, (Arc<dyn SyncObject>, usize)>,
+    slots: Vec<Arc<str>>,
+    /// Places reserved for files being opened by calls in progress.
+    reserved: usize,
+    limit: usize,
+    /// xorshift state for the choice of the file to close.
+    seed: u64,
+}
+
+/// What a read may do with its events file's handle ([`OpenFiles::plan`]).
+#[derive(Debug, Clone)]
+pub(crate) enum Slot {
+    /// The file's handle, kept open.
+    Held(Arc<dyn SyncObject>),
+    /// A place reserved: keep the handle the read opens.
+    Reserved,
+    /// No place: close the file after the read.
+    Closed,
+}
+
+impl OpenFiles {
+    fn new(limit: usize) -> Self {
+        OpenFiles {
+            map: HashMap::new(),
+            slots: Vec::new(),
+            reserved: 0,
+            limit,
+            seed: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
+    fn clear(&mut self) {
+        KEPT_OPEN.fetch_sub(self.map.len(), Ordering::Relaxed);
+        self.map.clear();
+        self.slots.clear();
+    }
+
+    /// What a read of `file` may do with its handle: use the one held, keep the one it
+    /// opens (a place is reserved now; when the trial's places are full a random file is
+    /// closed for it), or close the file after reading it.
+    fn plan(&mut self, file: &Arc<str>) -> Slot {
+        if let Some((h, _)) = self.map.get(file) {
+            return Slot::Held(Arc::clone(h));
+        }
+        if self.limit == 0 {
+            return Slot::Closed;
+        }
+        if self.slots.len() + self.reserved >= self.limit {
+            if self.slots.is_empty() {
+                return Slot::Closed;
+            }
+            self.seed ^= self.seed << 13;
+            self.seed ^= self.seed >> 7;
+            self.seed ^= self.seed << 17;
+            let slot = (self.seed % self.slots.len() as u64) as usize;
+            let closed = Arc::clone(&self.slots[slot]);
+            self.remove(&closed);
+        }
+        if KEPT_OPEN.fetch_add(1, Ordering::Relaxed) >= process_open_files() {
+            KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
+            return Slot::Closed;
+        }
+        self.reserved += 1;
+        Slot::Reserved
+    }
+
+    fn remove(&mut self, file: &Arc<str>) {
+        if let Some((_, slot)) = self.map.remove(file) {
+            KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
+            self.slots.swap_remove(slot);
+            if let Some(moved) = self.slots.get(slot) {
+                if let Some(entry) = self.map.get_mut(moved) {
+                    entry.1 = slot;
+                }
+            }
+        }
+    }
+
+    /// After a read planned as `slot`: keeps `handle` as `file`'s (in its reserved place, or
+    /// in place of the one held), or forgets the file's handle when `None` (it could not
+    /// be opened again); a handle with no place is dropped, which closes the file.
+    fn keep(&mut self, file: &Arc<str>, slot: &Slot, handle: Option<Arc<dyn SyncObject>>) {
+        let reserved = matches!(slot, Slot::Reserved);
+        if reserved {
+            // The reservation becomes the entry below, or is given back.
+            self.reserved = self.reserved.saturating_sub(1);
+            KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
+        }
+        let Some(handle) = handle else {
+            self.remove(file);
+            return;
+        };
+        if let Some(held) = self.map.get_mut(file) {
+            held.0 = handle;
+            return;
+        }
+        if reserved {
+            KEPT_OPEN.fetch_add(1, Ordering::Relaxed);
+            self.slots.push(Arc::clone(file));
+            self.map
+                .insert(Arc::clone(file), (handle, self.slots.len() - 1));
+        }
+    }
+}
+
+impl Drop for OpenFiles {
+    fn drop(&mut self) {
+        KEPT_OPEN.fetch_sub(self.map.len() + self.reserved, Ordering::Relaxed);
+    }
+}
+
+/// Reads `ranges` of the local events file `file` through `handle`, opening the file when
+/// there is no handle or the file was replaced since the handle was opened; `handle` is
+/// left as the handle to keep (`None` when the file could not be opened).
+fn read_open(
+    sync: &dyn SyncStorage,
+    file: &str,
+    handle: &mut Option<Arc<dyn SyncObject>>,
+    ranges: &[Range<u64>],
+) -> smdebug_storage::Result<Vec<Bytes>> {
+    if let Some(h) = handle {
+        match h.get_ranges(ranges) {
+            Err(e) if e.is_replaced() => *handle = None,
+            read => return read,
+        }
+    }
+    let h = sync.open_sync(file)?;
+    let read = h.get_ranges(ranges);
+    *handle = Some(h);
+    read
 }
 
 /// The parts of a file read ahead, if it holds every range.
@@ -432,30 +620,49 @@ pub(crate) fn fetch_values(
     let reads: Vec<smdebug_storage::Result<Vec<Bytes>>> = match storage.as_sync() {
         // Local disk: read and decode on this thread and helpers, one file at a time each.
         Some(sync) => {
-            let bytes: u64 = locs.iter().map(|l| l.length).sum();
+            let bytes: u64 = jobs
+                .iter()
+                .flat_map(|(_, idx, _)| idx)
+                .map(|&i| locs[i].length)
+                .sum();
             let threads = if bytes < PARALLEL_MIN_BYTES {
                 1
             } else {
                 usize::MAX
             };
             let plans = local_plans(readahead, locs, &jobs, cache_budget);
-            let read = |&(j, whole): &(usize, Option<u64>)| {
-                let (file, idx, ranges) = &jobs[j];
-                match whole {
-                    Some(end) => read_whole_sync(sync, locs, &jobs[j], end),
-                    None => (
-                        None,
-                        file_results(locs, idx, sync.get_ranges_sync(file, ranges)),
-                    ),
+            let read = |(j, whole, slot): &LocalPlan| {
+                let (file, idx, ranges) = &jobs[*j];
+                let mut handle = match slot {
+                    Slot::Held(h) => Some(Arc::clone(h)),
+                    Slot::Reserved | Slot::Closed => None,
+                };
+                let mut get = |rs: &[Range<u64>]| read_open(sync, file, &mut handle, rs);
+                let (all, results) = match whole {
+                    Some(end) => read_whole_sync(&mut get, locs, &jobs[*j], *end),
+                    None => (None, file_results(locs, idx, get(ranges))),
+                };
+                // A file with no place is closed now, not when the whole call ends.
+                if matches!(slot, Slot::Closed) {
+                    handle = None;
                 }
+                (all, results, handle)
             };
             let decoded = parallel::map(&plans, threads, "smdebug-trial-read", read);
             let mut results = Vec::with_capacity(locs.len());
             let mut others = Vec::new();
-            for ((j, _), (all, r)) in plans.iter().zip(decoded) {
+            let mut handles = Vec::with_capacity(plans.len());
+            for ((j, _, slot), (all, r, handle)) in plans.iter().zip(decoded) {
                 results.extend(r);
+                handles.push((&jobs[*j].0, slot, handle));
                 if let Some(all) = all.filter(|a| !a.offsets.is_empty()) {
                     others.push((Arc::clone(&jobs[*j].0), all));
+                }
+            }
+            {
+                let mut files = lock(readahead);
+                for (file, slot, handle) in handles {
+                    files.open.keep(file, slot, handle);
                 }
             }
             let out = store_results(store, cache, locs, out, results.into_iter());
@@ -478,15 +685,19 @@ pub(crate) fn fetch_values(
 /// The records of one events file: the file, indices into the locations, their ranges.
 type Job = (Arc<str>, Vec<usize>, Vec<Range<u64>>);
 
+/// How to read one job's events file from local disk: the job's number, whether to read
+/// the file whole and up to which end, and what to do with its handle.
+type LocalPlan = (usize, Option<u64>, Slot);
+
 /// For each job (by its number), whether to read its events file whole from local disk, up
-/// to which end (see [`FileCache::local_whole`]); a file whose decoded records would take
-/// more than a quarter of the value cache is never read whole.
+/// to which end (see [`FileCache::local_whole`]), and its open handle; a file whose decoded
+/// records would take more than a quarter of the value cache is never read whole.
 fn local_plans(
     readahead: &Mutex<FileCache>,
     locs: &[&RecordLocation],
     jobs: &[Job],
     cache_budget: usize,
-) -> Vec<(usize, Option<u64>)> {
+) -> Vec<LocalPlan> {
     let mut files = lock(readahead);
     let room = u64::try_from(cache_budget / 4).unwrap_or(u64::MAX);
     jobs.iter()
@@ -497,10 +708,8 @@ fn local_plans(
                 .map(|&i| locs[i].event_file_end)
                 .max()
                 .unwrap_or(0);
-            (
-                j,
-                (end <= room && files.local_whole(file, end)).then_some(end),
-            )
+            let whole = (end <= room && files.local_whole(file, end)).then_some(end);
+            (j, whole, files.open.plan(file))
         })
         .collect()
 }
@@ -510,22 +719,21 @@ fn local_plans(
 /// the file (to cache). A record the pass did not give as its index entry describes it is
 /// decoded on its own from the same bytes, with that decode's error; a failed or short
 /// whole read falls back to reading the job's ranges alone, so that its errors are theirs.
-fn read_whole_sync(
-    sync: &dyn smdebug_storage::SyncStorage,
+fn read_whole_sync<G>(
+    get: &mut G,
     locs: &[&RecordLocation],
-    (file, idx, ranges): &Job,
+    (_, idx, ranges): &Job,
     end: u64,
-) -> (Option<DecodedFile>, FileResults) {
-    let whole = sync
-        .get_ranges_sync(file, std::slice::from_ref(&(0..end)))
+) -> (Option<DecodedFile>, FileResults)
+where
+    G: FnMut(&[Range<u64>]) -> smdebug_storage::Result<Vec<Bytes>>,
+{
+    let whole = get(std::slice::from_ref(&(0..end)))
         .ok()
         .and_then(|mut w| w.pop())
         .filter(|w| slice_ranges(w, ranges).is_some());
     let Some(whole) = whole else {
-        return (
-            None,
-            file_results(locs, idx, sync.get_ranges_sync(file, ranges)),
-        );
+        return (None, file_results(locs, idx, get(ranges)));
     };
     let all = decode_all(&whole);
     let asked = idx
@@ -613,7 +821,10 @@ fn object_reads(
     reads.into_iter().flatten().collect()
 }
 
-/// Bytes of records below which one thread does everything (a thread start costs more).
+/// Bytes of records to read below which one thread does everything (a thread start costs
+/// more). Measured on 2 cores at 20 files of one 40 KB record each: helpers at 256 KiB made
+/// the call 3× slower on a busy machine (a helper waits to be scheduled, the call waits to
+/// join it), so the bound stays high.
 const PARALLEL_MIN_BYTES: u64 = 1 << 20;
 
 /// What [`file_results`] gives: per location (by number), its value, or `None` for a
@@ -746,6 +957,93 @@ mod tests {
             }
             assert_eq!(found(&f, u64::MAX - 1), None);
         }
+    }
+
+    #[test]
+    fn open_files_are_bounded_and_each_kept_handle_is_its_files() {
+        use smdebug_storage::{LocalStorage, SyncStorage};
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStorage::new(dir.path());
+        let limit = 16;
+        let names: Vec<Arc<str>> = (0..limit * 3)
+            .map(|k| Arc::from(format!("events/{k}")))
+            .collect();
+        let byte = |name: &str| name[7..].parse::<u8>().unwrap();
+        for name in &names {
+            store.put_sync(name, Bytes::from(vec![byte(name)])).unwrap();
+        }
+        let check = |open: &OpenFiles| {
+            assert_eq!(open.reserved, 0);
+            assert_eq!(open.map.len(), open.slots.len());
+            assert!(open.map.len() <= limit);
+            for (slot, name) in open.slots.iter().enumerate() {
+                let (h, at) = &open.map[name];
+                assert_eq!(*at, slot);
+                assert_eq!(h.key(), &**name);
+                let first = h.get_ranges(std::slice::from_ref(&(0..1))).unwrap();
+                assert_eq!(first[0], vec![byte(name)]);
+            }
+        };
+        // One call over files[range]: every file planned first, then read and kept, as
+        // `fetch_values` does; how many were held open already.
+        let call = |open: &mut OpenFiles, files: &[Arc<str>]| {
+            let slots: Vec<Slot> = files.iter().map(|f| open.plan(f)).collect();
+            let places = slots.iter().filter(|s| !matches!(s, Slot::Closed)).count();
+            // Handles held at the start and closed for a reserved place stay open until the
+            // call ends: twice the limit at most.
+            assert!(places <= 2 * limit, "{places} files open during one call");
+            let mut held = 0;
+            for (f, slot) in files.iter().zip(&slots) {
+                let handle = match slot {
+                    Slot::Held(h) => {
+                        held += 1;
+                        Arc::clone(h)
+                    }
+                    _ => store.open_sync(f).unwrap(),
+                };
+                let handle = (!matches!(slot, Slot::Closed)).then_some(handle);
+                open.keep(f, slot, handle);
+            }
+            held
+        };
+        let mut open = OpenFiles::new(limit);
+        // Fewer files than the limit: every one stays open.
+        assert_eq!(call(&mut open, &names[..limit]), 0);
+        assert_eq!(call(&mut open, &names[..limit]), limit);
+        check(&open);
+        // Calls over three times as many: never more than the limit open, and the next
+        // call finds some of its files still open (a least-recently-used set would find
+        // none in this cycle).
+        let mut held = 0;
+        for _ in 0..3 {
+            held += call(&mut open, &names);
+            check(&open);
+        }
+        assert_eq!(open.map.len(), limit);
+        assert!(held > 0, "random replacement keeps some files of a cycle");
+        // One file at a time over the cycle: the same bounds.
+        for name in names.iter().cycle().take(names.len() * 2) {
+            call(&mut open, std::slice::from_ref(name));
+        }
+        check(&open);
+        // Forgetting a file (it could not be opened again) keeps the places consistent.
+        let forget = Arc::clone(&open.slots[3]);
+        let slot = open.plan(&forget);
+        assert!(matches!(slot, Slot::Held(_)));
+        open.keep(&forget, &slot, None);
+        assert!(matches!(
+            open.plan(&names[0]),
+            Slot::Held(_) | Slot::Reserved
+        ));
+        open.reserved = 0;
+        check(&open);
+        assert!(!open.map.contains_key(&forget));
+        open.clear();
+        assert!(open.map.is_empty() && open.slots.is_empty());
+        // No open files at all.
+        let mut none = OpenFiles::new(0);
+        assert_eq!(call(&mut none, &names[..4]), 0);
+        assert!(matches!(none.plan(&names[0]), Slot::Closed));
     }
 
     #[test]

@@ -89,6 +89,12 @@ pub struct TrialOptions {
     /// its error kept; queries of that step then fail with it (see
     /// [`Trial::index_errors`]), and every other step stays readable.
     pub skip_corrupt_index_files: bool,
+    /// Local disk: how many events files the trial keeps open between reads, so that a
+    /// record read costs one positional read rather than an open, a read and a close
+    /// (0 keeps none). Default: an eighth of the process's limit of open files, between 32
+    /// and 1024 (on Linux from `/proc/self/limits`, else 128). All trials of a process
+    /// together keep at most a quarter of that limit open.
+    pub open_files: usize,
 }
 
 impl Default for TrialOptions {
@@ -108,6 +114,7 @@ impl Default for TrialOptions {
             index_concurrency: 32,
             storage: StorageOptions::default(),
             skip_corrupt_index_files: false,
+            open_files: crate::fetch::default_open_files(),
         }
     }
 }
@@ -194,7 +201,7 @@ impl Trial {
             range,
             store,
             cache: Mutex::new(value_cache(options.cache_bytes)),
-            readahead: Mutex::new(FileCache::new(options.readahead_bytes)),
+            readahead: Mutex::new(FileCache::new(options.readahead_bytes, options.open_files)),
             options,
             collections: Mutex::new(CollectionManager::new()),
             state: Mutex::new(State::new()),

@@ -239,3 +239,123 @@ fn damaged_collections_files() {
     assert_eq!(t.workers().unwrap(), ["worker_0", "worker_9"]);
     others_readable(&t, &[]);
 }
+
+// Events files damaged while a trial holds them open (local disk keeps up to
+// `TrialOptions::open_files` events files open between reads): the handle must not serve
+// the bytes the file had before.
+
+/// A trial that decodes every value from disk on each call (no value cache, so no file is
+/// read whole), after one read of every value, which leaves every events file open.
+fn open_and_read_all(dir: &Path) -> Trial {
+    let t = Trial::open(
+        dir.to_str().unwrap(),
+        TrialOptions {
+            cache_bytes: 0,
+            ..TrialOptions::default()
+        },
+    )
+    .unwrap();
+    others_readable(&t, &[]);
+    t
+}
+
+#[test]
+fn event_file_truncated_while_held_open() {
+    let d = fresh();
+    let t = open_and_read_all(d.path());
+    let p = event(d.path(), 2);
+    let bytes = std::fs::read(&p).unwrap();
+    // In place (the same file, shorter): cut inside the second record.
+    std::fs::write(&p, &bytes[..bytes.len() * 2 / 3 - 10]).unwrap();
+    let e = value_err(&t, 2, "c");
+    assert!(matches!(e, TrialError::Storage(_)), "{e:?}");
+    assert_names(&e, "000000000002_worker_0.tfevents", "..");
+    others_readable(&t, &[(2, "b"), (2, "c")]);
+}
+
+#[test]
+fn event_file_replaced_while_held_open() {
+    let d = fresh();
+    let t = open_and_read_all(d.path());
+    // Replaced as a writer replaces a file: a new file renamed over it.
+    let p = event(d.path(), 5);
+    let tmp = p.with_extension("new");
+    std::fs::copy(event(d.path(), 1), &tmp).unwrap();
+    std::fs::rename(&tmp, &p).unwrap();
+    // The new file's record, not the old one's value: caught as in duplicated_event_file.
+    let e = value_err(&t, 5, "a");
+    assert!(matches!(e, TrialError::Record(_)), "{e:?}");
+    assert_names(&e, "000000000005_worker_0.tfevents", "at byte");
+    others_readable(&t, &[(5, "*")]);
+}
+
+#[test]
+fn event_file_deleted_while_held_open() {
+    let d = fresh();
+    let t = open_and_read_all(d.path());
+    std::fs::remove_file(event(d.path(), 4)).unwrap();
+    let e = value_err(&t, 4, "a");
+    assert_eq!(e.python_name(), "TensorUnavailableForStep");
+    others_readable(&t, &[(4, "*")]);
+    // Put back, it reads again.
+    write_trial(d.path());
+    others_readable(&t, &[]);
+}
+
+/// How many of this process's open files lie under `dir`.
+#[cfg(target_os = "linux")]
+fn open_files_under(dir: &Path) -> usize {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.starts_with(&dir))
+        .count()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_trial_keeps_a_bounded_number_of_events_files_open() {
+    let d = tempfile::tempdir().unwrap();
+    let store = BlockingStore::open(&Location::Local(d.path().to_path_buf())).unwrap();
+    let steps = 80;
+    write_train_trial(&store, steps, |step| {
+        let v = ArrayD::from_elem(IxDyn(&[3]), step as f32);
+        vec![("w", TensorValue::Float32(v))]
+    })
+    .unwrap();
+    let limit = 16;
+    let t = Trial::open(
+        d.path().to_str().unwrap(),
+        TrialOptions {
+            cache_bytes: 0,
+            open_files: limit,
+            ..TrialOptions::default()
+        },
+    )
+    .unwrap();
+    let w = t.tensor("w").unwrap();
+    for round in 0..2 {
+        let values = w.values(Mode::Global, None).unwrap();
+        assert_eq!(values.len(), steps as usize);
+        for step in 0..steps {
+            let v = w.value(step, Mode::Global, None).unwrap();
+            assert_eq!(
+                v.as_array::<f32>().unwrap()[[0]],
+                step as f32,
+                "round {round}"
+            );
+        }
+        let open = open_files_under(d.path());
+        assert!(
+            (1..=limit).contains(&open),
+            "{open} files open under the trial after reading {steps} events files"
+        );
+    }
+    drop(t);
+    assert_eq!(
+        open_files_under(d.path()),
+        0,
+        "dropping the trial closes them"
+    );
+}
