@@ -1,7 +1,7 @@
 //! The local filesystem backend.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -378,27 +378,27 @@ fn read_ranges(
     path: &Path,
     fetches: &[Range<u64>],
 ) -> io::Result<std::result::Result<Vec<Bytes>, u64>> {
-    let mut file = File::open(path)?;
-    let meta = file.metadata()?;
-    if meta.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::IsADirectory,
-            "is a folder, not an object",
-        ));
-    }
-    let size = meta.len();
+    let file = open_object(path)?;
+    let size = file.metadata()?.len();
     if fetches.iter().any(|r| r.end > size) {
         return Ok(Err(size));
     }
-    let mut out = Vec::with_capacity(fetches.len());
-    for range in fetches {
-        // Bounded by the file's actual size, checked just above.
-        let mut buf = vec![0u8; (range.end - range.start) as usize];
-        file.seek(SeekFrom::Start(range.start))?;
-        file.read_exact(&mut buf)?;
-        out.push(Bytes::from(buf));
-    }
-    Ok(Ok(out))
+    read_fetches(&file, fetches).map(Ok)
+}
+
+/// Reads each of `fetches` from `file` with positional reads; a range past the file's end
+/// is [`io::ErrorKind::UnexpectedEof`] (callers check the size first, so only a file cut
+/// short meanwhile gets there).
+fn read_fetches(file: &File, fetches: &[Range<u64>]) -> io::Result<Vec<Bytes>> {
+    fetches
+        .iter()
+        .map(|range| {
+            // Bounded by the file's size, which the caller checked.
+            let mut buf = vec![0u8; (range.end - range.start) as usize];
+            read_at(file, &mut buf, range.start)?;
+            Ok(Bytes::from(buf))
+        })
+        .collect()
 }
 
 fn put_blocking(path: &Path, data: &[u8], sync: LocalSync) -> io::Result<()> {
@@ -714,27 +714,22 @@ impl SyncObject for LocalObject {
             return Err(self.range_error(ranges, size));
         }
         let plan = plan(ranges, &self.store.read);
-        let mut fetched = Vec::with_capacity(plan.fetches.len());
-        for range in &plan.fetches {
-            // Bounded by the file's size, checked just above.
-            let mut buf = vec![0u8; (range.end - range.start) as usize];
-            match self
-                .store
-                .retry
-                .run(|| read_at(&self.file, &mut buf, range.start))
-            {
-                Ok(()) => fetched.push(Bytes::from(buf)),
-                // Truncated since the size was asked: say so with its size now.
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    let now = self
-                        .current_size()
-                        .map_err(io_error)?
-                        .ok_or_else(replaced)?;
-                    return Err(self.range_error(ranges, now));
-                }
-                Err(e) => return Err(io_error(e)),
+        let fetched = match self
+            .store
+            .retry
+            .run(|| read_fetches(&self.file, &plan.fetches))
+        {
+            Ok(fetched) => fetched,
+            // Truncated since the size was asked: say so with its size now.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                let now = self
+                    .current_size()
+                    .map_err(io_error)?
+                    .ok_or_else(replaced)?;
+                return Err(self.range_error(ranges, now));
             }
-        }
+            Err(e) => return Err(io_error(e)),
+        };
         Ok(plan.slice(ranges, &fetched))
     }
 }
