@@ -33,18 +33,21 @@ const LOCAL_WHOLE_FILE_MAX: u64 = 128 << 10;
 /// At most this many files are remembered as touched once (then the memory starts over).
 const TOUCHED_LIMIT: usize = 1 << 16;
 
-/// The process's soft limit of open files (Linux: `/proc/self/limits`), else 1024.
+/// The process's soft limit of open files (Linux: `getrlimit`), else 1024.
 fn open_file_limit() -> usize {
     static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *LIMIT.get_or_init(|| {
-        std::fs::read_to_string("/proc/self/limits")
-            .ok()
-            .and_then(|text| {
-                let line = text.lines().find(|l| l.starts_with("Max open files"))?;
-                let soft = line.split_whitespace().nth(3)?;
-                Some(soft.parse::<usize>().unwrap_or(usize::MAX))
-            })
-            .unwrap_or(1024)
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::process::{getrlimit, Resource};
+            getrlimit(Resource::Nofile)
+                .current
+                .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            1024
+        }
     })
 }
 
