@@ -75,11 +75,15 @@ pub(crate) enum Deferred {
 }
 
 impl Deferred {
-    /// The value (a copy, for a lent tensor).
-    fn make(self) -> Result<TensorValue, String> {
+    /// The value of tensor `name` at `step` (a copy, for a lent tensor).
+    fn make(self, name: &str, step: i64) -> Result<TensorValue, WriterError> {
         match self {
-            Deferred::Make(f) => f(),
-            Deferred::Lent(t) => t.to_value(),
+            Deferred::Make(f) => f().map_err(|message| WriterError::Convert {
+                name: name.to_owned(),
+                step,
+                message,
+            }),
+            Deferred::Lent(t) => KeptValue::Lent(t).into_value(name, step),
         }
     }
 }
@@ -741,11 +745,7 @@ impl Writer {
             }
         }
         if let Some(make) = t.deferred.take() {
-            t.value = make.make().map_err(|message| WriterError::Convert {
-                name: t.name.clone(),
-                step: t.step,
-                message,
-            })?;
+            t.value = make.make(&t.name, t.step)?;
         }
         if t.shape {
             self.push_shape(t.step, t.mode, t.mode_step, &t.name, t.value.shape())?;
@@ -879,11 +879,7 @@ impl Writer {
             if !lent.with_view(&mut |v| health = Some(v.health(false))) {
                 // No view: the copy it takes is kept instead of the handle.
                 let mut t = t;
-                t.value = lent.to_value().map_err(|message| WriterError::Convert {
-                    name: t.name.clone(),
-                    step: t.step,
-                    message,
-                })?;
+                t.value = KeptValue::Lent(lent).into_value(&t.name, t.step)?;
                 return self.record(t, None);
             }
             health
