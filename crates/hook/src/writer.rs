@@ -25,7 +25,7 @@ use smdebug_storage::{BlockingStore, Bytes, StorageError};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Most tensor names whose reduction tensor names the writer remembers.
 const MAX_CACHED_NAMES: usize = 4096;
@@ -280,13 +280,64 @@ struct Put {
     event_bytes: u64,
 }
 
-/// Work for the I/O thread, which performs puts in order.
+/// Work for the I/O threads, numbered in the order the writer sent it: its puts become
+/// visible in that order.
 enum IoJob {
     /// The puts a job of the writer produced (a step's events file, then its index file and
-    /// TensorBoard files), in order: one message, so one wake-up of the I/O thread per step.
+    /// TensorBoard files), in order: one message, so one wake-up of an I/O thread per step.
     Puts(Vec<Put>),
     /// Reply once every put before this one is done.
     Flush(SyncSender<()>),
+}
+
+/// Whose turn it is to publish: the I/O threads publish jobs strictly in their numbers'
+/// order, whatever order they finish writing them in.
+#[derive(Default)]
+struct Turns {
+    /// The number of the next job to publish.
+    next: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Turns {
+    /// Waits until job `seq` may publish; the returned guard passes the turn on when it is
+    /// dropped (also when the thread unwinds, so the other I/O threads never wait forever).
+    fn wait(&self, seq: u64) -> Turn<'_> {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        while *next != seq {
+            next = self.changed.wait(next).unwrap_or_else(|p| p.into_inner());
+        }
+        Turn { turns: self }
+    }
+}
+
+/// The turn of one job to publish (see [`Turns::wait`]).
+struct Turn<'a> {
+    turns: &'a Turns,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        *self.turns.next.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.turns.changed.notify_all();
+    }
+}
+
+/// The I/O threads to start for `store`: two when its puts can be written before they are
+/// published (local disk, [`BlockingStore::stage`]) and there are two cores, else one.
+///
+/// On local disk a put's cost is the kernel copying the bytes into the page cache and
+/// allocating its pages, which one `write` does on one core, and a writer publishing
+/// megabytes per step was bound by that one thread (the whole-trial row of
+/// docs/benchmarks.md). Two threads write two steps' files at once and publish them in
+/// order. Object stores publish with one request, which cannot be split that way.
+fn io_threads(store: &BlockingStore) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if store.storage().as_sync().is_some() && cores >= 2 {
+        2
+    } else {
+        1
+    }
 }
 
 /// The writer thread's state.
@@ -299,8 +350,10 @@ struct Writer {
     current: Option<StepFile>,
     /// The step's TensorBoard files, by mode number.
     tb_files: BTreeMap<u8, TbFile>,
-    /// The channel to the I/O thread (`None` if it could not start, and at the end).
-    io: Option<SyncSender<IoJob>>,
+    /// The channel to the I/O threads (`None` if none could start, and at the end).
+    io: Option<SyncSender<(u64, IoJob)>>,
+    /// The number of the next job sent to the I/O threads (their publishing order).
+    io_seq: u64,
     /// Puts of the current job, handed to the I/O thread together when the job is done.
     outgoing: Vec<Put>,
     /// Reduction tensor names by tensor name and request (see [`Writer::reduction_name`]).
@@ -317,9 +370,12 @@ struct Writer {
     manifest_due: bool,
 }
 
-/// The I/O thread: storage calls (fsync on disk, a round trip on object stores) overlap
-/// the encoding of the next step. One thread, first in first out, so an events file is
-/// still stored before its index file.
+/// One I/O thread: storage calls (fsync on disk, a round trip on object stores) overlap
+/// the encoding of the next step. Each job's puts are first written
+/// ([`BlockingStore::stage`]; on local disk a temporary file, while another I/O thread writes
+/// the next job's), then published in the job's turn ([`Turns`]), in order, so an events
+/// file is still visible before its index file and steps appear in order. After a failure
+/// nothing more is published; staged files are removed.
 ///
 /// An events buffer that nobody else holds after its put goes back to the writer through
 /// `spare` to hold a later step: a step's buffer is megabytes, and freeing and allocating one
@@ -327,33 +383,47 @@ struct Writer {
 /// TLB shootdowns that interrupt the training thread too).
 fn run_io(
     shared: Arc<Shared>,
-    jobs: Receiver<IoJob>,
+    jobs: Arc<Mutex<Receiver<(u64, IoJob)>>>,
+    turns: Arc<Turns>,
     spare: SyncSender<Vec<u8>>,
     priority: crate::WriterPriority,
 ) {
     priority.apply_to_current_thread();
-    for job in jobs {
+    loop {
+        // Held only while waiting for the next job: the threads take jobs in their order.
+        let next = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok((seq, job)) = next else {
+            return;
+        };
         match job {
             IoJob::Flush(reply) => {
+                let _turn = turns.wait(seq);
                 let _ = reply.send(());
             }
             IoJob::Puts(puts) => {
-                for Put {
-                    store,
-                    key,
-                    data,
-                    event_bytes,
-                } in puts
-                {
+                // Nothing is written after a put that failed (not even its folder).
+                let mut failed = shared.failed();
+                let staged: Vec<_> = puts
+                    .into_iter()
+                    .map(|put| {
+                        let keep = (put.event_bytes > 0).then(|| put.data.clone());
+                        let staged = (!failed).then(|| put.store.stage(&put.key, put.data));
+                        failed |= matches!(staged, Some(Err(_)));
+                        (put.store, put.key, put.event_bytes, keep, staged)
+                    })
+                    .collect();
+                let _turn = turns.wait(seq);
+                for (store, key, event_bytes, keep, staged) in staged {
                     if shared.failed() {
+                        // The rest is dropped unpublished (its temporary files removed).
                         break;
                     }
-                    let keep = (event_bytes > 0).then(|| data.clone());
-                    match store.put(&key, data) {
-                        Ok(()) => {
+                    match staged.map(|s| s.and_then(|s| store.publish(s))) {
+                        Some(Ok(())) => {
                             shared.event_bytes.fetch_add(event_bytes, Ordering::Relaxed);
                         }
-                        Err(source) => shared.fail(WriterError::Store { key, source }),
+                        Some(Err(source)) => shared.fail(WriterError::Store { key, source }),
+                        None => break,
                     }
                     if let Some(Ok(buffer)) = keep.map(Bytes::try_into_mut) {
                         // Full (the writer has spares enough) or gone: the buffer is freed.
@@ -369,26 +439,44 @@ fn run_io(
 pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     cfg.priority.apply_to_current_thread();
     let priority = cfg.priority;
-    // Two steps in flight at most: bounded memory, and enough to overlap I/O and encoding.
-    let (io_tx, io_rx) = sync_channel(2);
+    let threads = io_threads(&cfg.store);
+    // Three steps in flight at most (queued or with an I/O thread): bounded memory, and
+    // enough to overlap I/O and encoding.
+    let (io_tx, io_rx) = sync_channel(3 - threads);
     let (spare_tx, spare_rx) = sync_channel(2);
-    let io_shared = shared.clone();
-    let io_thread = std::thread::Builder::new()
-        .name("smdebug-hook-io".into())
-        .spawn(move || run_io(io_shared, io_rx, spare_tx, priority));
-    let (io, io_thread) = match io_thread {
-        Ok(t) => (Some(io_tx), Some(t)),
-        Err(e) => {
-            shared.fail(WriterError::IoThread(e));
-            (None, None)
+    let io_rx = Arc::new(Mutex::new(io_rx));
+    let turns = Arc::new(Turns::default());
+    let mut io_threads = Vec::new();
+    for _ in 0..threads {
+        let (io_shared, jobs, turns, spare) = (
+            shared.clone(),
+            io_rx.clone(),
+            turns.clone(),
+            spare_tx.clone(),
+        );
+        match std::thread::Builder::new()
+            .name("smdebug-hook-io".into())
+            .spawn(move || run_io(io_shared, jobs, turns, spare, priority))
+        {
+            Ok(t) => io_threads.push(t),
+            Err(e) => {
+                // One thread is enough to write everything (one put at a time).
+                if io_threads.is_empty() {
+                    shared.fail(WriterError::IoThread(e));
+                }
+                break;
+            }
         }
-    };
+    }
+    drop(spare_tx);
+    let io = (!io_threads.is_empty()).then_some(io_tx);
     let mut w = Writer {
         cfg,
         shared,
         current: None,
         tb_files: BTreeMap::new(),
         io,
+        io_seq: 0,
         outgoing: Vec::new(),
         reduction_names: HashMap::new(),
         last_events_len: 0,
@@ -415,7 +503,7 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
         }
     }
     w.io = None;
-    if let Some(t) = io_thread {
+    for t in io_threads {
         if t.join().is_err() {
             w.shared.fail(WriterError::IoThreadStopped);
         }
@@ -1169,18 +1257,24 @@ impl Writer {
         }
         // Without an I/O thread (it could not start, a failure already recorded) nothing
         // can be stored either.
-        let io = self.io.as_ref().ok_or(WriterError::IoThreadStopped)?;
-        io.send(IoJob::Puts(std::mem::take(&mut self.outgoing)))
-            .map_err(|_| WriterError::IoThreadStopped)
+        let puts = IoJob::Puts(std::mem::take(&mut self.outgoing));
+        self.send_io(puts)
     }
 
-    /// Waits until every put handed to the I/O thread is done.
+    /// Sends `job` to the I/O threads with its number.
+    fn send_io(&mut self, job: IoJob) -> Result<(), WriterError> {
+        let io = self.io.as_ref().ok_or(WriterError::IoThreadStopped)?;
+        io.send((self.io_seq, job))
+            .map_err(|_| WriterError::IoThreadStopped)?;
+        self.io_seq += 1;
+        Ok(())
+    }
+
+    /// Waits until every put handed to the I/O threads is done.
     fn wait_io(&mut self) {
-        if let Some(io) = &self.io {
-            let (tx, rx) = sync_channel(1);
-            if io.send(IoJob::Flush(tx)).is_ok() {
-                let _ = rx.recv();
-            }
+        let (tx, rx) = sync_channel(1);
+        if self.send_io(IoJob::Flush(tx)).is_ok() {
+            let _ = rx.recv();
         }
     }
 
