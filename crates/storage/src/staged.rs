@@ -11,7 +11,7 @@ use crate::local::StagedFile;
 /// It lets a writer that must publish objects in a fixed order (an events file before the
 /// index file that points into it, steps in order) write several of them at once and
 /// publish them one by one afterwards. On local disk the data is in a temporary file
-/// (hidden from listings, see [`TEMP_SUFFIX`](crate::TEMP_SUFFIX)), synced when the store
+/// (a name ending in `.tmp`, hidden from listings), synced when the store
 /// fsyncs its puts ([`LocalSync`](crate::LocalSync)); publishing renames it (and syncs the
 /// folder). Dropped unpublished, the temporary file is removed. Other stores have no hidden
 /// half-written state: staging keeps the bytes and publishing is the whole put.
