@@ -350,8 +350,9 @@ struct Writer {
     current: Option<StepFile>,
     /// The step's TensorBoard files, by mode number.
     tb_files: BTreeMap<u8, TbFile>,
-    /// The channel to the I/O threads (`None` if none could start, and at the end).
-    io: Option<SyncSender<(u64, IoJob)>>,
+    /// The channels to the I/O threads, job `n` to thread `n % len` (empty if none could
+    /// start, and at the end).
+    io: Vec<SyncSender<(u64, IoJob)>>,
     /// The number of the next job sent to the I/O threads (their publishing order).
     io_seq: u64,
     /// Puts of the current job, handed to the I/O thread together when the job is done.
@@ -383,18 +384,13 @@ struct Writer {
 /// TLB shootdowns that interrupt the training thread too).
 fn run_io(
     shared: Arc<Shared>,
-    jobs: Arc<Mutex<Receiver<(u64, IoJob)>>>,
+    jobs: Receiver<(u64, IoJob)>,
     turns: Arc<Turns>,
     spare: SyncSender<Vec<u8>>,
     priority: crate::WriterPriority,
 ) {
     priority.apply_to_current_thread();
-    loop {
-        // Held only while waiting for the next job: the threads take jobs in their order.
-        let next = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
-        let Ok((seq, job)) = next else {
-            return;
-        };
+    for (seq, job) in jobs {
         match job {
             IoJob::Flush(reply) => {
                 let _turn = turns.wait(seq);
@@ -440,25 +436,26 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     cfg.priority.apply_to_current_thread();
     let priority = cfg.priority;
     let threads = io_threads(&cfg.store);
-    // Three steps in flight at most (queued or with an I/O thread): bounded memory, and
-    // enough to overlap I/O and encoding.
-    let (io_tx, io_rx) = sync_channel(3 - threads);
+    // Each I/O thread has its own channel and gets every `threads`-th job, so a job wakes
+    // only the thread that runs it. Steps in flight (queued or with an I/O thread): three
+    // with one thread, four with two; bounded memory, and enough to overlap I/O and
+    // encoding.
+    let capacity = if threads == 1 { 2 } else { 1 };
     let (spare_tx, spare_rx) = sync_channel(2);
-    let io_rx = Arc::new(Mutex::new(io_rx));
     let turns = Arc::new(Turns::default());
     let mut io_threads = Vec::new();
+    let mut io = Vec::new();
     for _ in 0..threads {
-        let (io_shared, jobs, turns, spare) = (
-            shared.clone(),
-            io_rx.clone(),
-            turns.clone(),
-            spare_tx.clone(),
-        );
+        let (tx, jobs) = sync_channel(capacity);
+        let (io_shared, turns, spare) = (shared.clone(), turns.clone(), spare_tx.clone());
         match std::thread::Builder::new()
             .name("smdebug-hook-io".into())
             .spawn(move || run_io(io_shared, jobs, turns, spare, priority))
         {
-            Ok(t) => io_threads.push(t),
+            Ok(t) => {
+                io_threads.push(t);
+                io.push(tx);
+            }
             Err(e) => {
                 // One thread is enough to write everything (one put at a time).
                 if io_threads.is_empty() {
@@ -469,7 +466,6 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
         }
     }
     drop(spare_tx);
-    let io = (!io_threads.is_empty()).then_some(io_tx);
     let mut w = Writer {
         cfg,
         shared,
@@ -502,7 +498,7 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
             }
         }
     }
-    w.io = None;
+    w.io.clear();
     for t in io_threads {
         if t.join().is_err() {
             w.shared.fail(WriterError::IoThreadStopped);
@@ -1263,7 +1259,10 @@ impl Writer {
 
     /// Sends `job` to the I/O threads with its number.
     fn send_io(&mut self, job: IoJob) -> Result<(), WriterError> {
-        let io = self.io.as_ref().ok_or(WriterError::IoThreadStopped)?;
+        if self.io.is_empty() {
+            return Err(WriterError::IoThreadStopped);
+        }
+        let io = &self.io[(self.io_seq % self.io.len() as u64) as usize];
         io.send((self.io_seq, job))
             .map_err(|_| WriterError::IoThreadStopped)?;
         self.io_seq += 1;
