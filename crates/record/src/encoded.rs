@@ -26,8 +26,9 @@ pub struct EncodedTensor {
 
 #[derive(Debug, Clone)]
 enum Body {
-    /// `tensor_content`: the elements, little-endian, exactly the shape's count of them.
-    Content(TensorProto),
+    /// `tensor_content`: the elements, little-endian, exactly the shape's count of them
+    /// (the message boxed: it is large beside a decoded value).
+    Content(Box<TensorProto>),
     /// Anything else, decoded.
     Decoded(TensorValue),
 }
@@ -46,7 +47,7 @@ impl EncodedTensor {
                 Ok(EncodedTensor {
                     dtype,
                     shape,
-                    body: Body::Content(proto),
+                    body: Body::Content(Box::new(proto)),
                 })
             }
             _ => Ok(EncodedTensor::from(TensorValue::from_proto(&proto)?)),
