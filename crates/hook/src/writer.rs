@@ -311,6 +311,31 @@ impl Turns {
     }
 }
 
+/// Job `seq`'s place in the publishing order. Dropped before its turn was waited for (the
+/// thread unwinding while it wrote the job's files), it still waits for the turn and passes
+/// it on, so the other I/O threads do not wait forever for a job that will never publish.
+struct Ticket<'a> {
+    turns: &'a Turns,
+    seq: u64,
+    used: bool,
+}
+
+impl<'a> Ticket<'a> {
+    /// Waits for the job's turn (see [`Turns::wait`]).
+    fn wait(mut self) -> Turn<'a> {
+        self.used = true;
+        self.turns.wait(self.seq)
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if !self.used {
+            drop(self.turns.wait(self.seq));
+        }
+    }
+}
+
 /// The turn of one job to publish (see [`Turns::wait`]).
 struct Turn<'a> {
     turns: &'a Turns,
@@ -391,9 +416,14 @@ fn run_io(
 ) {
     priority.apply_to_current_thread();
     for (seq, job) in jobs {
+        let ticket = Ticket {
+            turns: &turns,
+            seq,
+            used: false,
+        };
         match job {
             IoJob::Flush(reply) => {
-                let _turn = turns.wait(seq);
+                let _turn = ticket.wait();
                 let _ = reply.send(());
             }
             IoJob::Puts(puts) => {
@@ -408,7 +438,7 @@ fn run_io(
                         (put.store, put.key, put.event_bytes, keep, staged)
                     })
                     .collect();
-                let _turn = turns.wait(seq);
+                let _turn = ticket.wait();
                 for (store, key, event_bytes, keep, staged) in staged {
                     if shared.failed() {
                         // The rest is dropped unpublished (its temporary files removed).
@@ -1298,6 +1328,37 @@ pub(crate) fn write_end_marker(store: &BlockingStore) -> Result<(), StorageError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn turns_pass_in_order_and_past_a_job_whose_thread_panicked() {
+        let turns = Arc::new(Turns::default());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        // Started in reverse: each job publishes only in its turn.
+        let mut threads = Vec::new();
+        for seq in (0..4u64).rev() {
+            let (turns, order) = (turns.clone(), order.clone());
+            threads.push(std::thread::spawn(move || {
+                let ticket = Ticket {
+                    turns: &turns,
+                    seq,
+                    used: false,
+                };
+                if seq == 1 {
+                    panic!("job 1 fails while writing its files");
+                }
+                let _turn = ticket.wait();
+                order.lock().unwrap().push(seq);
+            }));
+        }
+        let panicked = threads
+            .into_iter()
+            .map(|t| t.join().is_err())
+            .filter(|&p| p)
+            .count();
+        assert_eq!(panicked, 1);
+        assert_eq!(*order.lock().unwrap(), [0, 2, 3]);
+        assert_eq!(*turns.next.lock().unwrap(), 4);
+    }
 
     #[test]
     fn scalar_tensors_have_the_requested_shape_and_dtype() {

@@ -187,11 +187,7 @@ fn damaged_records_fail_as_value_fails() {
     // Another step's events file under this step's name: records where the index says
     // none are.
     std::fs::copy(event(d.path(), 0), event(d.path(), 3)).unwrap();
-    for (step, name, kind) in [
-        (1, "b", "Record"),
-        (2, "c", "Storage"),
-        (3, "a", "Record"),
-    ] {
+    for (step, name, kind) in [(1, "b", "Record"), (2, "c", "Storage"), (3, "a", "Record")] {
         let (once, plain) = errors(d.path(), step, name);
         assert_eq!(once.to_string(), plain.to_string(), "{name} at {step}");
         assert!(format!("{once:?}").starts_with(kind), "{once:?}");
