@@ -28,8 +28,8 @@ use crate::util::{root, step};
 /// Runs per timing; the fastest counts.
 const REPEAT: usize = 3;
 
-/// Runs of `--last 10` whose server CPU time is averaged: one run costs moto a few clock
-/// ticks (10 ms each), too coarse to read alone.
+/// Runs of `--last 10`, the fastest of which is its time and whose server CPU time is
+/// averaged: one run costs moto a few clock ticks (10 ms each), too coarse to read alone.
 const LAST_CPU_RUNS: usize = 20;
 
 const OPEN_ROW: &str = "trial S3: open of a 1,000-step trial vs Python smdebug";
@@ -207,14 +207,15 @@ fn last_rows(smdebug: &Path, env: &[(String, String)]) -> Result<Vec<Value>> {
     write_trial(smdebug, env, 2000, url)?;
     step(&format!("{LAST_ROW}: smdebug inspect --last 10 / whole"));
     let args = ["--last", "10", url];
-    let (last, _) = inspect_best(smdebug, env, &args)?;
     let (whole, _) = inspect_best(smdebug, env, &[url])?;
     step(&format!(
         "{LAST_CEILING_ROW}: {LAST_CPU_RUNS} runs of smdebug inspect --last 10"
     ));
-    let (mut wall, mut cpu) = (0.0, 0.0);
+    // The fastest of these runs is the row's time; their mean CPU time the server's cost.
+    let (mut last, mut wall, mut cpu) = (f64::INFINITY, 0.0, 0.0);
     for _ in 0..LAST_CPU_RUNS {
         let (w, c, _) = timed_run(&mut inspect(smdebug, env, &args), pid)?;
+        last = last.min(w);
         wall += w;
         cpu += c;
     }
@@ -225,7 +226,7 @@ fn last_rows(smdebug: &Path, env: &[(String, String)]) -> Result<Vec<Value>> {
     Ok(vec![
         json!({
             "name": LAST_ROW, "value": last * 1e3, "unit": "ms",
-            "baseline": "smdebug inspect of the whole trial (best)",
+            "baseline": format!("smdebug inspect of the whole trial (best of {REPEAT}; ours: best of {LAST_CPU_RUNS})"),
             "ratio": whole / last, "goal": 100.0, "seconds": last, "baseline_seconds": whole,
         }),
         json!({
