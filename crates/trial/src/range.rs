@@ -100,20 +100,10 @@ const WINDOW_GROWTH: i64 = 4;
 /// first key), widened four times over until it holds `n` steps, then older folders the
 /// same way. The cost grows with `n` and the number of workers, not with the number of older
 /// steps, and a trial that saved every step needs two requests.
-///
-/// `before_keys` runs once, after the folder listing and before the first listing of keys
-/// (or before returning, when there is none): the open checks the end marker there, so that
-/// every key listing follows the check (see `Trial::from_storage`).
-pub(crate) fn last_steps(
-    store: &BlockingStore,
-    n: usize,
-    end: Option<i64>,
-    before_keys: impl FnOnce() -> Result<()>,
-) -> Result<LastSteps> {
+pub(crate) fn last_steps(store: &BlockingStore, n: usize, end: Option<i64>) -> Result<LastSteps> {
     let prefix = format!("{INDEX_DIR}/");
     let end_key = end.and_then(index_step_bound);
     let mut folders = store.list_folders(&prefix)?;
-    before_keys()?;
     if let Some(e) = &end_key {
         // Folders that start at or after the end hold only steps past it.
         folders.retain(|f| f.as_str() < e.as_str());

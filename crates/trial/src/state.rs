@@ -291,10 +291,6 @@ pub(crate) struct State {
     /// that listing was the first of smdebug's two final refreshes (docs/src/semantics.md
     /// §8.5), so the next refresh is the last.
     pub ended_at_open: bool,
-    /// The end marker was seen before the open's listing was sent: on strongly consistent
-    /// storage that listing holds every index file written before the marker, so it counts
-    /// as both final refreshes and the first query lists nothing (docs/src/semantics.md §8.5).
-    pub listed_after_end: bool,
     pub dynamic_refresh: bool,
     /// Index files already read that sort after the token (bounded, see `remember_read`).
     pub read_files: BTreeSet<String>,

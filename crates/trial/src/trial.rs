@@ -209,45 +209,28 @@ impl Trial {
         };
         // Three independent things before the index is read: the collections files, the
         // end marker and where the last steps start. On an object store each is a round trip
-        // or two, so they run side by side; on local disk each takes microseconds. The end
-        // marker is checked before any listing of index keys is sent, so that when it is
-        // there the open's listing is the final one (`listed_after_end`).
+        // or two, so they run side by side; on local disk each takes microseconds.
+        let last_steps = |trial: &Trial| match trial.options.last_steps {
+            Some(n) => range::last_steps(&trial.store, n, range.1).map(Some),
+            None => Ok(None),
+        };
         let (last, ended) = if trial.store.storage().as_sync().is_some() {
-            let ended = trial.has_training_ended()?;
-            let last = match trial.options.last_steps {
-                Some(n) => Some(range::last_steps(&trial.store, n, range.1, || Ok(()))?),
-                None => None,
-            };
+            let last = last_steps(&trial)?;
             trial.load_collections()?;
-            (last, ended)
+            (last, trial.has_training_ended()?)
         } else {
             std::thread::scope(|s| -> Result<_> {
+                let last = s.spawn(|| last_steps(&trial));
                 let ended = s.spawn(|| trial.has_training_ended());
-                let trial = &trial;
-                let last = s.spawn(move || -> Result<_> {
-                    let join = |h: std::thread::ScopedJoinHandle<'_, Result<bool>>| {
-                        h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
-                    };
-                    let mut seen = None;
-                    let mut ended = Some(ended);
-                    let mut wait = || -> Result<()> {
-                        if let Some(h) = ended.take() {
-                            seen = Some(join(h)?);
-                        }
-                        Ok(())
-                    };
-                    let last = match trial.options.last_steps {
-                        // The folder listing runs beside the check; the key listings after.
-                        Some(n) => Some(range::last_steps(&trial.store, n, range.1, &mut wait)?),
-                        None => None,
-                    };
-                    wait()?;
-                    Ok((last, seen.unwrap_or(false)))
-                });
                 let collections = trial.load_collections();
-                let last = last.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                let last = last
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
                 collections?;
-                last
+                let ended = ended
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+                Ok((last, ended))
             })?
         };
         let mut prelisted = None;
@@ -262,7 +245,6 @@ impl Trial {
         let mut st = lock(&trial.state);
         trial.refresh_with(&mut st, prelisted)?;
         st.ended_at_open = ended;
-        st.listed_after_end = ended;
         drop(st);
         Ok(trial)
     }
@@ -609,16 +591,10 @@ impl Trial {
             return Ok(());
         }
         if st.ended_at_open {
-            // The open saw the end marker before it listed the index: on strongly consistent
-            // storage that listing holds every index file written before the marker, so it
-            // stands for both of smdebug's final refreshes (smdebug pauses between them for
-            // S3's former eventual consistency; docs/src/semantics.md §8.5). The marker never
-            // goes away.
-            if !st.listed_after_end {
-                self.refresh_locked(st)?;
-            }
+            // The open saw the end marker and listed after it: that listing was the first of
+            // the two final refreshes, this one is the second (the marker never goes away).
+            self.refresh_locked(st)?;
             st.ended_at_open = false;
-            st.listed_after_end = false;
             st.loaded_all_steps = true;
             if let Some((&last, _)) = st.global_to_mode.iter().next_back() {
                 st.last_complete_step = last;
