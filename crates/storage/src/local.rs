@@ -235,13 +235,7 @@ impl Storage for LocalStorage {
 
 impl SyncStorage for LocalStorage {
     fn put_sync(&self, key: &str, data: Bytes) -> Result<()> {
-        validate_key(key)?;
-        if key.ends_with(TEMP_SUFFIX) {
-            return Err(invalid(
-                key,
-                "ends with .tmp, which marks files being written on local disk",
-            ));
-        }
+        writable_key(key)?;
         let path = self.path(key);
         self.retry
             .run(|| put_blocking(&path, &data, self.sync))
@@ -249,13 +243,7 @@ impl SyncStorage for LocalStorage {
     }
 
     fn stage_sync(&self, key: &str, data: Bytes) -> Result<StagedPut> {
-        validate_key(key)?;
-        if key.ends_with(TEMP_SUFFIX) {
-            return Err(invalid(
-                key,
-                "ends with .tmp, which marks files being written on local disk",
-            ));
-        }
+        writable_key(key)?;
         let path = self.path(key);
         let file = self
             .retry
@@ -422,6 +410,19 @@ fn read_fetches(file: &File, fetches: &[Range<u64>]) -> io::Result<Vec<Bytes>> {
             Ok(Bytes::from(buf))
         })
         .collect()
+}
+
+/// A key a put or a staged put may write: valid, and not named as the temporary files of
+/// writes in progress are.
+fn writable_key(key: &str) -> Result<()> {
+    validate_key(key)?;
+    if key.ends_with(TEMP_SUFFIX) {
+        return Err(invalid(
+            key,
+            "ends with .tmp, which marks files being written on local disk",
+        ));
+    }
+    Ok(())
 }
 
 fn put_blocking(path: &Path, data: &[u8], sync: LocalSync) -> io::Result<()> {
