@@ -9,8 +9,10 @@
 //! `put` sends (it accepts uploads only through its JSON API or signed URLs). On GCS the
 //! suite's writes therefore go through the JSON API ([`GcsJsonUpload`]) and everything else
 //! (listing, paging, offsets, folders, GET, ranges, HEAD, DELETE) through object_store; the
-//! hook's write to `gs://` is not run, and `gcs_emulator_still_lacks_the_xml_put` fails as
-//! soon as an emulator version accepts the PUT, so that the skip cannot outlive its reason.
+//! hook writes to `gs://` through the same wrapper (`HookBuilder::storage`), so its object
+//! PUTs are the only requests that do not go through object_store's GCS client, and
+//! `gcs_emulator_still_lacks_the_xml_put` fails as soon as an emulator version accepts the
+//! PUT, so that the workaround cannot outlive its reason.
 //! See `docs/src/storage.md`. These tests fail (never skip) when an emulator is not
 //! configured.
 
@@ -24,7 +26,7 @@ use smdebug_conformance::{tempdir, write_fixture, write_fixture_from_recipe};
 use smdebug_storage::{
     BlockingStore, Bytes, Location, ObjectMeta, Operation, Storage, StorageError,
 };
-use smdebug_synth::{write_trial, Recipe, WriteOptions};
+use smdebug_synth::{write_trial, write_trial_into, Recipe, WriteOptions};
 
 use crate::trial::{
     assert_same, ignores_for, mode_keyerror_ignores, python_dump, rust_dump, upload_dir,
@@ -266,7 +268,18 @@ fn hook_write_then_trial_read(emulator: Emulator) {
     let recipe = Recipe::load(&recipe_path).unwrap();
     // Same last component as the local trial, so the trial names agree.
     let url = format!("{}/trial", emulator.fresh("hook"));
-    let records = write_trial(&recipe, &url, WriteOptions::default()).unwrap();
+    // On GCS the hook writes through the JSON-API upload wrapper (`HookBuilder::storage`);
+    // on Azure through object_store, from the URL, as a user's hook does.
+    let records = match emulator {
+        Emulator::Gcs => write_trial_into(
+            &recipe,
+            &url,
+            emulator.open(&url).storage().clone(),
+            WriteOptions::default(),
+        ),
+        Emulator::Azure => write_trial(&recipe, &url, WriteOptions::default()),
+    }
+    .unwrap();
     assert!(records > 0, "the hook wrote no records to {url}");
     let local = write_fixture_from_recipe(&recipe_path, &dir.path().join("trial"));
     let py_path = dir.path().join("py.json");
@@ -306,9 +319,10 @@ fn python_trial_read(emulator: Emulator) {
 }
 
 /// The one GCS feature the emulator lacks, checked rather than assumed: object_store's
-/// XML-API PUT is refused, so the hook (which writes through object_store) cannot write to
-/// this `gs://`. When an emulator version accepts it this test fails: then run
-/// `hook_write_then_trial_read(Emulator::Gcs)` and drop [`GcsJsonUpload`].
+/// XML-API PUT is refused, so a hook opened from a `gs://` URL cannot write to this
+/// emulator (the hook test gives it the [`GcsJsonUpload`] store instead). When an emulator
+/// version accepts the PUT this test fails: then drop [`GcsJsonUpload`] and let the GCS
+/// hook test write from the URL.
 #[test]
 fn gcs_emulator_still_lacks_the_xml_put() {
     let url = Emulator::Gcs.fresh("xml-put");
@@ -324,6 +338,11 @@ fn gcs_emulator_still_lacks_the_xml_put() {
     let store = Emulator::Gcs.store("xml-put-workaround");
     store.put("k", Bytes::from_static(b"v")).unwrap();
     assert_eq!(store.get("k").unwrap(), Bytes::from_static(b"v"));
+}
+
+#[test]
+fn gcs_hook_write_then_trial_read() {
+    hook_write_then_trial_read(Emulator::Gcs);
 }
 
 #[test]

@@ -3,8 +3,10 @@
 //! (kept while complete), are opened by `smdebug inspect` (the release build) and by the
 //! real Python smdebug (`tests/peer/scale_open.py`, under a time cap); each row gives wall
 //! time (best of three, our clock around the process) and peak RSS (`/usr/bin/time`), the
-//! ratio Python / ours, and a ceiling: Python's open over a bare listing and read of the
-//! trial's index files, the least any reader must do. The 1M-entry shapes are the issue's:
+//! ratio Python / ours, and a ceiling: Python's open over the least time any reader needs,
+//! locally a bare listing and read of the trial's index files, on S3 the moto server's CPU
+//! time for our open's requests (moto serves one request at a time; its CPU time over our
+//! wall time, near 1.0, shows it was the bound). The 1M-entry shapes are the issue's:
 //! many tensors, many workers, many steps. The table is written to
 //! `docs/scale-benchmarks.md`.
 use crate::util::{cargo, root, run as exec, step};
@@ -88,10 +90,17 @@ const REPEAT: usize = 3;
 
 /// Our figures: the best wall time of [`REPEAT`] runs of `cmd` on its own, clocked here
 /// around the whole process (`/usr/bin/time` counts in 10 ms steps, too coarse for the
-/// small trials), and the peak RSS of one more run under `/usr/bin/time`.
-fn ours(cmd: &[&str], env: &[(String, String)]) -> Result<(f64, f64)> {
+/// small trials), the peak RSS of one more run under `/usr/bin/time`, and, given the S3
+/// server's pid, the server's CPU seconds during the fastest run.
+fn ours(
+    cmd: &[&str],
+    env: &[(String, String)],
+    server: Option<u32>,
+) -> Result<(f64, f64, Option<f64>)> {
     let mut best = f64::INFINITY;
+    let mut best_cpu = None;
     for _ in 0..REPEAT {
+        let cpu = server.map(crate::services::cpu_seconds).transpose()?;
         let start = Instant::now();
         let out = Command::new(cmd[0])
             .args(&cmd[1..])
@@ -107,10 +116,16 @@ fn ours(cmd: &[&str], env: &[(String, String)]) -> Result<(f64, f64)> {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        best = best.min(secs);
+        let cpu = match (server, cpu) {
+            (Some(pid), Some(before)) => Some(crate::services::cpu_seconds(pid)? - before),
+            _ => None,
+        };
+        if secs < best {
+            (best, best_cpu) = (secs, cpu);
+        }
     }
     let (_, rss) = timed(cmd, None, env)?.context("no limit was set, yet the run timed out")?;
-    Ok((best, rss))
+    Ok((best, rss, best_cpu))
 }
 
 /// Seconds (best of [`REPEAT`]) to list the trial's `index/` folder and read every file in
@@ -203,9 +218,17 @@ fn row(shape: (usize, i64, usize), python: &Path, cap: &str, place: &Place) -> V
         let dir = dir.as_str();
         step(&format!("{name}: smdebug inspect"));
         let bin = smdebug_bin();
+        let server = match place {
+            Place::Local => None,
+            Place::S3(env) => Some(
+                crate::services::server_pid(env)
+                    .context("the S3 server's pid is not in the environment")?,
+            ),
+        };
         let ours = ours(
             &[bin.to_str().context("non-UTF-8 path")?, "inspect", dir],
             env,
+            server,
         )?;
         step(&format!("{name}: Python smdebug (cap {cap} s)"));
         let script = root().join("tests/peer/scale_open.py");
@@ -238,7 +261,9 @@ fn row(shape: (usize, i64, usize), python: &Path, cap: &str, place: &Place) -> V
             "python_seconds": py.map(|p| p.0), "python_max_rss_bytes": py.map(|p| p.1),
             "ratio": py.map(|p| p.0 / ours.0),
             "raw_index_read_seconds": raw,
-            "ceiling": py.zip(raw).map(|(p, raw)| p.0 / raw),
+            "server_cpu_seconds": ours.2,
+            "server_busy_share": ours.2.map(|c| c / ours.0),
+            "ceiling": py.zip(raw.or(ours.2)).map(|(p, least)| p.0 / least),
             "baseline": match py {
                 Some(_) => "python smdebug open (same trial)".to_owned(),
                 None => format!("python smdebug did not finish within {cap} s"),
@@ -308,8 +333,9 @@ pub fn run(python: &Path) -> Result<Vec<Value>> {
 fn table(rows: &[Value], cap: &str) -> String {
     let mut out = String::from(
         "| trial | entries | ours: `smdebug inspect` | ours peak RSS | peak RSS / entry (B) \
-         | Python open | Python peak RSS | Python / ours | raw read of the index files \
-         | ceiling: Python / raw read |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         | Python open | Python peak RSS | Python / ours | least time: raw read of the index files \
+         (S3: moto's CPU time during our open, and its share of our wall time) \
+         | ceiling: Python / least time |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let mb = |v: &Value| {
         v.as_f64()
@@ -350,9 +376,14 @@ fn table(rows: &[Value], cap: &str) -> String {
             secs(&r["python_seconds"]),
             mb(&r["python_max_rss_bytes"]),
             times(&r["ratio"]),
-            match &r["raw_index_read_seconds"] {
-                Value::Null => "-".to_owned(),
-                v => secs(v),
+            match (&r["raw_index_read_seconds"], &r["server_cpu_seconds"]) {
+                (Value::Null, Value::Null) => "-".to_owned(),
+                (Value::Null, cpu) => format!(
+                    "{} (busy {:.2})",
+                    secs(cpu),
+                    r["server_busy_share"].as_f64().unwrap_or(f64::NAN)
+                ),
+                (raw, _) => secs(raw),
             },
             times(&r["ceiling"]),
         );

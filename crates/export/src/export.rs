@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::options::{ExportOptions, ValuesMode, SMALL_VALUE_ELEMENTS};
 use crate::pipeline::for_each_ordered;
 use crate::sink::{BatchSink, SinkSettings, TableWriter, Target, Written};
-use crate::stats::{scalar_f64, statistics, values_f64, Statistics};
+use crate::stats::{scalar_f64, values_f64, Statistics};
 use crate::table::{ReductionRow, RowKey, Rows, ScalarRow, StatsSource, StepRow, Table, TensorRow};
 use crate::{ExportError, Result};
 
@@ -780,7 +780,8 @@ impl Ctx<'_> {
             mode_step,
             step: u.step,
         };
-        let value = match tensor.value(u.step, Mode::Global, worker) {
+        // Read once: statistics straight from the record's bytes, nothing cached.
+        let value = match tensor.value_once(u.step, Mode::Global, worker) {
             Ok(v) => Some(v),
             Err(TrialError::Analysis(AnalysisError::TensorUnavailableForStep { .. })) => None,
             Err(e) => {
@@ -827,8 +828,8 @@ impl Ctx<'_> {
                 row.dtype = Some(v.dtype().name());
                 row.shape = Some(v.shape().iter().map(|&d| d as i64).collect());
                 row.element_count = Some(v.len() as i64);
-                if let Some(s) = statistics(v) {
-                    row.stats = s;
+                if let Some(s) = v.finite_stats() {
+                    row.stats = Statistics::from(s);
                     row.counts = true;
                     row.source = StatsSource::Value;
                 }
@@ -837,11 +838,21 @@ impl Ctx<'_> {
                     ValuesMode::Small => v.len() <= SMALL_VALUE_ELEMENTS,
                     ValuesMode::All => true,
                 };
+                // The elements, for the values column or a scalar's row.
+                let wanted = keep || (plan.scalar[u.tensor] && v.len() == 1);
+                let decoded = match wanted.then(|| v.value()) {
+                    Some(Ok(d)) => Some(d),
+                    Some(Err(e)) => {
+                        skip(&mut o, "raw value", &e);
+                        None
+                    }
+                    None => None,
+                };
                 if keep {
-                    row.values = values_f64(v);
+                    row.values = decoded.as_deref().and_then(values_f64);
                 }
                 if plan.scalar[u.tensor] {
-                    if let Some(x) = scalar_f64(v) {
+                    if let Some(x) = decoded.as_deref().and_then(scalar_f64) {
                         // The value's record is the first of the entry's.
                         let wall_time = match locs.first().map(|l| self.wall_time(l)) {
                             Some(Ok(t)) => Some(t),

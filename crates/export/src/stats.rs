@@ -1,6 +1,7 @@
 //! The summary statistics of a raw value, from one fused pass over its elements.
 
 use smdebug_record::TensorValue;
+use smdebug_reduce::FiniteStats;
 
 /// Summary statistics of one raw value (see `docs/src/export.md`, table `tensors`).
 ///
@@ -37,19 +38,26 @@ pub struct Statistics {
 /// statistics of finite elements (blocks converted to `f64` while in cache, Chan et al.'s
 /// merge, vectorized): this crate keeps only the table's names for its results.
 pub fn statistics(value: &TensorValue) -> Option<Statistics> {
-    let s = value.reduce_view()?.finite_stats();
-    Some(Statistics {
-        min: s.min(),
-        max: s.max(),
-        mean: s.mean(),
-        std: s.std(),
-        l1: s.l1(),
-        l2: s.l2(),
-        nan_count: s.nan,
-        pos_inf_count: s.pos_inf,
-        neg_inf_count: s.neg_inf,
-        zero_count: s.zeros,
-    })
+    Some(Statistics::from(value.reduce_view()?.finite_stats()))
+}
+
+impl From<FiniteStats> for Statistics {
+    /// The table's names for the kernel's results (from a decoded value or straight from a
+    /// record's bytes, [`smdebug_trial::OnceValue::finite_stats`]).
+    fn from(s: FiniteStats) -> Self {
+        Statistics {
+            min: s.min(),
+            max: s.max(),
+            mean: s.mean(),
+            std: s.std(),
+            l1: s.l1(),
+            l2: s.l2(),
+            nan_count: s.nan,
+            pos_inf_count: s.pos_inf,
+            neg_inf_count: s.neg_inf,
+            zero_count: s.zeros,
+        }
+    }
 }
 
 /// The elements of a real-valued value as `f64` (`None` for complex numbers and strings).

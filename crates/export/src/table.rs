@@ -252,11 +252,29 @@ impl Rows {
         schema: &SchemaRef,
         lists_as_text: bool,
     ) -> Result<RecordBatch, ArrowError> {
+        // Emptied, not replaced: the next row group's rows reuse the allocation instead of
+        // growing a fresh one (fresh memory is paid for again at its first touch).
         let columns = match self {
-            Rows::Tensors(r) => tensor_columns(&std::mem::take(r), lists_as_text),
-            Rows::Reductions(r) => reduction_columns(&std::mem::take(r)),
-            Rows::Scalars(r) => scalar_columns(&std::mem::take(r)),
-            Rows::Steps(r) => step_columns(&std::mem::take(r)),
+            Rows::Tensors(r) => {
+                let c = tensor_columns(r, lists_as_text);
+                r.clear();
+                c
+            }
+            Rows::Reductions(r) => {
+                let c = reduction_columns(r);
+                r.clear();
+                c
+            }
+            Rows::Scalars(r) => {
+                let c = scalar_columns(r);
+                r.clear();
+                c
+            }
+            Rows::Steps(r) => {
+                let c = step_columns(r);
+                r.clear();
+                c
+            }
         };
         RecordBatch::try_new(schema.clone(), columns)
     }

@@ -7,7 +7,7 @@ use smdebug_config::{
     HookConfig, IncludeWorkers, ReductionConfig, SaveConfig, SaveConfigMode, TensorBoardConfig,
 };
 use smdebug_reduce::Flavor;
-use smdebug_storage::{LocalSync, StorageOptions};
+use smdebug_storage::{LocalSync, Storage, StorageOptions};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,6 +101,7 @@ pub struct HookBuilder {
     pub(crate) stop_signal_file: Option<String>,
     pub(crate) stop_check_interval: Duration,
     pub(crate) storage_options: StorageOptions,
+    pub(crate) storage: Option<Arc<dyn Storage>>,
     pub(crate) recorder: Option<crate::FlightRecorder>,
     pub(crate) writer_priority: crate::WriterPriority,
 }
@@ -142,6 +143,7 @@ impl HookBuilder {
                 local_sync: LocalSync::RenameOnly,
                 ..StorageOptions::default()
             },
+            storage: None,
             recorder: None,
         }
     }
@@ -388,6 +390,22 @@ impl HookBuilder {
     /// The least time between two checks for the stop signal (default 1 s).
     pub fn stop_check_interval(mut self, interval: Duration) -> Self {
         self.stop_check_interval = interval;
+        self
+    }
+
+    /// Writes the trial through `storage` (its root is the trial's root) instead of the store
+    /// `out_dir` names, which then only names the trial in messages; [`storage_options`]
+    /// do not apply to it (the store was opened already). For a store no URL opens, or one
+    /// the caller wraps: the conformance suite writes to the GCS emulator this way, through
+    /// a store whose uploads use the emulator's JSON API (`docs/src/storage.md`). The TensorBoard
+    /// output of [`export_tensorboard`] goes into it too; a [`tensorboard_dir`] is still
+    /// opened from its URL.
+    ///
+    /// [`storage_options`]: HookBuilder::storage_options
+    /// [`export_tensorboard`]: HookBuilder::export_tensorboard
+    /// [`tensorboard_dir`]: HookBuilder::tensorboard_dir
+    pub fn storage(mut self, storage: Arc<dyn Storage>) -> Self {
+        self.storage = Some(storage);
         self
     }
 

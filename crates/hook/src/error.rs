@@ -179,7 +179,7 @@ pub enum WriterError {
     /// The I/O thread could not be started.
     #[error("cannot start the I/O thread: {0}")]
     IoThread(#[source] std::io::Error),
-    /// The I/O thread is gone (it panicked) with steps still to store.
+    /// The I/O threads are gone (one panicked) with steps still to store.
     #[error("the I/O thread stopped")]
     IoThreadStopped,
 }

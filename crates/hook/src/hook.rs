@@ -172,8 +172,10 @@ impl Hook {
 
     pub(crate) fn start(b: HookBuilder) -> Result<Hook> {
         validate_worker(&b.worker)?;
-        let location = Location::parse(&b.out_dir)?;
-        let store = Arc::new(BlockingStore::open_with(&location, &b.storage_options)?);
+        let store = Arc::new(match &b.storage {
+            Some(storage) => BlockingStore::new(Arc::clone(storage))?,
+            None => BlockingStore::open_with(&Location::parse(&b.out_dir)?, &b.storage_options)?,
+        });
         // smdebug refuses an out_dir whose job already ended (it checks local paths only;
         // this hook checks every backend).
         if store.exists(END_OF_JOB_FILE)? {

@@ -44,10 +44,11 @@
 //! tensor, which matters on machines with few cores where each wake-up can preempt the
 //! training's own threads. One writer thread per hook computes reductions (with
 //! `smdebug-reduce`), encodes the protobuf events, frames them with CRCs and keeps the step's
-//! events file and index in memory; at the end of the step an I/O thread stores the events
+//! events file and index in memory; at the end of the step the I/O threads store the events
 //! file and then the index file through `smdebug-storage` (atomic puts on disk and object
-//! stores, in that order). A reader that sees an index file therefore always finds the
-//! complete events file.
+//! stores, in that order; on local disk two threads write two steps' files at once and
+//! publish them in step order). A reader that sees an index file therefore always finds the
+//! complete events file, and the index files of every earlier step.
 //!
 //! When the queue is full, [`QueuePolicy::Block`] (default) makes [`Hook::save`] wait for
 //! the writer; [`QueuePolicy::DropNewest`] drops that tensor instead and counts it

@@ -25,7 +25,7 @@ use smdebug_storage::{BlockingStore, Bytes, StorageError};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Most tensor names whose reduction tensor names the writer remembers.
 const MAX_CACHED_NAMES: usize = 4096;
@@ -280,13 +280,89 @@ struct Put {
     event_bytes: u64,
 }
 
-/// Work for the I/O thread, which performs puts in order.
+/// Work for the I/O threads, numbered in the order the writer sent it: its puts become
+/// visible in that order.
 enum IoJob {
     /// The puts a job of the writer produced (a step's events file, then its index file and
-    /// TensorBoard files), in order: one message, so one wake-up of the I/O thread per step.
+    /// TensorBoard files), in order: one message, so one wake-up of an I/O thread per step.
     Puts(Vec<Put>),
     /// Reply once every put before this one is done.
     Flush(SyncSender<()>),
+}
+
+/// Whose turn it is to publish: the I/O threads publish jobs strictly in their numbers'
+/// order, whatever order they finish writing them in.
+#[derive(Default)]
+struct Turns {
+    /// The number of the next job to publish.
+    next: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Turns {
+    /// Waits until job `seq` may publish; the returned guard passes the turn on when it is
+    /// dropped (also when the thread unwinds, so the other I/O threads never wait forever).
+    fn wait(&self, seq: u64) -> Turn<'_> {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        while *next != seq {
+            next = self.changed.wait(next).unwrap_or_else(|p| p.into_inner());
+        }
+        Turn { turns: self }
+    }
+}
+
+/// Job `seq`'s place in the publishing order. Dropped before its turn was waited for (the
+/// thread unwinding while it wrote the job's files), it still waits for the turn and passes
+/// it on, so the other I/O threads do not wait forever for a job that will never publish.
+struct Ticket<'a> {
+    turns: &'a Turns,
+    seq: u64,
+    used: bool,
+}
+
+impl<'a> Ticket<'a> {
+    /// Waits for the job's turn (see [`Turns::wait`]).
+    fn wait(mut self) -> Turn<'a> {
+        self.used = true;
+        self.turns.wait(self.seq)
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if !self.used {
+            drop(self.turns.wait(self.seq));
+        }
+    }
+}
+
+/// The turn of one job to publish (see [`Turns::wait`]).
+struct Turn<'a> {
+    turns: &'a Turns,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        *self.turns.next.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.turns.changed.notify_all();
+    }
+}
+
+/// The I/O threads to start for `store`: two when its puts can be written before they are
+/// published (local disk, [`BlockingStore::stage`]) and there are two cores, else one.
+///
+/// On local disk a put's cost is the kernel copying the bytes into the page cache and
+/// allocating its pages, which one `write` does on one core, and a writer publishing
+/// megabytes per step was bound by that one thread (the whole-trial row of
+/// docs/benchmarks.md). Two threads write two steps' files at once and publish them in
+/// order. Object stores publish with one request, which cannot be split that way.
+fn io_threads(store: &BlockingStore) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if store.storage().as_sync().is_some() && cores >= 2 {
+        2
+    } else {
+        1
+    }
 }
 
 /// The writer thread's state.
@@ -299,8 +375,11 @@ struct Writer {
     current: Option<StepFile>,
     /// The step's TensorBoard files, by mode number.
     tb_files: BTreeMap<u8, TbFile>,
-    /// The channel to the I/O thread (`None` if it could not start, and at the end).
-    io: Option<SyncSender<IoJob>>,
+    /// The channels to the I/O threads, job `n` to thread `n % len` (empty if none could
+    /// start, and at the end).
+    io: Vec<SyncSender<(u64, IoJob)>>,
+    /// The number of the next job sent to the I/O threads (their publishing order).
+    io_seq: u64,
     /// Puts of the current job, handed to the I/O thread together when the job is done.
     outgoing: Vec<Put>,
     /// Reduction tensor names by tensor name and request (see [`Writer::reduction_name`]).
@@ -317,9 +396,12 @@ struct Writer {
     manifest_due: bool,
 }
 
-/// The I/O thread: storage calls (fsync on disk, a round trip on object stores) overlap
-/// the encoding of the next step. One thread, first in first out, so an events file is
-/// still stored before its index file.
+/// One I/O thread: storage calls (fsync on disk, a round trip on object stores) overlap
+/// the encoding of the next step. Each job's puts are first written
+/// ([`BlockingStore::stage`]; on local disk a temporary file, while another I/O thread writes
+/// the next job's), then published in the job's turn ([`Turns`]), in order, so an events
+/// file is still visible before its index file and steps appear in order. After a failure
+/// nothing more is published; staged files are removed.
 ///
 /// An events buffer that nobody else holds after its put goes back to the writer through
 /// `spare` to hold a later step: a step's buffer is megabytes, and freeing and allocating one
@@ -327,33 +409,47 @@ struct Writer {
 /// TLB shootdowns that interrupt the training thread too).
 fn run_io(
     shared: Arc<Shared>,
-    jobs: Receiver<IoJob>,
+    jobs: Receiver<(u64, IoJob)>,
+    turns: Arc<Turns>,
     spare: SyncSender<Vec<u8>>,
     priority: crate::WriterPriority,
 ) {
     priority.apply_to_current_thread();
-    for job in jobs {
+    for (seq, job) in jobs {
+        let ticket = Ticket {
+            turns: &turns,
+            seq,
+            used: false,
+        };
         match job {
             IoJob::Flush(reply) => {
+                let _turn = ticket.wait();
                 let _ = reply.send(());
             }
             IoJob::Puts(puts) => {
-                for Put {
-                    store,
-                    key,
-                    data,
-                    event_bytes,
-                } in puts
-                {
+                // Nothing is written after a put that failed (not even its folder).
+                let mut failed = shared.failed();
+                let staged: Vec<_> = puts
+                    .into_iter()
+                    .map(|put| {
+                        let keep = (put.event_bytes > 0).then(|| put.data.clone());
+                        let staged = (!failed).then(|| put.store.stage(&put.key, put.data));
+                        failed |= matches!(staged, Some(Err(_)));
+                        (put.store, put.key, put.event_bytes, keep, staged)
+                    })
+                    .collect();
+                let _turn = ticket.wait();
+                for (store, key, event_bytes, keep, staged) in staged {
                     if shared.failed() {
+                        // The rest is dropped unpublished (its temporary files removed).
                         break;
                     }
-                    let keep = (event_bytes > 0).then(|| data.clone());
-                    match store.put(&key, data) {
-                        Ok(()) => {
+                    match staged.map(|s| s.and_then(|s| store.publish(s))) {
+                        Some(Ok(())) => {
                             shared.event_bytes.fetch_add(event_bytes, Ordering::Relaxed);
                         }
-                        Err(source) => shared.fail(WriterError::Store { key, source }),
+                        Some(Err(source)) => shared.fail(WriterError::Store { key, source }),
+                        None => break,
                     }
                     if let Some(Ok(buffer)) = keep.map(Bytes::try_into_mut) {
                         // Full (the writer has spares enough) or gone: the buffer is freed.
@@ -369,26 +465,44 @@ fn run_io(
 pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     cfg.priority.apply_to_current_thread();
     let priority = cfg.priority;
-    // Two steps in flight at most: bounded memory, and enough to overlap I/O and encoding.
-    let (io_tx, io_rx) = sync_channel(2);
+    let threads = io_threads(&cfg.store);
+    // Each I/O thread has its own channel and gets every `threads`-th job, so a job wakes
+    // only the thread that runs it. Steps in flight (queued or with an I/O thread): three
+    // with one thread, four with two; bounded memory, and enough to overlap I/O and
+    // encoding.
+    let capacity = if threads == 1 { 2 } else { 1 };
     let (spare_tx, spare_rx) = sync_channel(2);
-    let io_shared = shared.clone();
-    let io_thread = std::thread::Builder::new()
-        .name("smdebug-hook-io".into())
-        .spawn(move || run_io(io_shared, io_rx, spare_tx, priority));
-    let (io, io_thread) = match io_thread {
-        Ok(t) => (Some(io_tx), Some(t)),
-        Err(e) => {
-            shared.fail(WriterError::IoThread(e));
-            (None, None)
+    let turns = Arc::new(Turns::default());
+    let mut io_threads = Vec::new();
+    let mut io = Vec::new();
+    for _ in 0..threads {
+        let (tx, jobs) = sync_channel(capacity);
+        let (io_shared, turns, spare) = (shared.clone(), turns.clone(), spare_tx.clone());
+        match std::thread::Builder::new()
+            .name("smdebug-hook-io".into())
+            .spawn(move || run_io(io_shared, jobs, turns, spare, priority))
+        {
+            Ok(t) => {
+                io_threads.push(t);
+                io.push(tx);
+            }
+            Err(e) => {
+                // One thread is enough to write everything (one put at a time).
+                if io_threads.is_empty() {
+                    shared.fail(WriterError::IoThread(e));
+                }
+                break;
+            }
         }
-    };
+    }
+    drop(spare_tx);
     let mut w = Writer {
         cfg,
         shared,
         current: None,
         tb_files: BTreeMap::new(),
         io,
+        io_seq: 0,
         outgoing: Vec::new(),
         reduction_names: HashMap::new(),
         last_events_len: 0,
@@ -414,8 +528,8 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
             }
         }
     }
-    w.io = None;
-    if let Some(t) = io_thread {
+    w.io.clear();
+    for t in io_threads {
         if t.join().is_err() {
             w.shared.fail(WriterError::IoThreadStopped);
         }
@@ -1169,18 +1283,27 @@ impl Writer {
         }
         // Without an I/O thread (it could not start, a failure already recorded) nothing
         // can be stored either.
-        let io = self.io.as_ref().ok_or(WriterError::IoThreadStopped)?;
-        io.send(IoJob::Puts(std::mem::take(&mut self.outgoing)))
-            .map_err(|_| WriterError::IoThreadStopped)
+        let puts = IoJob::Puts(std::mem::take(&mut self.outgoing));
+        self.send_io(puts)
     }
 
-    /// Waits until every put handed to the I/O thread is done.
+    /// Sends `job` to the I/O threads with its number.
+    fn send_io(&mut self, job: IoJob) -> Result<(), WriterError> {
+        if self.io.is_empty() {
+            return Err(WriterError::IoThreadStopped);
+        }
+        let io = &self.io[(self.io_seq % self.io.len() as u64) as usize];
+        io.send((self.io_seq, job))
+            .map_err(|_| WriterError::IoThreadStopped)?;
+        self.io_seq += 1;
+        Ok(())
+    }
+
+    /// Waits until every put handed to the I/O threads is done.
     fn wait_io(&mut self) {
-        if let Some(io) = &self.io {
-            let (tx, rx) = sync_channel(1);
-            if io.send(IoJob::Flush(tx)).is_ok() {
-                let _ = rx.recv();
-            }
+        let (tx, rx) = sync_channel(1);
+        if self.send_io(IoJob::Flush(tx)).is_ok() {
+            let _ = rx.recv();
         }
     }
 
@@ -1205,6 +1328,37 @@ pub(crate) fn write_end_marker(store: &BlockingStore) -> Result<(), StorageError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn turns_pass_in_order_and_past_a_job_whose_thread_panicked() {
+        let turns = Arc::new(Turns::default());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        // Started in reverse: each job publishes only in its turn.
+        let mut threads = Vec::new();
+        for seq in (0..4u64).rev() {
+            let (turns, order) = (turns.clone(), order.clone());
+            threads.push(std::thread::spawn(move || {
+                let ticket = Ticket {
+                    turns: &turns,
+                    seq,
+                    used: false,
+                };
+                if seq == 1 {
+                    panic!("job 1 fails while writing its files");
+                }
+                let _turn = ticket.wait();
+                order.lock().unwrap().push(seq);
+            }));
+        }
+        let panicked = threads
+            .into_iter()
+            .map(|t| t.join().is_err())
+            .filter(|&p| p)
+            .count();
+        assert_eq!(panicked, 1);
+        assert_eq!(*order.lock().unwrap(), [0, 2, 3]);
+        assert_eq!(*turns.next.lock().unwrap(), 4);
+    }
 
     #[test]
     fn scalar_tensors_have_the_requested_shape_and_dtype() {

@@ -724,3 +724,88 @@ fn save_bytes_declines_what_needs_the_value_and_refuses_bad_lengths() {
     hook.close().unwrap();
     assert_eq!(tags(&t, 0), ["fc.weight"]);
 }
+
+/// The steps whose index files are in the trial now (temporary files skipped).
+fn published_steps(trial: &Path) -> Vec<i64> {
+    let Ok(buckets) = std::fs::read_dir(trial.join("index")) else {
+        return Vec::new();
+    };
+    let mut steps = Vec::new();
+    for bucket in buckets {
+        for file in std::fs::read_dir(bucket.unwrap().path()).unwrap() {
+            let name = file.unwrap().file_name().into_string().unwrap();
+            if let Some(step) = name.strip_suffix("_worker_0.json") {
+                steps.push(step.parse().unwrap());
+            }
+        }
+    }
+    steps.sort_unstable();
+    steps
+}
+
+#[test]
+fn steps_appear_in_order_with_their_events_files_while_several_io_threads_write() {
+    // Steps alternate between megabytes and a few bytes: a small step's files are written
+    // while the large step before it is still being written, and must wait for it.
+    let (_d, t) = trial();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (t, done) = (t.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut looks = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                for step in published_steps(&t) {
+                    // Files are never removed: whatever was published before this index
+                    // file must be there now.
+                    for earlier in 0..step {
+                        let key = smdebug_index::index_file_key(earlier, "worker_0").unwrap();
+                        assert!(t.join(&key).exists(), "{key} missing after step {step}");
+                    }
+                    let idx = index(&t, step).unwrap();
+                    let events = t.join(idx.meta.event_file_name.unwrap());
+                    let end = idx.tensors.iter().map(|e| e.start_idx + e.length).max();
+                    let len = std::fs::metadata(&events).map_or(0, |m| m.len());
+                    assert!(end.unwrap() <= len, "step {step}: events file incomplete");
+                }
+                looks += 1;
+            }
+            looks
+        })
+    };
+    let mut hook = HookBuilder::new(t.to_str().unwrap())
+        .save_all(true)
+        .save_config(every(1))
+        .build()
+        .unwrap();
+    let large = TensorValue::from(ndarray::ArrayD::<f32>::from_elem(
+        ndarray::IxDyn(&[1 << 19]),
+        0.5,
+    ));
+    for step in 0..40 {
+        hook.step().unwrap();
+        let value = if step % 2 == 0 {
+            large.clone()
+        } else {
+            f32t(1.0)
+        };
+        hook.save("x", value).unwrap();
+    }
+    hook.close().unwrap();
+    done.store(true, std::sync::atomic::Ordering::Release);
+    assert!(watcher.join().unwrap() > 0);
+    assert_eq!(published_steps(&t), (0..40).collect::<Vec<i64>>());
+    for step in [0, 1, 38, 39] {
+        assert_eq!(tags(&t, step), ["x"]);
+    }
+    // No temporary file is left anywhere.
+    let mut left = vec![t.clone()];
+    while let Some(dir) = left.pop() {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            assert!(!path.to_string_lossy().ends_with(".tmp"), "{path:?}");
+            if path.is_dir() {
+                left.push(path);
+            }
+        }
+    }
+}

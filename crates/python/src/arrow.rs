@@ -2,10 +2,9 @@
 //! through the Arrow C stream interface (a PyCapsule named `arrow_array_stream` returned by
 //! `__arrow_c_stream__`), so no Python object is built per row.
 //!
-//! The export opens its own view of the trial (same path, name and `range_steps`, the
-//! export's small value cache) and hands its record batches over as they are made
-//! (`smdebug_export::export_batches`): no file, no encoding, no compression between the
-//! export and pyarrow.
+//! The export runs over the user's own trial, refreshed first, and hands its record batches
+//! over as they are made (`smdebug_export::export_batches`): no file, no encoding, no
+//! compression between the export and pyarrow.
 
 use crate::trial::{mode_arg, PyTrial};
 use crate::{run, NativeError};
@@ -14,10 +13,9 @@ use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
-use smdebug_export::{export_batches, trial_options, ExportOptions, StepRange, Table, ValuesMode};
-use smdebug_trial::{Trial, TrialOptions};
+use smdebug_export::{export_batches, ExportOptions, StepRange, Table, ValuesMode};
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The tables an export writes, in `docs/src/export.md` order.
 const TABLES: [&str; 4] = ["tensors", "reductions", "scalars", "steps"];
@@ -116,26 +114,13 @@ fn export_tables<'py>(
         strict: true,
         ..ExportOptions::default()
     };
-    let (path, name, range_steps) = {
-        let t = trial.get();
-        (
-            t.inner.path().to_owned(),
-            t.inner.name().to_owned(),
-            t.range_steps,
-        )
-    };
+    let inner = Arc::clone(&trial.get().inner);
     let out = run(py, move || {
-        // The export reads every value once: through a trial of its own with the export's
-        // settings (a small cache for the whole-file reads of small events files), which
-        // leaves the user's cache as it was. Opening costs one read of the index.
-        let inner = Trial::open(
-            &path,
-            TrialOptions {
-                name: Some(name),
-                range_steps,
-                ..trial_options()
-            },
-        )?;
+        // The user's own trial, refreshed as any query of it would be: the tables hold the
+        // steps `tensor_names()` would show, and a trial on object storage is not listed and
+        // read again by a second open. The export reads each value once (`value_once`), so
+        // it does not fill the trial's value cache with values never asked for again.
+        inner.maybe_refresh()?;
         let mut out: BTreeMap<Table, Vec<RecordBatch>> = BTreeMap::new();
         export_batches(&inner, &options, &mut |_| {}, &mut |table, batch| {
             if tables.iter().any(|t| t == table.name()) {

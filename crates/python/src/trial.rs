@@ -113,8 +113,6 @@ fn collection_to_py<'py>(
 #[pyclass(frozen, subclass, module = "smdebug_rs._native", name = "Trial")]
 pub(crate) struct PyTrial {
     pub(crate) inner: Arc<Trial>,
-    /// `range_steps` as opened, for the export's own trial over the same steps.
-    pub(crate) range_steps: Option<(Option<i64>, Option<i64>)>,
 }
 
 #[pymethods]
@@ -148,11 +146,9 @@ impl PyTrial {
         if let Some(b) = cache_bytes {
             options.cache_bytes = b;
         }
-        let range_steps = options.range_steps;
         let trial = run(py, move || Ok(Trial::open(&path, options)?))?;
         Ok(PyTrial {
             inner: Arc::new(trial),
-            range_steps,
         })
     }
 

@@ -249,6 +249,34 @@ def test_to_arrow_and_to_pandas(trial_path):
         obj.__arrow_c_stream__()
 
 
+def test_to_arrow_is_the_trial_as_opened_and_refreshed(trial_path, tmp_path):
+    """The export runs over the user's own trial: its range_steps apply, and steps a live
+    job wrote after the open are in the tables, as tensor_names() would show them."""
+    pytest.importorskip("pyarrow")
+    ranged = create_trial(trial_path, range_steps=(1, 3))
+    table = ranged.to_arrow()
+    assert table.num_rows == 7 * 2 * 2
+    assert sorted(set(table.column("step").to_pylist())) == [1, 2]
+
+    out = tmp_path / "live"
+    hook = smdebug_rs.Hook(str(out), save_config=smdebug_rs.SaveConfig(save_interval=1),
+                           include_collections=["weights"], worker="worker_0", num_workers=1)
+    hook.get_collection("weights").include("^w$")
+
+    def steps(n):
+        for _ in range(n):
+            with hook.step():
+                hook.save("w", np.ones((2, 2), dtype=np.float32))
+
+    steps(2)
+    hook.flush()
+    live = create_trial(str(out))
+    assert live.steps()[0] == 0 and len(live.steps()) < 4
+    steps(2)
+    hook.close()
+    assert sorted(set(live.to_arrow().column("step").to_pylist())) == [0, 1, 2, 3]
+
+
 def test_module_layout_of_the_original():
     import importlib
 

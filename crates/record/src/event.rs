@@ -362,6 +362,24 @@ pub fn decode_tensor_event_bytes(payload: prost::bytes::Bytes) -> Result<TensorE
 /// Extracts the tensor, name, steps and mode from an already decoded `Event` (the first
 /// summary value, which is the only one smdebug writes).
 pub fn tensor_event_from(event: &Event) -> Result<TensorEvent> {
+    let (tensor, tag, mode, mode_step) = tensor_event_parts(event, TensorValue::from_proto)?;
+    Ok(TensorEvent {
+        tag,
+        tensor,
+        step: event.step,
+        mode,
+        mode_step,
+        wall_time: event.wall_time,
+    })
+}
+
+/// The tensor (as `tensor` makes it of the `TensorProto`), tag, mode and mode step of a
+/// tensor event: the one reading of an event's summary for the decoded and the encoded
+/// forms.
+pub(crate) fn tensor_event_parts<T>(
+    event: &Event,
+    tensor: impl FnOnce(&TensorProto) -> Result<T>,
+) -> Result<(T, String, u8, i64)> {
     let summary = match &event.what {
         Some(event::What::Summary(s)) => s,
         _ => return Err(Error::unexpected_event("event holds no summary")),
@@ -371,7 +389,7 @@ pub fn tensor_event_from(event: &Event) -> Result<TensorEvent> {
         .first()
         .ok_or_else(|| Error::unexpected_event("summary holds no value"))?;
     let tensor = match &value.value {
-        Some(summary::value::Value::Tensor(t)) => TensorValue::from_proto(t)?,
+        Some(summary::value::Value::Tensor(t)) => tensor(t)?,
         _ => {
             return Err(Error::unexpected_event(format!(
                 "summary value {:?} holds no tensor",
@@ -388,14 +406,7 @@ pub fn tensor_event_from(event: &Event) -> Result<TensorEvent> {
             mode = check_mode(parse_int(&plugin.content, MODE_PLUGIN_NAME)?)?;
         }
     }
-    Ok(TensorEvent {
-        tag: value.tag.clone(),
-        tensor,
-        step: event.step,
-        mode,
-        mode_step,
-        wall_time: event.wall_time,
-    })
+    Ok((tensor, value.tag.clone(), mode, mode_step))
 }
 
 /// Parses decimal text the way Python's `int()` accepts what smdebug writes (surrounding

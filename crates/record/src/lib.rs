@@ -11,7 +11,9 @@
 //!   [`decode_record_at`] for an index entry's range, [`records`] over a slice) accept both.
 //! * [`proto`]: the prost messages (`Event`, `Summary`, `TensorProto`, ...).
 //! * [`TensorValue`] / [`DType`]: every dtype smdebug writes, encoded exactly as smdebug does.
-//! * [`encode_tensor_event`] / [`decode_tensor_event`]: the whole tensor record payload.
+//! * [`encode_tensor_event`] / [`decode_tensor_event`]: the whole tensor record payload;
+//!   [`decode_tensor_event_encoded`] leaves the values as the record holds them
+//!   ([`EncodedTensor`]: statistics straight from the bytes, no decoded array).
 //!
 //! # Example
 //!
@@ -49,6 +51,7 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod crc;
+mod encoded;
 mod error;
 mod event;
 mod framing;
@@ -56,6 +59,7 @@ pub mod proto;
 mod tensor;
 
 pub use crc::{mask, masked_crc32c, unmask, MAGIC_FOOTER};
+pub use encoded::{decode_tensor_event_encoded, EncodedTensor, EncodedTensorEvent};
 pub use error::{Error, Position, RecordPart, Result};
 pub use event::{
     append_tensor_event, append_tensor_event_le, decode_event, decode_tensor_event,

@@ -559,18 +559,7 @@ impl TensorValue {
     /// array (Python returns `None` or raises), string tensors of any rank decode, and a
     /// fallback list whose length matches the shape is reshaped to it.
     pub fn from_proto(proto: &TensorProto) -> Result<TensorValue> {
-        let shape = decode_shape(proto)?;
-        let count = element_count(&shape)?;
-        let dtype = match (proto.dtype, proto.string_val.is_empty()) {
-            (0, false) => DType::Str,
-            // smdebug writes an empty string array with dtype 0 and nothing else; it has
-            // zero elements, so any numeric reading is as good: keep it a string tensor.
-            (0, true) if count == 0 => DType::Str,
-            (d, _) => DType::from_proto(d).ok_or(Error::UnsupportedDType {
-                at: Default::default(),
-                dtype: d,
-            })?,
-        };
+        let (dtype, shape, count) = proto_header(proto)?;
         Ok(match dtype {
             DType::Float16 => TensorValue::Float16(numeric(proto, &shape, count, |p| {
                 Some(
@@ -619,6 +608,37 @@ impl TensorValue {
             DType::Str => TensorValue::Str(strings(proto, &shape, count)?),
         })
     }
+}
+
+/// The dtype, shape and element count of a `TensorProto`, as [`TensorValue::from_proto`]
+/// reads them.
+pub(crate) fn proto_header(proto: &TensorProto) -> Result<(DType, Vec<usize>, usize)> {
+    let shape = decode_shape(proto)?;
+    let count = element_count(&shape)?;
+    let dtype = match (proto.dtype, proto.string_val.is_empty()) {
+        (0, false) => DType::Str,
+        // smdebug writes an empty string array with dtype 0 and nothing else; it has
+        // zero elements, so any numeric reading is as good: keep it a string tensor.
+        (0, true) if count == 0 => DType::Str,
+        (d, _) => DType::from_proto(d).ok_or(Error::UnsupportedDType {
+            at: Default::default(),
+            dtype: d,
+        })?,
+    };
+    Ok((dtype, shape, count))
+}
+
+/// The message [`TensorValue::from_proto`] fails with when `tensor_content` does not hold
+/// `count` elements of `dtype`, `size` bytes each.
+pub(crate) fn content_length_error(
+    len: usize,
+    shape: &[usize],
+    dtype: DType,
+    size: usize,
+) -> Error {
+    Error::malformed(format!(
+        "{len} content bytes for shape {shape:?} of {dtype} ({size} bytes each)"
+    ))
 }
 
 /// `(re, im)` pairs of a flat list, or `None` when its length is odd.
@@ -704,12 +724,12 @@ fn numeric<T: Element>(
         // `count` came from the input; compare before allocating anything of that size.
         let expected = count.checked_mul(T::SIZE);
         if expected != Some(content.len()) {
-            return Err(Error::malformed(format!(
-                "{} content bytes for shape {shape:?} of {} ({} bytes each)",
+            return Err(content_length_error(
                 content.len(),
+                shape,
                 T::DTYPE,
-                T::SIZE
-            )));
+                T::SIZE,
+            ));
         }
         let values: Vec<T> = T::vec_from_le(content);
         return to_array(shape, values);

@@ -14,6 +14,8 @@
 //! * `reduce/health_f32_64Mi`: the same requests plus the health summary
 //!   (`reduce_with_health`, no histogram): the issue asks for ≤ 10 % over
 //!   `reductions_only_f32_64Mi`. `reduce/health_hist_f32_64Mi`: with the exponent histogram.
+//! * `reduce/finite_stats_f32_10Ki`, `reduce/finite_stats_le_f32_10Ki`: the statistics of
+//!   one 100 × 100 float32 tensor, decoded and from its little-endian bytes (unaligned).
 //! * `reduce/median_f32_1Mi`: numpy median of 1 Mi float32 elements.
 //! * `reduce/pytorch_f32_32Ki`: min, max, mean, std and l2 (PyTorch flavour) of 32 Ki float32
 //!   elements, what the candle demo's hook computes for each activation (4096 × 8) at every
@@ -25,7 +27,10 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ndarray::Array1;
-use smdebug_reduce::{reduce, reduce_with_health, reduce_with_stats, Flavor, ReductionRequest};
+use smdebug_reduce::{
+    finite_stats, finite_stats_le, reduce, reduce_with_health, reduce_with_stats, DType, Flavor,
+    ReductionRequest,
+};
 use std::hint::black_box;
 
 const N: usize = 64 << 20;
@@ -132,5 +137,24 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// `finite_stats` of one 100 × 100 float32 tensor (the `large` trial's), decoded and
+/// straight from its little-endian bytes at an odd address (as a record's `tensor_content`
+/// lies in a read buffer): what the export's `tensors` table computes per row.
+fn bench_finite(c: &mut Criterion) {
+    let x = data(100 * 100);
+    let mut bytes = vec![0u8; 1];
+    bytes.extend(x.iter().flat_map(|v| v.to_le_bytes()));
+    let mut g = c.benchmark_group("reduce");
+    g.sample_size(50);
+    g.throughput(Throughput::Bytes((x.len() * 4) as u64));
+    g.bench_function("finite_stats_f32_10Ki", |b| {
+        b.iter(|| black_box(finite_stats(black_box(x.view()))))
+    });
+    g.bench_function("finite_stats_le_f32_10Ki", |b| {
+        b.iter(|| black_box(finite_stats_le(DType::F32, black_box(&bytes[1..]))))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_finite);
 criterion_main!(benches);

@@ -256,15 +256,98 @@ fn finite_stats_avx2<T: Element>(x: &[T]) -> FiniteStats {
     unsafe { inner(x) }
 }
 
+/// An element type as it travels in a tensor record's `tensor_content`: `SIZE`
+/// little-endian bytes each, read from any alignment.
+pub(crate) trait LeElement: Element {
+    const SIZE: usize;
+    fn from_le(bytes: &[u8]) -> Self;
+}
+
+macro_rules! le_element {
+    ($($t:ty),*) => {$(
+        impl LeElement for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            #[inline(always)]
+            fn from_le(bytes: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(bytes);
+                <$t>::from_le_bytes(a)
+            }
+        }
+    )*};
+}
+
+le_element!(i8, i16, i32, i64, u8, u16, u32, u64, half::f16, f32, f64);
+
+impl LeElement for bool {
+    const SIZE: usize = 1;
+    /// numpy (and the record codec) treat any non-zero byte as true.
+    #[inline(always)]
+    fn from_le(bytes: &[u8]) -> Self {
+        bytes[0] != 0
+    }
+}
+
+/// The statistics of the little-endian elements `bytes` holds (a whole number of them).
+pub(crate) fn finite_stats_le<T: LeElement>(bytes: &[u8]) -> FiniteStats {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::available() {
+        return finite_stats_le_avx2::<T>(bytes);
+    }
+    finite_stats_le_body::<T>(bytes, true)
+}
+
+/// [`finite_stats_le_body`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn finite_stats_le_avx2<T: LeElement>(bytes: &[u8]) -> FiniteStats {
+    /// # Safety
+    /// The CPU must have AVX2 (an `unsafe fn` keeps the crate's Rust 1.85).
+    #[target_feature(enable = "avx2")]
+    unsafe fn inner<T: LeElement>(bytes: &[u8]) -> FiniteStats {
+        finite_stats_le_body::<T>(bytes, true)
+    }
+    // SAFETY: `finite_stats_le` checked at run time that the CPU has AVX2.
+    unsafe { inner::<T>(bytes) }
+}
+
 #[inline(always)]
 fn finite_stats_body<T: Element>(data: &[T], simd: bool) -> FiniteStats {
-    let mut acc = Acc::new(simd);
-    let mut buf = [0.0f64; BLOCK];
-    for block in data.chunks(BLOCK) {
-        let buf = &mut buf[..block.len()];
-        for (b, &x) in buf.iter_mut().zip(block) {
+    finite_stats_blocks(data.len(), simd, |at, buf| {
+        for (b, &x) in buf.iter_mut().zip(&data[at..]) {
             *b = x.to_f64();
         }
+    })
+}
+
+/// The same blocks as [`finite_stats_body`] over the elements decoded from `bytes`, so
+/// the result is bit for bit that of the decoded slice.
+#[inline(always)]
+fn finite_stats_le_body<T: LeElement>(bytes: &[u8], simd: bool) -> FiniteStats {
+    let n = bytes.len() / T::SIZE;
+    finite_stats_blocks(n, simd, |at, buf| {
+        let from = &bytes[at * T::SIZE..(at + buf.len()) * T::SIZE];
+        for (b, c) in buf.iter_mut().zip(from.chunks_exact(T::SIZE)) {
+            *b = T::from_le(c).to_f64();
+        }
+    })
+}
+
+/// The kernel over `len` elements that `fill(at, buf)` converts to `f64`, `buf.len()` of
+/// them from element `at` on, one block of at most [`BLOCK`] at a time.
+#[inline(always)]
+fn finite_stats_blocks(
+    len: usize,
+    simd: bool,
+    mut fill: impl FnMut(usize, &mut [f64]),
+) -> FiniteStats {
+    let mut acc = Acc::new(simd);
+    let mut buf = [0.0f64; BLOCK];
+    let mut at = 0;
+    while at < len {
+        let buf = &mut buf[..BLOCK.min(len - at)];
+        fill(at, buf);
+        at += buf.len();
         // A NaN or an infinity makes the block's sum non-finite (a sum of finite f64
         // values can overflow too, which the careful path below also handles): then the
         // block is added again without them.
@@ -338,5 +421,136 @@ mod tests {
             finite_stats_body(&big, false),
         );
         assert_eq!(format!("{a:?}"), format!("{b:?}"), "an overflowing sum");
+    }
+
+    /// `x` as little-endian bytes behind `shift` bytes of padding, so the elements lie at
+    /// every alignment.
+    fn le_bytes<T: LeElement>(x: &[T], shift: usize, put: impl Fn(T, &mut Vec<u8>)) -> Vec<u8> {
+        let mut out = vec![0xAB; shift];
+        for &v in x {
+            put(v, &mut out);
+        }
+        out
+    }
+
+    fn same(a: FiniteStats, b: FiniteStats) -> bool {
+        // Bit for bit, NaN payloads included: compare the debug forms of the fields and the
+        // bits of the floats.
+        let bits = |s: &FiniteStats| [s.min, s.max, s.mean, s.m2, s.l1, s.sumsq].map(f64::to_bits);
+        (a.finite, a.nan, a.pos_inf, a.neg_inf, a.zeros)
+            == (b.finite, b.nan, b.pos_inf, b.neg_inf, b.zeros)
+            && bits(&a) == bits(&b)
+    }
+
+    fn check_le<T: LeElement>(x: &[T], put: impl Fn(T, &mut Vec<u8>) + Copy) {
+        for shift in 0..8 {
+            let bytes = le_bytes(x, shift, put);
+            let from_bytes = finite_stats_le::<T>(&bytes[shift..]);
+            assert!(
+                same(from_bytes, finite_stats(x)),
+                "{} elements at shift {shift}",
+                x.len()
+            );
+            assert!(same(
+                finite_stats_le_body::<T>(&bytes[shift..], false),
+                finite_stats_body(x, false)
+            ));
+        }
+    }
+
+    #[test]
+    fn bytes_of_every_dtype_give_the_statistics_of_the_decoded_elements() {
+        let lens = [0usize, 1, 3, 2047, 2048, 2049, 4097];
+        for &n in &lens {
+            let ints: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 2001 - 1000).collect();
+            check_le(
+                &ints.iter().map(|&v| v as i8).collect::<Vec<_>>(),
+                |v, o| o.extend(v.to_le_bytes()),
+            );
+            check_le(
+                &ints.iter().map(|&v| v as i16).collect::<Vec<_>>(),
+                |v, o| o.extend(v.to_le_bytes()),
+            );
+            check_le(
+                &ints.iter().map(|&v| v as i32).collect::<Vec<_>>(),
+                |v, o| o.extend(v.to_le_bytes()),
+            );
+            check_le(
+                &ints.iter().map(|&v| v << 40).collect::<Vec<_>>(),
+                |v, o| o.extend(v.to_le_bytes()),
+            );
+            check_le(
+                &ints.iter().map(|&v| v as u8).collect::<Vec<_>>(),
+                |v, o| o.extend(v.to_le_bytes()),
+            );
+            check_le(
+                &ints.iter().map(|&v| v as u16).collect::<Vec<_>>(),
+                |v, o| o.extend(v.to_le_bytes()),
+            );
+            check_le(
+                &ints.iter().map(|&v| v as u32).collect::<Vec<_>>(),
+                |v, o| o.extend(v.to_le_bytes()),
+            );
+            check_le(
+                &ints.iter().map(|&v| (v as u64) << 20).collect::<Vec<_>>(),
+                |v, o| o.extend(v.to_le_bytes()),
+            );
+            check_le(
+                &ints.iter().map(|&v| v % 3 == 0).collect::<Vec<_>>(),
+                |v, o| o.push(u8::from(v)),
+            );
+            let floats: Vec<f64> = ints
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| match i % 97 {
+                    5 => f64::NAN,
+                    6 => f64::INFINITY,
+                    7 => f64::NEG_INFINITY,
+                    8 => -0.0,
+                    _ => v as f64 * 0.37,
+                })
+                .collect();
+            check_le(
+                &floats
+                    .iter()
+                    .map(|&v| half::f16::from_f64(v))
+                    .collect::<Vec<_>>(),
+                |v, o| o.extend(v.to_le_bytes()),
+            );
+            check_le(
+                &floats.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+                |v, o| o.extend(v.to_le_bytes()),
+            );
+            check_le(&floats, |v, o| o.extend(v.to_le_bytes()));
+        }
+        // Any non-zero byte is true, as the record codec reads it.
+        let s = finite_stats_le::<bool>(&[0, 1, 2, 255]);
+        assert_eq!((s.finite, s.zeros, s.l1()), (4, 1, Some(3.0)));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn f32_bytes_match_the_decoded_value_bit_for_bit(
+            bits in proptest::collection::vec(proptest::prelude::any::<u32>(), 0..5000),
+            shift in 0usize..4,
+        ) {
+            // Arbitrary bit patterns: NaNs of every payload, infinities, subnormals, ±0.
+            let x: Vec<f32> = bits.iter().map(|&b| f32::from_bits(b)).collect();
+            let bytes = le_bytes(&x, shift, |v, o| o.extend(v.to_le_bytes()));
+            proptest::prop_assert!(same(finite_stats_le::<f32>(&bytes[shift..]), finite_stats(&x)));
+        }
+
+        #[test]
+        fn f64_and_f16_bytes_match_the_decoded_value_bit_for_bit(
+            bits in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..3000),
+            shift in 0usize..8,
+        ) {
+            let x: Vec<f64> = bits.iter().map(|&b| f64::from_bits(b)).collect();
+            let bytes = le_bytes(&x, shift, |v, o| o.extend(v.to_le_bytes()));
+            proptest::prop_assert!(same(finite_stats_le::<f64>(&bytes[shift..]), finite_stats(&x)));
+            let h: Vec<half::f16> = bits.iter().map(|&b| half::f16::from_bits(b as u16)).collect();
+            let bytes = le_bytes(&h, shift, |v, o| o.extend(v.to_le_bytes()));
+            proptest::prop_assert!(same(finite_stats_le::<half::f16>(&bytes[shift..]), finite_stats(&h)));
+        }
     }
 }

@@ -194,3 +194,39 @@ pub fn health<T: Element, D: Dimension>(view: ArrayView<'_, T, D>, histogram: bo
 pub fn finite_stats<T: Element, D: Dimension>(view: ArrayView<'_, T, D>) -> FiniteStats {
     finite::finite_stats(&contiguous(&view))
 }
+
+/// [`finite_stats`] of a tensor's elements as they lie in a record's `tensor_content`:
+/// `bytes` holds little-endian elements of `dtype` (a bool is one byte, non-zero is true),
+/// at any alignment. Bit for bit the statistics of the decoded elements (the same blocks,
+/// the same order), without decoding them into an array first. `None` when `bytes` is not
+/// a whole number of elements.
+///
+/// ```
+/// use smdebug_reduce::{finite_stats, finite_stats_le, DType};
+/// let x = [1.5f32, f32::NAN, -3.0, 0.0];
+/// let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+/// let s = finite_stats_le(DType::F32, &bytes).unwrap();
+/// assert_eq!(s, finite_stats(ndarray::aview1(&x)));
+/// assert_eq!((s.nan, s.zeros, s.min()), (1, 1, Some(-3.0)));
+/// assert!(finite_stats_le(DType::F32, &bytes[1..]).is_none());
+/// ```
+pub fn finite_stats_le(dtype: DType, bytes: &[u8]) -> Option<FiniteStats> {
+    use finite::{finite_stats_le as le, LeElement};
+    fn whole<T: LeElement>(bytes: &[u8]) -> Option<FiniteStats> {
+        (bytes.len() % T::SIZE == 0).then(|| le::<T>(bytes))
+    }
+    match dtype {
+        DType::Bool => whole::<bool>(bytes),
+        DType::I8 => whole::<i8>(bytes),
+        DType::I16 => whole::<i16>(bytes),
+        DType::I32 => whole::<i32>(bytes),
+        DType::I64 => whole::<i64>(bytes),
+        DType::U8 => whole::<u8>(bytes),
+        DType::U16 => whole::<u16>(bytes),
+        DType::U32 => whole::<u32>(bytes),
+        DType::U64 => whole::<u64>(bytes),
+        DType::F16 => whole::<half::f16>(bytes),
+        DType::F32 => whole::<f32>(bytes),
+        DType::F64 => whole::<f64>(bytes),
+    }
+}

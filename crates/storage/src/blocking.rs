@@ -9,7 +9,7 @@ use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
 use crate::error::{Result, StorageError};
 use crate::location::{Location, StorageOptions};
-use crate::{ObjectMeta, Storage};
+use crate::{ObjectMeta, StagedPut, Storage};
 
 /// A [`Storage`] with blocking methods, driven by a small tokio runtime of its own.
 ///
@@ -178,6 +178,25 @@ impl BlockingStore {
             Some(s) => s.put_sync(key, data),
             None => self.block_on(self.storage.put(key, data)),
         }
+    }
+
+    /// Writes the object [`put`](Self::put) would, without making it visible under `key`
+    /// yet; [`publish`](Self::publish) does. Puts that must become visible in a fixed order
+    /// can so be written by several threads at once and published in order. On local disk
+    /// the bytes go to a temporary file now (errors as for `put`); other stores write
+    /// nothing before the publish. See [`StagedPut`].
+    pub fn stage(&self, key: &str, data: Bytes) -> Result<StagedPut> {
+        match self.storage.as_sync() {
+            Some(s) => s.stage_sync(key, data),
+            None => Ok(StagedPut::pending(key, data)),
+        }
+    }
+
+    /// Makes a put staged by [`stage`](Self::stage) of this store visible, atomically: a
+    /// rename on local disk (with the folder synced when the store fsyncs its puts), the
+    /// whole put elsewhere. Errors as for [`put`](Self::put).
+    pub fn publish(&self, staged: StagedPut) -> Result<()> {
+        staged.publish_with(|key, data| self.put(key, data))
     }
 
     /// See [`Storage::exists`].

@@ -69,6 +69,7 @@ mod location;
 mod object;
 mod ranges;
 mod retry;
+mod staged;
 mod stamps;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
@@ -88,6 +89,7 @@ pub use location::{Location, StorageOptions};
 pub use object::{ObjectStorage, ObjectStoreOptions};
 pub use ranges::{get_ranges_with, ReadOptions};
 pub use retry::LocalRetry;
+pub use staged::StagedPut;
 use std::sync::Arc;
 
 /// One object found by [`Storage::list`].
@@ -273,6 +275,12 @@ pub trait SyncStorage: Send + Sync {
     fn get_ranges_sync(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>>;
     /// See [`Storage::put`].
     fn put_sync(&self, key: &str, data: Bytes) -> Result<()>;
+    /// Writes the object `put_sync(key, data)` would, without making it visible yet (see
+    /// [`StagedPut`]; [`BlockingStore::stage`]). The default writes nothing now: the
+    /// publish is the whole put. Errors as for [`put_sync`](Self::put_sync).
+    fn stage_sync(&self, key: &str, data: Bytes) -> Result<StagedPut> {
+        Ok(StagedPut::pending(key, data))
+    }
     /// See [`Storage::exists`].
     fn exists_sync(&self, key: &str) -> Result<bool>;
     /// See [`Storage::delete`].

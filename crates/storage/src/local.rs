@@ -14,7 +14,7 @@ use crate::key::{invalid, prefix_dir, validate_key, validate_prefix};
 use crate::ranges::{check_ranges, first_out_of_bounds, plan, ReadOptions};
 use crate::retry::LocalRetry;
 use crate::stamps::{FolderStamps, Version};
-use crate::{ObjectMeta, Storage, SyncObject, SyncStorage};
+use crate::{ObjectMeta, StagedPut, Storage, SyncObject, SyncStorage};
 use std::sync::Arc;
 
 /// File names ending in this are files being written (ours, and the Python writer's
@@ -248,6 +248,29 @@ impl SyncStorage for LocalStorage {
             .map_err(|e| self.io_error(Operation::Put, key, e))
     }
 
+    fn stage_sync(&self, key: &str, data: Bytes) -> Result<StagedPut> {
+        validate_key(key)?;
+        if key.ends_with(TEMP_SUFFIX) {
+            return Err(invalid(
+                key,
+                "ends with .tmp, which marks files being written on local disk",
+            ));
+        }
+        let path = self.path(key);
+        let file = self
+            .retry
+            .run(|| stage_blocking(&path, &data, self.sync))
+            .map_err(|e| self.io_error(Operation::Put, key, e))?;
+        Ok(StagedPut::written(
+            key,
+            StagedFile {
+                file,
+                retry: self.retry.clone(),
+                location: self.location(),
+            },
+        ))
+    }
+
     fn exists_sync(&self, key: &str) -> Result<bool> {
         validate_key(key)?;
         let path = self.path(key);
@@ -402,6 +425,49 @@ fn read_fetches(file: &File, fetches: &[Range<u64>]) -> io::Result<Vec<Bytes>> {
 }
 
 fn put_blocking(path: &Path, data: &[u8], sync: LocalSync) -> io::Result<()> {
+    stage_blocking(path, data, sync)?.publish()
+}
+
+/// A file written (and with [`LocalSync::Fsync`], synced) under its temporary name beside
+/// `path`, not yet renamed over it. Dropped unpublished, the temporary file is removed.
+#[derive(Debug)]
+struct Temporary {
+    tmp: PathBuf,
+    path: PathBuf,
+    sync: LocalSync,
+    /// Renamed (nothing left to remove).
+    published: bool,
+}
+
+impl Temporary {
+    /// Renames the file over its target (and with [`LocalSync::Fsync`] syncs the folder).
+    /// A failed attempt may be repeated.
+    fn publish_once(&mut self) -> io::Result<()> {
+        if !self.published {
+            fs::rename(&self.tmp, &self.path)?;
+            self.published = true;
+        }
+        match self.sync {
+            LocalSync::Fsync => sync_dir(self.path.parent().unwrap_or(Path::new("."))),
+            LocalSync::RenameOnly => Ok(()),
+        }
+    }
+
+    fn publish(mut self) -> io::Result<()> {
+        self.publish_once()
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes `data` under a new temporary name beside `path` (the first half of a put).
+fn stage_blocking(path: &Path, data: &[u8], sync: LocalSync) -> io::Result<Temporary> {
     let parent = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
@@ -413,28 +479,48 @@ fn put_blocking(path: &Path, data: &[u8], sync: LocalSync) -> io::Result<()> {
         None => name,
     };
     fs::create_dir_all(parent)?;
-    let tmp = parent.join(format!(
-        ".{name}.{}.{}{TEMP_SUFFIX}",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        file.write_all(data)?;
-        if sync == LocalSync::Fsync {
-            file.sync_all()?;
-        }
-        drop(file);
-        fs::rename(&tmp, path)?;
-        match sync {
-            LocalSync::Fsync => sync_dir(parent),
-            LocalSync::RenameOnly => Ok(()),
-        }
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
+    let staged = Temporary {
+        tmp: parent.join(format!(
+            ".{name}.{}.{}{TEMP_SUFFIX}",
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        )),
+        path: path.to_owned(),
+        sync,
+        published: false,
+    };
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&staged.tmp)?;
+    // From here on, a failure drops `staged`, which removes the temporary file.
+    file.write_all(data)?;
+    if sync == LocalSync::Fsync {
+        file.sync_all()?;
     }
-    written
+    Ok(staged)
+}
+
+/// The local half of a [`StagedPut`]: the temporary file and what its publish needs.
+#[derive(Debug)]
+pub(crate) struct StagedFile {
+    file: Temporary,
+    retry: LocalRetry,
+    location: String,
+}
+
+impl StagedFile {
+    /// Renames the file over `key`'s (transient errors retried as the store's puts are).
+    pub(crate) fn publish(mut self, key: &str) -> Result<()> {
+        self.retry
+            .run(|| self.file.publish_once())
+            .map_err(|source| StorageError::Io {
+                op: Operation::Put,
+                location: self.location.clone(),
+                key: key.to_owned(),
+                source,
+            })
+    }
 }
 
 /// Makes the rename itself durable. Some file systems cannot fsync a folder; that is not a

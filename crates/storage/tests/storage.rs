@@ -526,3 +526,94 @@ fn one_opened_object_serves_reads_from_many_threads() {
         }
     });
 }
+
+/// The names in `dir` (none when it does not exist).
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_staged_local_put_is_hidden_until_published_and_removed_when_dropped() {
+    for sync in [LocalSync::Fsync, LocalSync::RenameOnly] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = StorageOptions {
+            local_sync: sync,
+            ..StorageOptions::default()
+        };
+        let store = smdebug_storage::BlockingStore::new(
+            Location::parse(dir.path().to_str().unwrap())
+                .unwrap()
+                .open_with(&options)
+                .unwrap(),
+        )
+        .unwrap();
+        let data = Bytes::from((0..3 << 20).map(|i| (i % 251) as u8).collect::<Vec<u8>>());
+        let a = store.stage("events/a.tfevents", data.clone()).unwrap();
+        let b = store
+            .stage("events/b.tfevents", Bytes::from_static(b"b"))
+            .unwrap();
+        assert!(a.is_written() && b.is_written());
+        assert_eq!(a.key(), "events/a.tfevents");
+        // Written, but neither listed nor readable under its key.
+        assert_eq!(names_in(&dir.path().join("events")).len(), 2);
+        assert!(store.list("", None).unwrap().is_empty());
+        assert!(store.get("events/a.tfevents").unwrap_err().is_not_found());
+        store.publish(a).unwrap();
+        assert_eq!(store.get("events/a.tfevents").unwrap(), data);
+        let keys: Vec<String> = store
+            .list("", None)
+            .unwrap()
+            .into_iter()
+            .map(|o| o.key)
+            .collect();
+        assert_eq!(keys, ["events/a.tfevents"]);
+        // Dropped unpublished: its temporary file goes, the published one stays.
+        drop(b);
+        assert_eq!(names_in(&dir.path().join("events")), ["a.tfevents"]);
+        // A key the store refuses is refused when staged, and writes nothing.
+        let err = store.stage("events/c.tmp", Bytes::new()).unwrap_err();
+        assert!(matches!(err, StorageError::InvalidKey { .. }), "{err}");
+        assert_eq!(names_in(&dir.path().join("events")), ["a.tfevents"]);
+    }
+}
+
+#[test]
+fn a_failed_local_stage_leaves_nothing_and_names_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file where the folder should be.
+    std::fs::write(dir.path().join("events"), b"in the way").unwrap();
+    let store = smdebug_storage::BlockingStore::open(
+        &Location::parse(dir.path().to_str().unwrap()).unwrap(),
+    )
+    .unwrap();
+    let err = store
+        .stage("events/a.tfevents", Bytes::from_static(b"a"))
+        .unwrap_err();
+    match &err {
+        StorageError::Io { key, .. } => assert_eq!(key, "events/a.tfevents"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(names_in(dir.path()), ["events"]);
+}
+
+#[test]
+fn a_staged_put_elsewhere_writes_nothing_until_published() {
+    let store = smdebug_storage::BlockingStore::open(
+        &Location::parse("memory://staged-put/trial").unwrap(),
+    )
+    .unwrap();
+    let staged = store
+        .stage("index/a.json", Bytes::from_static(b"{}"))
+        .unwrap();
+    assert!(!staged.is_written());
+    assert!(!store.exists("index/a.json").unwrap());
+    store.publish(staged).unwrap();
+    assert_eq!(store.get("index/a.json").unwrap(), "{}");
+}

@@ -42,4 +42,4 @@ mod write;
 pub use error::{Result, SynthError};
 pub use recipe::{Pattern, Phase, Recipe, RecipeNumber, TensorSpec};
 pub use values::{f64_to_f16, splitmix64, value_seed, MAX_ELEMENTS};
-pub use write::{write_trial, EndMarker, WriteOptions};
+pub use write::{write_trial, write_trial_into, EndMarker, WriteOptions};

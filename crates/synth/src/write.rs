@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use smdebug_hook::{Flavor, Hook, HookBuilder, WallTime};
 use smdebug_index::END_OF_JOB_FILE;
-use smdebug_storage::{BlockingStore, Bytes, Location};
+use smdebug_storage::{BlockingStore, Bytes, Location, Storage};
 
 use crate::error::{Result, SynthError};
 use crate::recipe::Recipe;
@@ -39,11 +39,34 @@ pub struct WriteOptions {
 /// What the Python fixture writer does with smdebug's `FileWriter` directly and a hook never
 /// does (`write_empty_raw`, `duplicate`) goes through [`Hook::write_raw_record`].
 pub fn write_trial(recipe: &Recipe, out: &str, options: WriteOptions) -> Result<u64> {
+    write(recipe, out, None, options)
+}
+
+/// [`write_trial`] through `storage` (its root is the trial's root; see
+/// `HookBuilder::storage`); `out` only names the trial in messages.
+pub fn write_trial_into(
+    recipe: &Recipe,
+    out: &str,
+    storage: Arc<dyn Storage>,
+    options: WriteOptions,
+) -> Result<u64> {
+    write(recipe, out, Some(&storage), options)
+}
+
+fn write(
+    recipe: &Recipe,
+    out: &str,
+    storage: Option<&Arc<dyn Storage>>,
+    options: WriteOptions,
+) -> Result<u64> {
     let workers = recipe.worker_names.len();
     if options.end_marker == EndMarker::Only {
         if recipe.training_ended {
-            let location = Location::parse(out).map_err(SynthError::from)?;
-            BlockingStore::open(&location)?.put(END_OF_JOB_FILE, Bytes::new())?;
+            let store = match storage {
+                Some(s) => BlockingStore::new(Arc::clone(s))?,
+                None => BlockingStore::open(&Location::parse(out).map_err(SynthError::from)?)?,
+            };
+            store.put(END_OF_JOB_FILE, Bytes::new())?;
         }
         return Ok(0);
     }
@@ -56,17 +79,28 @@ pub fn write_trial(recipe: &Recipe, out: &str, options: WriteOptions) -> Result<
     };
     let mut records = 0;
     for w in indices {
-        records +=
-            write_worker(recipe, out, w, options.end_marker).map_err(|e| SynthError::Worker {
+        records += write_worker(recipe, out, storage, w, options.end_marker).map_err(|e| {
+            SynthError::Worker {
                 worker: recipe.worker_names[w].clone(),
                 source: Box::new(e),
-            })?;
+            }
+        })?;
     }
     Ok(records)
 }
 
-fn hook_for(recipe: &Recipe, out: &str, w: usize, end_marker: EndMarker) -> Result<Hook> {
-    let mut b = HookBuilder::new(out)
+fn hook_for(
+    recipe: &Recipe,
+    out: &str,
+    storage: Option<&Arc<dyn Storage>>,
+    w: usize,
+    end_marker: EndMarker,
+) -> Result<Hook> {
+    let mut b = HookBuilder::new(out);
+    if let Some(s) = storage {
+        b = b.storage(Arc::clone(s));
+    }
+    let mut b = b
         .without_default_collections()
         .worker(recipe.worker_names[w].clone(), recipe.num_workers_meta)
         .save_config(recipe.default_save_config.clone())
@@ -106,8 +140,14 @@ fn hook_for(recipe: &Recipe, out: &str, w: usize, end_marker: EndMarker) -> Resu
     Ok(b.build()?)
 }
 
-fn write_worker(recipe: &Recipe, out: &str, w: usize, end_marker: EndMarker) -> Result<u64> {
-    let mut hook = hook_for(recipe, out, w, end_marker)?;
+fn write_worker(
+    recipe: &Recipe,
+    out: &str,
+    storage: Option<&Arc<dyn Storage>>,
+    w: usize,
+    end_marker: EndMarker,
+) -> Result<u64> {
+    let mut hook = hook_for(recipe, out, storage, w, end_marker)?;
     let mine: Vec<usize> = (0..recipe.tensors.len())
         .filter(|&t| {
             let ws = &recipe.tensors[t].workers;

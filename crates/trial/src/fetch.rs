@@ -71,7 +71,7 @@ fn process_open_files() -> usize {
 /// Entries kept until `budget` bytes are held, then evicted oldest insertion first.
 #[derive(Debug)]
 pub(crate) struct Bounded<K, V> {
-    budget: usize,
+    pub(crate) budget: usize,
     held: usize,
     size: fn(&V) -> usize,
     map: HashMap<K, V>,
@@ -153,7 +153,7 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Bounded<K, V> {
 /// part at once.
 #[derive(Debug)]
 pub(crate) struct ValueCache {
-    budget: usize,
+    pub(crate) budget: usize,
     main: Bounded<CacheKey, CacheEntry>,
     probation: Bounded<CacheKey, CacheEntry>,
     ghosts: Ghosts,
@@ -346,7 +346,7 @@ impl CacheEntry {
 }
 
 /// The cached value of `loc`, if the cache holds its record as `loc` describes it.
-fn cached(cache: &ValueCache, loc: &RecordLocation) -> Option<Arc<TensorValue>> {
+pub(crate) fn cached(cache: &ValueCache, loc: &RecordLocation) -> Option<Arc<TensorValue>> {
     let file = FileKey(Arc::clone(&loc.event_file));
     let hit = match cache.peek(&(file.clone(), loc.start)) {
         Some(CacheEntry::One(c)) => Some(c),
@@ -453,7 +453,7 @@ pub(crate) fn decode_all(whole: &Bytes) -> DecodedFile {
 pub(crate) struct FileCache {
     files: Bounded<Arc<str>, Bytes>,
     touched: HashSet<Arc<str>>,
-    open: OpenFiles,
+    pub(crate) open: OpenFiles,
 }
 
 impl FileCache {
@@ -477,7 +477,7 @@ impl FileCache {
     /// all of them (every value, step by step or tensor by tensor) pays two reads per
     /// file instead of one per record. Past [`LOCAL_WHOLE_FILE_MAX`] a whole read costs
     /// more than the system calls it saves.
-    fn local_whole(&mut self, file: &Arc<str>, end: u64) -> bool {
+    pub(crate) fn local_whole(&mut self, file: &Arc<str>, end: u64) -> bool {
         let budget = u64::try_from(self.files.budget).unwrap_or(u64::MAX);
         if end > LOCAL_WHOLE_FILE_MAX.min(budget) {
             return false;
@@ -570,7 +570,7 @@ impl OpenFiles {
     /// What a read of `file` may do with its handle: use the one held, keep the one it
     /// opens (a place is reserved now; when the trial's places are full a random file is
     /// closed for it), or close the file after reading it.
-    fn plan(&mut self, file: &Arc<str>) -> Slot {
+    pub(crate) fn plan(&mut self, file: &Arc<str>) -> Slot {
         if let Some((h, _)) = self.map.get(file) {
             return Slot::Held(Arc::clone(h));
         }
@@ -611,7 +611,12 @@ impl OpenFiles {
     /// After a read planned as `slot`: keeps `handle` as `file`'s (in its reserved place, or
     /// in place of the one held), or forgets the file's handle when `None` (it could not
     /// be opened again); a handle with no place is dropped, which closes the file.
-    fn keep(&mut self, file: &Arc<str>, slot: &Slot, handle: Option<Arc<dyn SyncObject>>) {
+    pub(crate) fn keep(
+        &mut self,
+        file: &Arc<str>,
+        slot: &Slot,
+        handle: Option<Arc<dyn SyncObject>>,
+    ) {
         let reserved = matches!(slot, Slot::Reserved);
         if reserved {
             // The reservation becomes the entry below, or is given back.
@@ -644,7 +649,7 @@ impl Drop for OpenFiles {
 /// Reads `ranges` of the local events file `file` through `handle`, opening the file when
 /// there is no handle or the file was replaced since the handle was opened; `handle` is
 /// left as the handle to keep (`None` when the file could not be opened).
-fn read_open(
+pub(crate) fn read_open(
     sync: &dyn SyncStorage,
     file: &str,
     handle: &mut Option<Arc<dyn SyncObject>>,
@@ -676,6 +681,18 @@ fn slice_ranges(whole: &Bytes, ranges: &[Range<u64>]) -> Option<Vec<Bytes>> {
 
 /// Decodes one record's bytes as the index entry `loc` describes it.
 pub(crate) fn decode_value(loc: &RecordLocation, bytes: &Bytes) -> Result<TensorValue> {
+    // The payload as a slice of the read buffer, so the values are not copied twice.
+    let event = decode_tensor_event_bytes(record_payload(loc, bytes)?).map_err(|e| {
+        e.with_file(loc.event_file.to_string())
+            .with_offset(loc.start)
+    })?;
+    check_event(loc, event.tag, event.step)?;
+    Ok(event.tensor)
+}
+
+/// The payload of the record `bytes` holds, its framing and (when the index has it) its
+/// payload CRC checked as the index entry `loc` describes it: a slice of `bytes`.
+pub(crate) fn record_payload(loc: &RecordLocation, bytes: &Bytes) -> Result<Bytes> {
     let file = || loc.event_file.to_string();
     let record = decode_exact_record(bytes, loc.start).map_err(|e| e.with_file(file()))?;
     if let Some(crc) = loc.payload_crc32c {
@@ -683,28 +700,30 @@ pub(crate) fn decode_value(loc: &RecordLocation, bytes: &Bytes) -> Result<Tensor
             .verify_payload_crc32c(crc)
             .map_err(|e| e.with_file(file()))?;
     }
-    // The payload as a slice of the read buffer, so the values are not copied twice.
-    let payload = bytes.slice(HEADER_LEN..HEADER_LEN + record.payload.len());
-    let event = decode_tensor_event_bytes(payload)
-        .map_err(|e| e.with_file(file()).with_offset(loc.start))?;
-    if event.tag != loc.tag {
+    Ok(bytes.slice(HEADER_LEN..HEADER_LEN + record.payload.len()))
+}
+
+/// Whether a record's event (its `tag` and global `step`) is the one `loc` names.
+pub(crate) fn check_event(loc: &RecordLocation, tag: String, step: i64) -> Result<()> {
+    let file = || loc.event_file.to_string();
+    if tag != loc.tag {
         return Err(TrialError::WrongRecord {
             file: file(),
             offset: loc.start,
             expected: loc.tag.clone(),
-            found: event.tag,
+            found: tag,
         });
     }
-    if event.step != loc.step {
+    if step != loc.step {
         return Err(TrialError::WrongStep {
             file: file(),
             offset: loc.start,
             index_file: loc.index_file.to_string(),
             expected: loc.step,
-            found: event.step,
+            found: step,
         });
     }
-    Ok(event.tensor)
+    Ok(())
 }
 
 /// Reads and decodes `locs` (cache first), returning one result per location in order.

@@ -55,6 +55,7 @@
 mod collections;
 mod error;
 mod fetch;
+mod once;
 mod parallel;
 mod range;
 mod reductions;
@@ -63,6 +64,7 @@ mod tensor;
 mod trial;
 
 pub use error::{Result, TrialError};
+pub use once::OnceValue;
 pub use range::StepRange;
 pub use smdebug_config::Mode;
 pub use smdebug_exceptions::{AnalysisError, StepState};

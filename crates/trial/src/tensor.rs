@@ -1,6 +1,7 @@
 //! The `Tensor` handle: one tensor's steps, values, shapes and reductions (docs/src/semantics.md §9).
 
 use crate::fetch::lock;
+use crate::once::OnceValue;
 use crate::state::{RecordLocation, State, StepData, StoredStep};
 use crate::trial::Trial;
 use crate::{reductions, Result, TensorValue, TrialError};
@@ -229,6 +230,28 @@ impl<'t> Tensor<'t> {
         })?;
         match &location {
             Some(loc) => self.fetch_one(loc),
+            None => Err(TrialError::tensor_unavailable_for_step(
+                &self.name,
+                step,
+                mode,
+                has_reductions,
+            )),
+        }
+    }
+
+    /// The raw value at `step` as [`value`](Self::value) finds it, for a reader that reads
+    /// each value once and wants a summary of it (statistics, the dtype and shape): a record
+    /// the trial has not cached is read on its own and its elements left as the record holds
+    /// them ([`OnceValue::Encoded`]: no array allocated, no element copied), and it is not
+    /// put into the value cache. Cached values, and the small events files the trial reads
+    /// whole, come decoded ([`OnceValue::Decoded`]). The same checks and errors as `value`.
+    pub fn value_once(&self, step: i64, mode: Mode, worker: Option<&str>) -> Result<OnceValue> {
+        let (location, has_reductions) = self.step_with(step, mode, worker, &|st, d| {
+            let location = d.location.as_ref().map(|r| st.location(r, &self.name));
+            (location, d.reductions.is_some())
+        })?;
+        match &location {
+            Some(loc) => self.trial.fetch_once(loc),
             None => Err(TrialError::tensor_unavailable_for_step(
                 &self.name,
                 step,

@@ -2,6 +2,7 @@
 
 use crate::collections::merge_collections;
 use crate::fetch::{fetch_values, lock, value_cache, Admit, FileCache, ValueCache};
+use crate::once::{fetch_once, OnceValue};
 use crate::parallel;
 use crate::range;
 use crate::state::{RecordLocation, State};
@@ -921,6 +922,11 @@ impl Trial {
     /// probation): for `prefetch`, whose caller asked for the values to be kept.
     pub(crate) fn fetch_to_keep(&self, locs: &[&RecordLocation]) -> Vec<Result<Arc<TensorValue>>> {
         fetch_values(&self.store, &self.cache, &self.readahead, locs, Admit::Main)
+    }
+
+    /// One record for a reader that reads it once ([`Tensor::value_once`]).
+    pub(crate) fn fetch_once(&self, loc: &RecordLocation) -> Result<OnceValue> {
+        fetch_once(&self.store, &self.cache, &self.readahead, loc)
     }
 
     /// Drops every cached value and every events file read ahead (values already handed
