@@ -175,6 +175,16 @@ fn bench(c: &mut Criterion) {
         on_fresh_trial(b, &path, one_reduction_per_value)
     });
 
+    // As the Python package's every-value loop: one `value(step, worker)` call per value,
+    // on a trial with the default options (the value cache on, as a user has it).
+    g.bench_function("every_value_one_call_each", |b| {
+        b.iter_batched(
+            || Trial::open(&path, TrialOptions::default()).unwrap(),
+            |t| black_box(every_value_one_call_each(&t)),
+            BatchSize::PerIteration,
+        )
+    });
+
     let files = event_files(&s.dir);
     g.bench_function("raw_read_baseline", |b| {
         b.iter(|| {
@@ -198,6 +208,20 @@ fn every_value(trial: &Trial) -> usize {
             .values(Mode::Global, None)
             .unwrap()
             .len();
+    }
+    n
+}
+
+/// `value(step, worker)` of every tensor, step and worker, one call each.
+fn every_value_one_call_each(trial: &Trial) -> usize {
+    let mut n = 0;
+    for name in trial.tensor_names().unwrap() {
+        let t = trial.tensor(&name).unwrap();
+        for step in t.steps(Mode::Global, false).unwrap() {
+            for w in t.workers(step, Mode::Global).unwrap() {
+                n += t.value(step, Mode::Global, Some(&w)).unwrap().len();
+            }
+        }
     }
     n
 }

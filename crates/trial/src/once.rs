@@ -10,7 +10,8 @@
 //! small records keeps its one read per file.
 
 use crate::fetch::{
-    cached, check_event, fetch_values, lock, read_open, record_payload, FileCache, Slot, ValueCache,
+    cached, check_event, fetch_values, lock, read_open, record_payload, Admit, FileCache, Slot,
+    ValueCache,
 };
 use crate::state::RecordLocation;
 use crate::{Result, TensorValue, TrialError};
@@ -90,7 +91,7 @@ pub(crate) fn fetch_once(
         }
         cache.budget
     };
-    let decoded = || match fetch_values(store, cache, readahead, &[loc]).pop() {
+    let decoded = || match fetch_values(store, cache, readahead, &[loc], Admit::Policy).pop() {
         Some(v) => v.map(OnceValue::Decoded),
         None => Err(TrialError::tensor_unavailable_for_step(
             &loc.tag,

@@ -425,6 +425,6 @@ impl<'t> Tensor<'t> {
     pub fn prefetch(&self) {
         let locs = self.record_locations();
         let refs: Vec<&RecordLocation> = locs.iter().collect();
-        let _ = self.trial.fetch(&refs);
+        let _ = self.trial.fetch_to_keep(&refs);
     }
 }

@@ -1,7 +1,7 @@
 //! The `Trial`: opening a trial, refreshing its index, and the trial-level queries.
 
 use crate::collections::merge_collections;
-use crate::fetch::{fetch_values, lock, value_cache, FileCache, ValueCache};
+use crate::fetch::{fetch_values, lock, value_cache, Admit, FileCache, ValueCache};
 use crate::once::{fetch_once, OnceValue};
 use crate::parallel;
 use crate::range;
@@ -65,7 +65,11 @@ pub struct TrialOptions {
     /// an index file when the trial is opened, and the steps after them that appear later.
     /// Found without listing the older index folders (see `docs/src/scale.md`).
     pub last_steps: Option<usize>,
-    /// Bytes of decoded values kept in memory (0 disables the cache).
+    /// Bytes of decoded values kept in memory (0 disables the cache). A value read once
+    /// is kept in a probation part of 1/64 of this; only one asked for again after it
+    /// left probation, an events file decoded whole, or what `prefetch` reads is kept in
+    /// the rest, so that a one-pass scan does not fill the cache (see the crate README,
+    /// "Caching").
     pub cache_bytes: usize,
     /// Object stores: bytes of whole events files kept in memory after reading them
     /// ahead (0 reads only the records asked for, on local disk too). An events file of at
@@ -905,7 +909,19 @@ impl Trial {
     /// Reads many records at once (grouped per event file, files read concurrently) and
     /// caches them; used by the bulk queries.
     pub(crate) fn fetch(&self, locs: &[&RecordLocation]) -> Vec<Result<Arc<TensorValue>>> {
-        fetch_values(&self.store, &self.cache, &self.readahead, locs)
+        fetch_values(
+            &self.store,
+            &self.cache,
+            &self.readahead,
+            locs,
+            Admit::Policy,
+        )
+    }
+
+    /// [`Trial::fetch`], keeping what it reads in the main part of the value cache (not on
+    /// probation): for `prefetch`, whose caller asked for the values to be kept.
+    pub(crate) fn fetch_to_keep(&self, locs: &[&RecordLocation]) -> Vec<Result<Arc<TensorValue>>> {
+        fetch_values(&self.store, &self.cache, &self.readahead, locs, Admit::Main)
     }
 
     /// One record for a reader that reads it once ([`Tensor::value_once`]).
@@ -942,7 +958,7 @@ impl Trial {
         };
         let refs: Vec<&RecordLocation> = locs.iter().collect();
         let mut first_err = None;
-        for r in self.fetch(&refs) {
+        for r in self.fetch_to_keep(&refs) {
             if let Err(e) = r {
                 first_err.get_or_insert(e);
             }
