@@ -348,6 +348,9 @@ impl Drop for Turn<'_> {
     }
 }
 
+/// The bytes from which a job of puts is worth a second I/O thread (see [`Writer::send_io`]).
+const SPLIT_JOB_BYTES: usize = 1 << 20;
+
 /// The I/O threads to start for `store`: two when its puts can be written before they are
 /// published (local disk, [`BlockingStore::stage`]) and there are two cores, else one.
 ///
@@ -375,11 +378,13 @@ struct Writer {
     current: Option<StepFile>,
     /// The step's TensorBoard files, by mode number.
     tb_files: BTreeMap<u8, TbFile>,
-    /// The channels to the I/O threads, job `n` to thread `n % len` (empty if none could
-    /// start, and at the end).
+    /// The channels to the I/O threads (empty if none could start, and at the end); which
+    /// job goes to which, [`Writer::send_io`].
     io: Vec<SyncSender<(u64, IoJob)>>,
     /// The number of the next job sent to the I/O threads (their publishing order).
     io_seq: u64,
+    /// Jobs of at least [`SPLIT_JOB_BYTES`] sent so far (they take the I/O threads in turn).
+    large_jobs: u64,
     /// Puts of the current job, handed to the I/O thread together when the job is done.
     outgoing: Vec<Put>,
     /// Reduction tensor names by tensor name and request (see [`Writer::reduction_name`]).
@@ -466,8 +471,8 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
     cfg.priority.apply_to_current_thread();
     let priority = cfg.priority;
     let threads = io_threads(&cfg.store);
-    // Each I/O thread has its own channel and gets every `threads`-th job, so a job wakes
-    // only the thread that runs it. Steps in flight (queued or with an I/O thread): three
+    // Each I/O thread has its own channel, so a job wakes only the thread that runs it
+    // (which one: `Writer::send_io`). Steps in flight (queued or with an I/O thread): three
     // with one thread, four with two; bounded memory, and enough to overlap I/O and
     // encoding.
     let capacity = if threads == 1 { 2 } else { 1 };
@@ -503,6 +508,7 @@ pub(crate) fn run(cfg: WriterConfig, shared: Arc<Shared>, jobs: Receiver<Job>) {
         tb_files: BTreeMap::new(),
         io,
         io_seq: 0,
+        large_jobs: 0,
         outgoing: Vec::new(),
         reduction_names: HashMap::new(),
         last_events_len: 0,
@@ -1292,7 +1298,20 @@ impl Writer {
         if self.io.is_empty() {
             return Err(WriterError::IoThreadStopped);
         }
-        let io = &self.io[(self.io_seq % self.io.len() as u64) as usize];
+        // Only a job of many bytes goes to the next I/O thread in turn; the others go to the
+        // first. A second thread pays off where the kernel's copy of megabytes into the page
+        // cache is the work; for a step of a few small files it would only add a wake-up and
+        // a wait for its turn, on the cores the training step runs on.
+        let thread = match &job {
+            IoJob::Puts(puts)
+                if puts.iter().map(|p| p.data.len()).sum::<usize>() >= SPLIT_JOB_BYTES =>
+            {
+                self.large_jobs += 1;
+                (self.large_jobs % self.io.len() as u64) as usize
+            }
+            _ => 0,
+        };
+        let io = &self.io[thread];
         io.send((self.io_seq, job))
             .map_err(|_| WriterError::IoThreadStopped)?;
         self.io_seq += 1;
