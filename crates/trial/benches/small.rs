@@ -20,6 +20,9 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod common;
+use common::every_value_one_call_each;
+
 // The allocator of the `smdebug` CLI, as in the `trial` bench.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -61,20 +64,6 @@ fn list(trial: &Trial) -> usize {
     n
 }
 
-/// `value(step, worker)` of every tensor, step and worker, one call each.
-fn every_value(trial: &Trial) -> usize {
-    let mut n = 0;
-    for name in trial.tensor_names().unwrap() {
-        let t = trial.tensor(&name).unwrap();
-        for step in t.steps(Mode::Global, false).unwrap() {
-            for w in t.workers(step, Mode::Global).unwrap() {
-                n += t.value(step, Mode::Global, Some(&w)).unwrap().len();
-            }
-        }
-    }
-    n
-}
-
 fn bench(c: &mut Criterion) {
     let (dir, _temp) = setup();
     let path = dir.to_str().unwrap().to_owned();
@@ -97,7 +86,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("every_value", |b| {
         b.iter_batched_ref(
             || open(&path),
-            |t| black_box(every_value(t)),
+            |t| black_box(every_value_one_call_each(t)),
             BatchSize::PerIteration,
         )
     });

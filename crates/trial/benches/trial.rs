@@ -28,6 +28,9 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod common;
+use common::every_value_one_call_each;
+
 // The allocator of the `smdebug` CLI (see crates/trial/README.md, "The allocator matters"):
 // the figures are those of the reader as the CLI ships it.
 #[global_allocator]
@@ -208,20 +211,6 @@ fn every_value(trial: &Trial) -> usize {
             .values(Mode::Global, None)
             .unwrap()
             .len();
-    }
-    n
-}
-
-/// `value(step, worker)` of every tensor, step and worker, one call each.
-fn every_value_one_call_each(trial: &Trial) -> usize {
-    let mut n = 0;
-    for name in trial.tensor_names().unwrap() {
-        let t = trial.tensor(&name).unwrap();
-        for step in t.steps(Mode::Global, false).unwrap() {
-            for w in t.workers(step, Mode::Global).unwrap() {
-                n += t.value(step, Mode::Global, Some(&w)).unwrap().len();
-            }
-        }
     }
     n
 }
