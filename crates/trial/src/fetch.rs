@@ -471,13 +471,21 @@ impl FileCache {
         self.open.clear();
     }
 
+    /// Whether a read of the local events file `file` (records up to `end`) reads it whole
+    /// into a value cache of `cache_budget` bytes: [`FileCache::local_whole`], for files
+    /// that fit a quarter of the cache (one file must not push out the rest).
+    pub(crate) fn reads_whole(&mut self, file: &Arc<str>, end: u64, cache_budget: usize) -> bool {
+        let room = u64::try_from(cache_budget / 4).unwrap_or(u64::MAX);
+        end <= room && self.local_whole(file, end)
+    }
+
     /// Local disk: whether to read `file` (whose listed records end at `end`) whole now.
     /// A small file is read whole on its second miss: a reader that wants one record per
     /// file (one tensor over its steps) pays one small read per file, and one that wants
     /// all of them (every value, step by step or tensor by tensor) pays two reads per
     /// file instead of one per record. Past [`LOCAL_WHOLE_FILE_MAX`] a whole read costs
     /// more than the system calls it saves.
-    pub(crate) fn local_whole(&mut self, file: &Arc<str>, end: u64) -> bool {
+    fn local_whole(&mut self, file: &Arc<str>, end: u64) -> bool {
         let budget = u64::try_from(self.files.budget).unwrap_or(u64::MAX);
         if end > LOCAL_WHOLE_FILE_MAX.min(budget) {
             return false;
@@ -852,7 +860,6 @@ fn local_plans(
     cache_budget: usize,
 ) -> Vec<LocalPlan> {
     let mut files = lock(readahead);
-    let room = u64::try_from(cache_budget / 4).unwrap_or(u64::MAX);
     jobs.iter()
         .enumerate()
         .map(|(j, (file, idx, _))| {
@@ -861,7 +868,7 @@ fn local_plans(
                 .map(|&i| locs[i].event_file_end)
                 .max()
                 .unwrap_or(0);
-            let whole = (end <= room && files.local_whole(file, end)).then_some(end);
+            let whole = files.reads_whole(file, end, cache_budget).then_some(end);
             (j, whole, files.open.plan(file))
         })
         .collect()

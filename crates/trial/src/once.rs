@@ -110,8 +110,7 @@ pub(crate) fn fetch_once(
         let mut files = lock(readahead);
         // The decision `fetch_values` takes for this file (a small file is read whole on
         // its second miss, and its records cached as one entry).
-        let room = u64::try_from(budget / 4).unwrap_or(u64::MAX);
-        if loc.event_file_end <= room && files.local_whole(file, loc.event_file_end) {
+        if files.reads_whole(file, loc.event_file_end, budget) {
             drop(files);
             return decoded();
         }
