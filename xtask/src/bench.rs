@@ -26,7 +26,9 @@
 //! for the whole-trial write against Python's writer: after the table is made,
 //! [`crate::bench_health::median_rows`] runs those two benchmarks (and their baselines)
 //! three more times and replaces the two rows by the run with the median ratio, named
-//! "(median of 3 runs)", every run's ratio kept under `runs`.
+//! "(median of 3 runs)", every run's ratio kept under `runs`. The whole-trial write's runs
+//! also time a bare write of the same files (`hook/write_trial_bare`), and a ceiling row
+//! after it divides each run's Python time by that (how far any writer could get here).
 //!
 //! A run ends by writing `docs/benchmarks.md` (see [`crate::bench_doc`]), and with
 //! `--json PATH` the result it was made from.

@@ -1,5 +1,7 @@
 //! The rows of issue 18 in `cargo xtask bench`: the health pass against the reductions-only
-//! pass, and the flight recorder's training-thread cost per step at N = 10.
+//! pass, the flight recorder's training-thread cost per step at N = 10, and the median of
+//! three runs of the fused pass and of the whole-trial write, the latter with its ceiling
+//! (Python's writer against a bare write of the same files, in the same runs).
 use crate::bench::{Baseline, Figure};
 use std::path::Path;
 
@@ -37,6 +39,17 @@ struct MedianFigure {
     filter: &'static str,
     bench: &'static str,
     baseline: Baseline,
+    /// A second row from the same runs: the baseline against another bench of the filter.
+    ceiling: Option<Ceiling>,
+}
+
+/// A row of how far any implementation could get on this machine: the same baseline, in
+/// the same run, divided by a bench that does only the unavoidable part of the work.
+struct Ceiling {
+    name: &'static str,
+    bench: &'static str,
+    /// What the bench does, for the row's baseline column.
+    what: &'static str,
 }
 
 const MEDIAN_FIGURES: &[MedianFigure] = &[
@@ -47,14 +60,23 @@ const MEDIAN_FIGURES: &[MedianFigure] = &[
         filter: "^reduce/(fused_f32_64Mi|read_bandwidth_f32_64Mi)$",
         bench: "reduce/fused_f32_64Mi",
         baseline: Baseline::Bench("reduce/read_bandwidth_f32_64Mi"),
+        ceiling: None,
     },
     MedianFigure {
         name: "hook: write a whole trial vs Python smdebug's writer",
         package: "smdebug-hook",
         target: "hook",
-        filter: "^hook/write_trial_large$",
+        filter: "^hook/write_trial_(large|bare)$",
         bench: "hook/write_trial_large",
         baseline: Baseline::Python("hook_bench_write.py", &[]),
+        // Not a figure of ours: how much faster than Python's writer any writer of these
+        // files could be here, i.e. whether the goal of 20× is within this machine's reach.
+        ceiling: Some(Ceiling {
+            name: "hook: ceiling for the whole-trial write (Python smdebug's writer / a bare write of the same files)",
+            bench: "hook/write_trial_bare",
+            what: "hook/write_trial_bare (fastest sample): the same files from memory, \
+                   create + write + rename, two threads, no encoding",
+        }),
     },
 ];
 
@@ -78,15 +100,27 @@ fn hook_bench_dir() -> Option<std::path::PathBuf> {
     Some(dir)
 }
 
+/// One run of a [`MedianFigure`].
+#[derive(Clone, Copy)]
+struct Run {
+    /// Our fastest sample, seconds.
+    ours: f64,
+    /// Bytes per iteration, when the bench reports them.
+    bytes: Option<f64>,
+    /// The baseline's seconds.
+    base: f64,
+    /// The ceiling bench's fastest sample, seconds (when the figure has a ceiling).
+    ceiling: Option<f64>,
+}
+
 /// One run of a [`MedianFigure`]: criterion (fastest sample) and its baseline in the same
-/// run, both writing under `dir` when given; `(our seconds, bytes per iteration, baseline
-/// seconds)`.
+/// run, both writing under `dir` when given.
 fn one_run(
     f: &MedianFigure,
     python: &std::path::Path,
     quick: bool,
     dir: Option<&std::path::Path>,
-) -> anyhow::Result<(f64, Option<f64>, f64)> {
+) -> anyhow::Result<Run> {
     use anyhow::Context;
     let since = std::time::SystemTime::now();
     let mut cmd = crate::util::cargo();
@@ -106,6 +140,15 @@ fn one_run(
     let ours = results
         .get(f.bench)
         .with_context(|| format!("{} did not run", f.bench))?;
+    let ceiling = match &f.ceiling {
+        Some(c) => Some(
+            results
+                .get(c.bench)
+                .with_context(|| format!("{} did not run", c.bench))?
+                .seconds,
+        ),
+        None => None,
+    };
     let base = match &f.baseline {
         Baseline::Bench(id) => {
             results
@@ -122,13 +165,23 @@ fn one_run(
         }
         _ => anyhow::bail!("{}: no baseline to run", f.name),
     };
-    Ok((ours.seconds, ours.bytes, base))
+    Ok(Run {
+        ours: ours.seconds,
+        bytes: ours.bytes,
+        base,
+        ceiling,
+    })
 }
 
 /// Replaces the rows of [`MEDIAN_FIGURES`] in `rows` by the median of [`MEDIAN_RUNS`] runs
 /// (each with its baseline in the same run, the ratio's median; the row says so and keeps
-/// every run's ratio under `runs`).
-pub(crate) fn median_rows(rows: &mut [serde_json::Value], python: &std::path::Path, quick: bool) {
+/// every run's ratio under `runs`). A figure with a [`Ceiling`] adds its row after its own,
+/// from the same runs.
+pub(crate) fn median_rows(
+    rows: &mut Vec<serde_json::Value>,
+    python: &std::path::Path,
+    quick: bool,
+) {
     use serde_json::json;
     for f in MEDIAN_FIGURES {
         crate::util::step(&format!("{}: {MEDIAN_RUNS} runs for the median", f.name));
@@ -143,23 +196,21 @@ pub(crate) fn median_rows(rows: &mut [serde_json::Value], python: &std::path::Pa
                 run
             })
             .collect();
-        let row = match runs {
-            Ok(mut runs) => {
-                runs.sort_by(|a, b| (a.2 / a.0).total_cmp(&(b.2 / b.0)));
-                let ratios: Vec<f64> = runs.iter().map(|r| r.2 / r.0).collect();
-                let (ours, bytes, base) = runs[MEDIAN_RUNS / 2];
-                let (value, unit) = match bytes {
-                    Some(b) => (b / ours / 1e9, "GB/s"),
-                    None => (ours, "s"),
+        let place = if f.target == "hook" && Path::new("/dev/shm").is_dir() {
+            "; both write to tmpfs (/dev/shm)"
+        } else {
+            ""
+        };
+        let row = match &runs {
+            Ok(runs) => {
+                let (ratios, run) = median(runs, |r| r.ours);
+                let (value, unit) = match run.bytes {
+                    Some(b) => (b / run.ours / 1e9, "GB/s"),
+                    None => (run.ours, "s"),
                 };
                 let baseline = match &f.baseline {
                     Baseline::Bench(id) => format!("{id}; median of {MEDIAN_RUNS} runs"),
                     Baseline::Python(script, _) => {
-                        let place = if f.target == "hook" && Path::new("/dev/shm").is_dir() {
-                            "; both write to tmpfs (/dev/shm)"
-                        } else {
-                            ""
-                        };
                         format!("python {script} (best); median of {MEDIAN_RUNS} runs{place}")
                     }
                     _ => String::new(),
@@ -169,14 +220,85 @@ pub(crate) fn median_rows(rows: &mut [serde_json::Value], python: &std::path::Pa
                     "value": value, "unit": unit, "baseline": baseline,
                     "ratio": ratios[MEDIAN_RUNS / 2],
                     "goal": crate::bench::goal_of(f.name),
-                    "seconds": ours, "baseline_seconds": base, "runs": ratios,
+                    "seconds": run.ours, "baseline_seconds": run.base, "runs": ratios,
                 })
             }
             Err(e) => json!({"name": f.name, "error": format!("median runs: {e:#}")}),
         };
-        match rows.iter_mut().find(|r| r["name"] == f.name) {
-            Some(r) => *r = row,
-            None => eprintln!("warning: no row {} to replace", f.name),
+        let at = match rows.iter().position(|r| r["name"] == f.name) {
+            Some(i) => {
+                rows[i] = row;
+                i + 1
+            }
+            None => {
+                eprintln!("warning: no row {} to replace", f.name);
+                rows.push(row);
+                rows.len()
+            }
+        };
+        let Some(c) = &f.ceiling else {
+            continue;
+        };
+        let row = match &runs {
+            Ok(runs) => {
+                let (ratios, run) = median(runs, |r| r.ceiling.unwrap_or(f64::NAN));
+                let secs = run.ceiling.unwrap_or(f64::NAN);
+                let (value, unit) = match run.bytes {
+                    Some(b) => (b / secs / 1e9, "GB/s"),
+                    None => (secs, "s"),
+                };
+                let script = match &f.baseline {
+                    Baseline::Python(script, _) => format!("python {script} (best) / "),
+                    _ => String::new(),
+                };
+                json!({
+                    "name": c.name, "value": value, "unit": unit,
+                    "baseline": format!("{script}{}; median of {MEDIAN_RUNS} runs{place}", c.what),
+                    "ratio": ratios[MEDIAN_RUNS / 2], "goal": null,
+                    "seconds": secs, "baseline_seconds": run.base, "runs": ratios,
+                })
+            }
+            Err(e) => json!({"name": c.name, "error": format!("median runs: {e:#}")}),
+        };
+        rows.insert(at, row);
+    }
+}
+
+/// The runs' ratios (baseline / `seconds` of each run), sorted, and the run with the median
+/// ratio.
+fn median(runs: &[Run], seconds: impl Fn(&Run) -> f64) -> (Vec<f64>, Run) {
+    let mut runs = runs.to_vec();
+    runs.sort_by(|a, b| (a.base / seconds(a)).total_cmp(&(b.base / seconds(b))));
+    let ratios = runs.iter().map(|r| r.base / seconds(r)).collect();
+    (ratios, runs[MEDIAN_RUNS / 2])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(ours: f64, base: f64, ceiling: f64) -> Run {
+        Run {
+            ours,
+            bytes: Some(1e9),
+            base,
+            ceiling: Some(ceiling),
         }
+    }
+
+    #[test]
+    fn the_median_run_is_chosen_by_its_own_ratio_for_each_row() {
+        // Ratios ours: 10, 20, 5; ceiling: 40, 25, 50.
+        let runs = [
+            run(1.0, 10.0, 0.25),
+            run(0.5, 10.0, 0.4),
+            run(2.0, 10.0, 0.2),
+        ];
+        let (ratios, m) = median(&runs, |r| r.ours);
+        assert_eq!(ratios, vec![5.0, 10.0, 20.0]);
+        assert_eq!(m.ours, 1.0);
+        let (ratios, m) = median(&runs, |r| r.ceiling.unwrap());
+        assert_eq!(ratios, vec![25.0, 40.0, 50.0]);
+        assert_eq!(m.ceiling, Some(0.25));
     }
 }

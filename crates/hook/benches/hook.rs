@@ -23,7 +23,14 @@
 //!   each one's inode table block), so `cargo xtask bench` points both sides at a tmpfs
 //!   when there is one: the row then measures the two writers, not the disk's free-inode
 //!   history.
+//! * `hook/write_trial_bare`: the files `write_trial_large` writes (the same bytes, read back
+//!   from a trial the hook wrote before timing), written from memory with no encoding: each
+//!   file created under a temporary name, written with one `write` and renamed, the steps
+//!   split between two threads. The file system's cost of that trial on this machine: the
+//!   ceiling of any writer of it. `cargo xtask bench` reports Python's writer against it as
+//!   the ceiling of the whole-trial row.
 
+use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use ndarray::{Array2, ArrayD, IxDyn};
 use smdebug_config::{Collection, SaveConfig, SaveConfigMode};
@@ -140,27 +147,87 @@ fn sync_disks() {
     let _ = std::process::Command::new("sync").status();
 }
 
-fn write_trial(c: &mut Criterion) {
-    let steps = env_usize("SMDEBUG_HOOK_BENCH_STEPS", 30);
-    let tensors = env_usize("SMDEBUG_HOOK_BENCH_TENSORS", 100);
-    let half = tensors / 2;
-    let names: Vec<String> = (0..half)
-        .map(|i| format!("layer_{i:02}.weight"))
-        .chain((0..tensors - half).map(|i| format!("gradient/layer_{i:02}.weight")))
-        .collect();
-    let values: Vec<TensorValue> = (0..tensors)
-        .map(|t| {
-            TensorValue::from(ArrayD::<f32>::from_shape_fn(IxDyn(&[100, 100]), |i| {
-                (i[0] * 100 + i[1] + t) as f32 * 1e-4
-            }))
-        })
-        .collect();
-    let bytes = (steps * (tensors * 100 * 100 * 4 + 4)) as u64;
+/// The shape of the `write_trial_large` trial: steps, tensors per step and their names.
+struct TrialShape {
+    steps: usize,
+    names: Vec<String>,
+    values: Vec<TensorValue>,
+}
+
+impl TrialShape {
+    fn from_env() -> Self {
+        let steps = env_usize("SMDEBUG_HOOK_BENCH_STEPS", 30);
+        let tensors = env_usize("SMDEBUG_HOOK_BENCH_TENSORS", 100);
+        let half = tensors / 2;
+        let names = (0..half)
+            .map(|i| format!("layer_{i:02}.weight"))
+            .chain((0..tensors - half).map(|i| format!("gradient/layer_{i:02}.weight")))
+            .collect();
+        let values = (0..tensors)
+            .map(|t| {
+                TensorValue::from(ArrayD::<f32>::from_shape_fn(IxDyn(&[100, 100]), |i| {
+                    (i[0] * 100 + i[1] + t) as f32 * 1e-4
+                }))
+            })
+            .collect();
+        TrialShape {
+            steps,
+            names,
+            values,
+        }
+    }
+
+    /// Bytes of tensor data per trial (the throughput both benches report).
+    fn bytes(&self) -> u64 {
+        (self.steps * (self.values.len() * 100 * 100 * 4 + 4)) as u64
+    }
+
+    /// Writes the whole trial with the hook into `dir/t`, from the first step to `close()`.
+    fn write(&self, dir: &std::path::Path) {
+        let mut weights = Collection::new("weights");
+        weights.include("^(?!gradient).*weight").unwrap();
+        let mut grads = Collection::new("gradients");
+        grads.include("^gradient").unwrap();
+        let mut h = HookBuilder::new(dir.join("t").to_str().unwrap())
+            .save_config(SaveConfig::new(SaveConfigMode::every(1)))
+            .collection(weights)
+            .collection(grads)
+            .include_collections(["weights", "gradients"])
+            .build()
+            .unwrap();
+        for _ in 0..self.steps {
+            h.step().unwrap();
+            for (n, v) in self.names.iter().zip(&self.values) {
+                h.save(n, v.clone()).unwrap();
+            }
+            let loss = TensorValue::from(ndarray::arr0(0.5f32).into_dyn());
+            h.save("CrossEntropyLoss_output_0", loss).unwrap();
+        }
+        h.close().unwrap();
+    }
+}
+
+/// A fresh folder for one iteration's trial, in `SMDEBUG_HOOK_BENCH_DIR` when set.
+fn bench_dir() -> tempfile::TempDir {
+    match std::env::var_os("SMDEBUG_HOOK_BENCH_DIR") {
+        Some(parent) => tempfile::tempdir_in(parent).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    }
+}
+
+/// A flat group for a 1.2 GB iteration (see the module docs).
+fn trial_group<'a>(c: &'a mut Criterion, bytes: u64) -> criterion::BenchmarkGroup<'a, WallTime> {
     let mut g = c.benchmark_group("hook");
     g.sample_size(10);
     g.sampling_mode(SamplingMode::Flat);
     g.warm_up_time(Duration::from_secs(1));
     g.throughput(Throughput::Bytes(bytes));
+    g
+}
+
+fn write_trial(c: &mut Criterion) {
+    let trial = TrialShape::from_env();
+    let mut g = trial_group(c, trial.bytes());
     g.bench_function("write_trial_large", |b| {
         b.iter_batched(
             // Untimed: the previous iteration's trial (1.2 GB at 300 steps) is deleted when
@@ -169,34 +236,12 @@ fn write_trial(c: &mut Criterion) {
             // iteration writes into a clean page cache (tests/peer/hook_bench_write.py
             // does the same before each of its runs). Only one trial exists at a time.
             || {
-                let dir = match std::env::var_os("SMDEBUG_HOOK_BENCH_DIR") {
-                    Some(parent) => tempfile::tempdir_in(parent).unwrap(),
-                    None => tempfile::tempdir().unwrap(),
-                };
+                let dir = bench_dir();
                 sync_disks();
                 dir
             },
             |dir| {
-                let mut weights = Collection::new("weights");
-                weights.include("^(?!gradient).*weight").unwrap();
-                let mut grads = Collection::new("gradients");
-                grads.include("^gradient").unwrap();
-                let mut h = HookBuilder::new(dir.path().join("t").to_str().unwrap())
-                    .save_config(SaveConfig::new(SaveConfigMode::every(1)))
-                    .collection(weights)
-                    .collection(grads)
-                    .include_collections(["weights", "gradients"])
-                    .build()
-                    .unwrap();
-                for _ in 0..steps {
-                    h.step().unwrap();
-                    for (n, v) in names.iter().zip(&values) {
-                        h.save(n, v.clone()).unwrap();
-                    }
-                    let loss = TensorValue::from(ndarray::arr0(0.5f32).into_dyn());
-                    h.save("CrossEntropyLoss_output_0", loss).unwrap();
-                }
-                h.close().unwrap();
+                trial.write(dir.path());
                 dir
             },
             BatchSize::PerIteration,
@@ -205,5 +250,131 @@ fn write_trial(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, save_small, save_1mib, encode_1mib, write_trial);
+/// The files of a trial, read back: (path relative to the trial, bytes), in the order the
+/// hook publishes them (by step, the events file before the index file; the collections
+/// file and the end marker last).
+fn trial_files(root: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut paths = Vec::new();
+    walk(root, &mut paths);
+    let rel: Vec<_> = paths
+        .iter()
+        .map(|p| p.strip_prefix(root).unwrap().to_path_buf())
+        .collect();
+    // Events and index file names both start with the zero-padded step.
+    let key = |p: &std::path::Path| {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let kind = p
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .into_owned();
+        let order = match kind.as_str() {
+            "events" => 0,
+            "index" => 1,
+            _ => 2,
+        };
+        (order == 2, name, order)
+    };
+    let mut files: Vec<_> = rel
+        .into_iter()
+        .map(|r| {
+            let bytes = std::fs::read(root.join(&r)).unwrap();
+            (r, bytes)
+        })
+        .collect();
+    files.sort_by_key(|(p, _)| key(p));
+    files
+}
+
+/// Writes `files` under `root` as fast as this machine can and no more: no encoding, each
+/// file created under a temporary name beside its place, written with one `write` and
+/// renamed (as the hook publishes files), the steps' files split between two threads (as
+/// the hook's two I/O threads), in no particular order between them.
+fn bare_write(root: &std::path::Path, files: &[(std::path::PathBuf, Vec<u8>)]) {
+    use std::io::Write;
+    let mut dirs: Vec<_> = files
+        .iter()
+        .filter_map(|(p, _)| p.parent().map(|d| root.join(d)))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    for d in &dirs {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let write = |part: usize| {
+        // A step's events and index file go to the same thread (pairs of files in order).
+        for (i, (rel, bytes)) in files.iter().enumerate() {
+            if (i / 2) % 2 != part {
+                continue;
+            }
+            let path = root.join(rel);
+            let tmp = path.with_file_name(format!(
+                ".{}.tmp",
+                path.file_name().unwrap().to_string_lossy()
+            ));
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+                .unwrap();
+            f.write_all(bytes).unwrap();
+            drop(f);
+            std::fs::rename(&tmp, &path).unwrap();
+        }
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| write(1));
+        write(0);
+    });
+}
+
+/// `hook/write_trial_bare`: the same files as `write_trial_large` (read back from a trial
+/// the hook wrote, untimed), written from memory by [`bare_write`]: what the machine's file
+/// system costs for that trial, the ceiling of any writer of it. `cargo xtask bench` divides
+/// Python's time by this one's in the same run for the ceiling row.
+fn write_trial_bare(c: &mut Criterion) {
+    let trial = TrialShape::from_env();
+    let files = {
+        let dir = bench_dir();
+        trial.write(dir.path());
+        trial_files(&dir.path().join("t"))
+    };
+    let mut g = trial_group(c, trial.bytes());
+    g.bench_function("write_trial_bare", |b| {
+        b.iter_batched(
+            || {
+                let dir = bench_dir();
+                sync_disks();
+                dir
+            },
+            |dir| {
+                bare_write(&dir.path().join("t"), &files);
+                dir
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    save_small,
+    save_1mib,
+    encode_1mib,
+    write_trial,
+    write_trial_bare
+);
 criterion_main!(benches);
