@@ -388,7 +388,7 @@ impl SyncStorage for LocalStorage {
     /// after the other (from the page cache, parallel reads of one file gain nothing).
     fn get_ranges_sync(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         validate_key(key)?;
-        check_ranges(&self.location(), key, ranges)?;
+        check_ranges(|| self.location(), key, ranges)?;
         let plan = plan(ranges, &self.read);
         let path = self.path(key);
         let read = self
@@ -831,7 +831,7 @@ impl SyncObject for LocalObject {
 
     fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         let io_error = |e| self.store.io_error(Operation::GetRange, &self.key, e);
-        check_ranges(&self.store.location(), &self.key, ranges)?;
+        check_ranges(|| self.store.location(), &self.key, ranges)?;
         let replaced = || StorageError::Replaced {
             op: Operation::GetRange,
             location: self.store.location(),
