@@ -263,6 +263,11 @@ impl ValueCache {
         self.ghosts.clear();
     }
 
+    /// Bytes the probation part holds at most.
+    pub fn probation_budget(&self) -> usize {
+        self.probation.budget
+    }
+
     fn peek(&self, key: &CacheKey) -> Option<&CacheEntry> {
         self.main.peek(key).or_else(|| self.probation.peek(key))
     }
@@ -280,7 +285,7 @@ impl ValueCache {
 
     /// Bytes held (both parts).
     #[cfg(test)]
-    fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.main.held + self.probation.held
     }
 }
