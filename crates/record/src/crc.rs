@@ -29,7 +29,17 @@ pub fn unmask(masked: u32) -> u32 {
 /// assert_eq!(masked_crc32c(&72u64.to_le_bytes()).to_le_bytes(), [0xFE, 0x92, 0x48, 0x9D]);
 /// ```
 pub fn masked_crc32c(data: &[u8]) -> u32 {
-    mask(crc32c::crc32c(data))
+    mask(crc32c(data))
+}
+
+/// The CRC32C of `data`, unmasked. Every payload of a trial we write or read with an index
+/// is checksummed once, so this is on the hot path of both: crc-fast folds with
+/// carry-less multiplication (VPCLMULQDQ where the CPU has it, detected at run time) and
+/// ran at about twice the speed of a three-stream CRC-instruction loop here, from 8-byte
+/// length fields to megabyte payloads.
+fn crc32c(data: &[u8]) -> u32 {
+    // CRC-32/ISCSI is CRC32C; its 32-bit value comes back in a u64.
+    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, data) as u32
 }
 
 #[cfg(test)]
@@ -38,7 +48,20 @@ mod tests {
 
     #[test]
     fn check_value_of_the_castagnoli_polynomial() {
-        assert_eq!(crc32c::crc32c(b"123456789"), 0xE306_9283);
+        assert_eq!(crc32c(b"123456789"), 0xE306_9283);
+    }
+
+    proptest::proptest! {
+        /// Any length and start alignment (the folding kernels have head, body and tail
+        /// paths): the same CRC as the crc32c crate's.
+        #[test]
+        fn same_crc_as_the_reference_implementation(
+            data in proptest::collection::vec(proptest::num::u8::ANY, 0..5000),
+            skip in 0usize..64,
+        ) {
+            let d = &data[skip.min(data.len())..];
+            proptest::prop_assert_eq!(crc32c(d), ::crc32c::crc32c(d));
+        }
     }
 
     #[test]

@@ -294,10 +294,12 @@ pub trait SyncStorage: Send + Sync {
 
 /// An object opened once for many ranged reads ([`SyncStorage::open_sync`]).
 ///
-/// It reads the object as its key names it now, or fails: when the object was removed or
-/// replaced since it was opened, a read is [`StorageError::Replaced`] (open the key again);
-/// when it became shorter than a range, [`StorageError::RangeOutOfBounds`] with its current
-/// size. Reads through one handle may run from several threads at once.
+/// It reads the object its key named when its store last looked (a listing, `exists`, or a
+/// put or delete through it), or fails: when the object was removed or replaced before that,
+/// a read is [`StorageError::Replaced`] (open the key again); when it became shorter than a
+/// range, [`StorageError::RangeOutOfBounds`] with its current size. A reader sees another
+/// writer's changes by listing, and from then on its handles see them too. Reads through one
+/// handle may run from several threads at once.
 pub trait SyncObject: Send + Sync + Debug {
     /// The key it was opened under.
     fn key(&self) -> &str;

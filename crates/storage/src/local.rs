@@ -15,7 +15,7 @@ use crate::ranges::{check_ranges, first_out_of_bounds, plan, ReadOptions};
 use crate::retry::LocalRetry;
 use crate::stamps::{FolderStamps, Version};
 use crate::{ObjectMeta, StagedPut, Storage, SyncObject, SyncStorage};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// File names ending in this are files being written (ours, and the Python writer's
 /// `<name>.tmp`): never listed, and refused as keys of [`Storage::put`].
@@ -42,6 +42,10 @@ pub struct LocalStorage {
     read: ReadOptions,
     sync: LocalSync,
     stamps: FolderStamps,
+    /// Counts the times this store (and its clones) looked for or made a change: listings,
+    /// `exists`, puts, publishes of staged puts and deletes. An opened object checks that
+    /// it still has a name only when this moved since its last check (see [`LocalObject`]).
+    looks: Arc<AtomicU64>,
 }
 
 /// What a local `put` does before it returns, beyond the atomic rename.
@@ -75,6 +79,7 @@ impl LocalStorage {
             },
             sync: LocalSync::default(),
             stamps: FolderStamps::default(),
+            looks: Arc::default(),
         }
     }
 
@@ -99,6 +104,11 @@ impl LocalStorage {
     /// The root folder.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Called after each listing, `exists`, put, publish and delete (see `looks`).
+    fn looked(&self) {
+        self.looks.fetch_add(1, Ordering::Release);
     }
 
     fn path(&self, key: &str) -> PathBuf {
@@ -237,9 +247,12 @@ impl SyncStorage for LocalStorage {
     fn put_sync(&self, key: &str, data: Bytes) -> Result<()> {
         writable_key(key)?;
         let path = self.path(key);
-        self.retry
+        let put = self
+            .retry
             .run(|| put_blocking(&path, &data, self.sync))
-            .map_err(|e| self.io_error(Operation::Put, key, e))
+            .map_err(|e| self.io_error(Operation::Put, key, e));
+        self.looked();
+        put
     }
 
     fn stage_sync(&self, key: &str, data: Bytes) -> Result<StagedPut> {
@@ -255,6 +268,7 @@ impl SyncStorage for LocalStorage {
                 file,
                 retry: self.retry.clone(),
                 location: self.location(),
+                looks: Arc::clone(&self.looks),
             },
         ))
     }
@@ -262,31 +276,40 @@ impl SyncStorage for LocalStorage {
     fn exists_sync(&self, key: &str) -> Result<bool> {
         validate_key(key)?;
         let path = self.path(key);
-        self.retry
+        let exists = self
+            .retry
             .run(|| match fs::metadata(&path) {
                 Ok(m) => Ok(m.is_file()),
                 Err(e) if is_absent(&e) => Ok(false),
                 Err(e) => Err(e),
             })
-            .map_err(|e| self.io_error(Operation::Exists, key, e))
+            .map_err(|e| self.io_error(Operation::Exists, key, e));
+        self.looked();
+        exists
     }
 
     fn delete_sync(&self, key: &str) -> Result<()> {
         validate_key(key)?;
         let path = self.path(key);
-        self.retry
+        let deleted = self
+            .retry
             .run(|| match fs::remove_file(&path) {
                 Err(e) if is_absent(&e) => Ok(()),
                 other => other,
             })
-            .map_err(|e| self.io_error(Operation::Delete, key, e))
+            .map_err(|e| self.io_error(Operation::Delete, key, e));
+        self.looked();
+        deleted
     }
 
     fn list_sync(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
         validate_prefix(prefix)?;
-        self.retry
+        let listed = self
+            .retry
             .run(|| list_blocking(&self.root, prefix, start_after, None, true, &self.stamps))
-            .map_err(|e| self.io_error(Operation::List, prefix, e))
+            .map_err(|e| self.io_error(Operation::List, prefix, e));
+        self.looked();
+        listed
     }
 
     fn list_until_sync(
@@ -296,9 +319,12 @@ impl SyncStorage for LocalStorage {
         end: Option<&str>,
     ) -> Result<Vec<ObjectMeta>> {
         validate_prefix(prefix)?;
-        self.retry
+        let listed = self
+            .retry
             .run(|| list_blocking(&self.root, prefix, start_after, end, true, &self.stamps))
-            .map_err(|e| self.io_error(Operation::List, prefix, e))
+            .map_err(|e| self.io_error(Operation::List, prefix, e));
+        self.looked();
+        listed
     }
 
     fn list_keys_sync(
@@ -311,15 +337,20 @@ impl SyncStorage for LocalStorage {
         let listed = self
             .retry
             .run(|| list_blocking(&self.root, prefix, start_after, end, false, &self.stamps))
-            .map_err(|e| self.io_error(Operation::List, prefix, e))?;
+            .map_err(|e| self.io_error(Operation::List, prefix, e));
+        self.looked();
+        let listed = listed?;
         Ok(listed.into_iter().map(|o| o.key).collect())
     }
 
     fn list_folders_sync(&self, dir: &str) -> Result<Vec<String>> {
         crate::validate_folder(dir)?;
-        self.retry
+        let listed = self
+            .retry
             .run(|| folders_blocking(&self.root, dir))
-            .map_err(|e| self.io_error(Operation::List, dir, e))
+            .map_err(|e| self.io_error(Operation::List, dir, e));
+        self.looked();
+        listed
     }
 
     fn get_sync(&self, key: &str) -> Result<Bytes> {
@@ -349,6 +380,7 @@ impl SyncStorage for LocalStorage {
             store: self.clone(),
             key: key.to_owned(),
             file,
+            checked: Mutex::new(None),
         }))
     }
 
@@ -356,7 +388,7 @@ impl SyncStorage for LocalStorage {
     /// after the other (from the page cache, parallel reads of one file gain nothing).
     fn get_ranges_sync(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         validate_key(key)?;
-        check_ranges(&self.location(), key, ranges)?;
+        check_ranges(|| self.location(), key, ranges)?;
         let plan = plan(ranges, &self.read);
         let path = self.path(key);
         let read = self
@@ -405,9 +437,7 @@ fn read_fetches(file: &File, fetches: &[Range<u64>]) -> io::Result<Vec<Bytes>> {
         .iter()
         .map(|range| {
             // Bounded by the file's size, which the caller checked.
-            let mut buf = vec![0u8; (range.end - range.start) as usize];
-            read_at(file, &mut buf, range.start)?;
-            Ok(Bytes::from(buf))
+            read_vec_at(file, (range.end - range.start) as usize, range.start).map(Bytes::from)
         })
         .collect()
 }
@@ -508,19 +538,23 @@ pub(crate) struct StagedFile {
     file: Temporary,
     retry: LocalRetry,
     location: String,
+    looks: Arc<AtomicU64>,
 }
 
 impl StagedFile {
     /// Renames the file over `key`'s (transient errors retried as the store's puts are).
     pub(crate) fn publish(mut self, key: &str) -> Result<()> {
-        self.retry
+        let published = self
+            .retry
             .run(|| self.file.publish_once())
             .map_err(|source| StorageError::Io {
                 op: Operation::Put,
                 location: self.location.clone(),
                 key: key.to_owned(),
                 source,
-            })
+            });
+        self.looks.fetch_add(1, Ordering::Release);
+        published
     }
 }
 
@@ -742,16 +776,26 @@ fn open_object(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// A local file kept open for positional reads: a read is one `fstat` (the file's current
-/// size, and whether it still has a name) and one `pread` per merged range, where a read by
-/// key resolves the path, opens, seeks and closes each time. A read serves the bytes the
-/// key named when its `fstat` ran: a file renamed over this one during the read does not
-/// change the old file's bytes (objects are replaced whole, never written in place).
+/// A local file kept open for positional reads: one `pread` per merged range, where a read
+/// by key resolves the path, opens, seeks and closes each time.
+///
+/// Whether the file still has a name (it was not removed, or replaced by a rename over it)
+/// and its size are checked with an `fstat` when the store has looked for or made a change
+/// since the last check (a listing, `exists`, put, publish or delete through it or a clone),
+/// or when a range reaches past the size last seen. A reader learns of another process's
+/// changes by listing, and the listing makes its handles check again: between two listings
+/// a handle serves the bytes of the file the last one saw, so that a reader's view of its
+/// events files moves with its view of the index, not between two of its reads. That
+/// `fstat` was as costly as the `pread` of a 40 KB record when every value of a trial was
+/// read one call at a time. A file renamed over this one during a read does not change the
+/// old file's bytes (objects are replaced whole, never written in place).
 #[derive(Debug)]
 struct LocalObject {
     store: LocalStorage,
     key: String,
     file: File,
+    /// `(the store's looks, the file's size)` at the last check that found it named.
+    checked: Mutex<Option<(u64, u64)>>,
 }
 
 impl LocalObject {
@@ -787,16 +831,27 @@ impl SyncObject for LocalObject {
 
     fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         let io_error = |e| self.store.io_error(Operation::GetRange, &self.key, e);
-        check_ranges(&self.store.location(), &self.key, ranges)?;
+        check_ranges(|| self.store.location(), &self.key, ranges)?;
         let replaced = || StorageError::Replaced {
             op: Operation::GetRange,
             location: self.store.location(),
             key: self.key.clone(),
         };
-        let size = self
-            .current_size()
-            .map_err(io_error)?
-            .ok_or_else(replaced)?;
+        let looks = self.store.looks.load(Ordering::Acquire);
+        let last = *self.checked.lock().unwrap_or_else(|p| p.into_inner());
+        let size = match last {
+            Some((at, size)) if at == looks && first_out_of_bounds(ranges, size).is_none() => size,
+            _ => {
+                let size = self
+                    .current_size()
+                    .map_err(io_error)?
+                    .ok_or_else(replaced)?;
+                // The looks read before the check: a change looked for meanwhile makes the
+                // next read check again.
+                *self.checked.lock().unwrap_or_else(|p| p.into_inner()) = Some((looks, size));
+                size
+            }
+        };
         if first_out_of_bounds(ranges, size).is_some() {
             return Err(self.range_error(ranges, size));
         }
@@ -821,14 +876,33 @@ impl SyncObject for LocalObject {
     }
 }
 
+/// `len` bytes of `file` from `offset` ([`io::ErrorKind::UnexpectedEof`] when it ends first).
+///
+/// Read into the new buffer's uninitialised capacity: zeroing it first, as a `&mut [u8]` for
+/// `read_exact_at` needs, cost as much as the kernel's copy when every value of a trial of
+/// large tensors was read (the allocator's zeroing and the page clearing behind it).
 #[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+fn read_vec_at(file: &File, len: usize, mut offset: u64) -> io::Result<Vec<u8>> {
+    // Exactly `len` of capacity (`Vec::with_capacity` guarantees it), so that a read never
+    // goes past the range.
+    let mut buf = Vec::with_capacity(len);
+    while buf.len() < len {
+        // Reads into the spare capacity and extends the length by what was read.
+        match rustix::io::pread(file, rustix::buffer::spare_capacity(&mut buf), offset) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => offset += n as u64,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(buf)
 }
 
 #[cfg(windows)]
-fn read_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+fn read_vec_at(file: &File, len: usize, mut offset: u64) -> io::Result<Vec<u8>> {
     use std::os::windows::fs::FileExt;
+    let mut out = vec![0u8; len];
+    let mut buf = &mut out[..];
     while !buf.is_empty() {
         match file.seek_read(buf, offset) {
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
@@ -840,5 +914,5 @@ fn read_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    Ok(out)
 }

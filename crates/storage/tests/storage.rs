@@ -508,6 +508,59 @@ fn an_opened_object_removed_or_replaced_is_not_read_from_its_old_bytes() {
         .is_not_found());
 }
 
+/// Another writer (a second store on the same folder, as another process would be) replaces
+/// and removes the file: the handle serves the bytes its store's last listing saw until that
+/// store lists again, and then refuses them. Its first read checks the file, so only later
+/// reads skip the `fstat`.
+#[cfg(unix)]
+#[test]
+fn an_opened_object_sees_another_writers_replacement_after_its_store_lists() {
+    let old = testsuite::pattern(1_000, 1);
+    let (dir, store, object) = opened(&old);
+    let sync = store.as_sync().unwrap();
+    assert_eq!(one(&object, 0..1_000).unwrap(), old);
+    let other = LocalStorage::new(dir.path());
+    let new = testsuite::pattern(1_000, 2);
+    other
+        .as_sync()
+        .unwrap()
+        .put_sync("events/a.tfevents", new.clone())
+        .unwrap();
+    // Not listed since: the bytes of the file the reader's view holds.
+    assert_eq!(one(&object, 0..10).unwrap(), old.slice(0..10));
+    let list = |s: &dyn smdebug_storage::SyncStorage| {
+        assert!(!s.list_sync("events/", None).unwrap().is_empty())
+    };
+    let exists =
+        |s: &dyn smdebug_storage::SyncStorage| assert!(s.exists_sync("events/a.tfevents").unwrap());
+    for look in [&list as &dyn Fn(&dyn smdebug_storage::SyncStorage), &exists] {
+        let object = sync.open_sync("events/a.tfevents").unwrap();
+        assert_eq!(one(&object, 0..1_000).unwrap(), new);
+        other
+            .as_sync()
+            .unwrap()
+            .put_sync("events/a.tfevents", old.clone())
+            .unwrap();
+        look(sync);
+        let err = one(&object, 0..10).unwrap_err();
+        assert!(err.is_replaced(), "{err}");
+        other
+            .as_sync()
+            .unwrap()
+            .put_sync("events/a.tfevents", new.clone())
+            .unwrap();
+    }
+    // A range past the size last seen checks again (the file may have grown): removed.
+    let object = sync.open_sync("events/a.tfevents").unwrap();
+    assert_eq!(one(&object, 0..10).unwrap(), new.slice(0..10));
+    other
+        .as_sync()
+        .unwrap()
+        .delete_sync("events/a.tfevents")
+        .unwrap();
+    assert!(one(&object, 0..1_001).unwrap_err().is_replaced());
+}
+
 #[test]
 fn one_opened_object_serves_reads_from_many_threads() {
     let data = testsuite::pattern(64 * 1024, 9);

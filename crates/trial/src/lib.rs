@@ -52,6 +52,7 @@
 //! crate `smdebug-dump`.
 #![deny(missing_docs, unsafe_code)]
 
+mod ahead;
 mod collections;
 mod error;
 mod fetch;

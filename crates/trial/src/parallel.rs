@@ -6,7 +6,7 @@ use std::sync::{mpsc, OnceLock};
 
 /// `available_parallelism`, asked once: it reads cgroup files on every call, which showed
 /// up in the profile of one-record queries.
-fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

@@ -154,6 +154,12 @@ impl StepMap {
             .map(|i| &self.0[i].1)
     }
 
+    /// `(mode step, workers)` of the steps after `mode_step`, in ascending order.
+    pub fn after(&self, mode_step: i64) -> impl Iterator<Item = (i64, &Workers)> {
+        let from = self.0.partition_point(|(s, _)| *s <= mode_step);
+        self.0[from..].iter().map(|(s, w)| (*s, w))
+    }
+
     /// `(mode step, workers)` in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = (i64, &Workers)> {
         self.0.iter().map(|(s, w)| (*s, w))

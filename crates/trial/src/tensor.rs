@@ -229,7 +229,14 @@ impl<'t> Tensor<'t> {
             (location, d.reductions.is_some())
         })?;
         match &location {
-            Some(loc) => self.fetch_one(loc),
+            Some(loc) => {
+                let claim = self.trial.ahead.claim(self.id, worker, loc);
+                if let Some(after) = claim.next_job_after {
+                    let records = self.walk_after(loc, worker, after);
+                    self.trial.ahead.send(claim, records);
+                }
+                self.fetch_one(loc)
+            }
             None => Err(TrialError::tensor_unavailable_for_step(
                 &self.name,
                 step,
@@ -237,6 +244,41 @@ impl<'t> Tensor<'t> {
                 has_reductions,
             )),
         }
+    }
+
+    /// The records `value` would read at the steps of `loc`'s mode after mode step `after`
+    /// (for `worker`, or the alphabetically first worker of each step), as many as a
+    /// read-ahead job takes: for the trial's read-ahead thread.
+    fn walk_after(
+        &self,
+        loc: &RecordLocation,
+        worker: Option<&str>,
+        after: i64,
+    ) -> Vec<RecordLocation> {
+        let n = self.trial.ahead.job_records(loc.length);
+        let st = lock(&self.trial.state);
+        let Some(steps) = st
+            .tensors
+            .by_id(self.id)
+            .and_then(|d| d.modes.get(&loc.mode))
+        else {
+            return Vec::new();
+        };
+        let wanted = worker.map(|w| st.find_worker(w));
+        steps
+            .after(after)
+            .filter_map(|(_, workers)| {
+                let found = match wanted {
+                    Some(id) => workers.iter().find(|(x, _)| Some(*x) == id),
+                    None => workers
+                        .iter()
+                        .min_by(|a, b| st.worker_name(a.0).cmp(st.worker_name(b.0))),
+                };
+                let (_, d) = found?;
+                d.location.as_ref().map(|r| st.location(r, &self.name))
+            })
+            .take(n)
+            .collect()
     }
 
     /// The raw value at `step` as [`value`](Self::value) finds it, for a reader that reads

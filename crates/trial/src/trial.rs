@@ -1,5 +1,6 @@
 //! The `Trial`: opening a trial, refreshing its index, and the trial-level queries.
 
+use crate::ahead::{ReadAhead, Shared};
 use crate::collections::merge_collections;
 use crate::fetch::{fetch_values, lock, value_cache, Admit, FileCache, ValueCache};
 use crate::once::{fetch_once, OnceValue};
@@ -100,6 +101,11 @@ pub struct TrialOptions {
     /// and 1024 (on Linux from `/proc/self/limits`, else 128). All trials of a process
     /// together keep at most a quarter of that limit open.
     pub open_files: usize,
+    /// Local disk, two cores or more: when `value` calls walk one tensor's steps forward,
+    /// a background thread reads and decodes the next records into the value cache while
+    /// the caller works on the current one (see the crate README, "Reading ahead").
+    /// Default: on.
+    pub read_ahead: bool,
 }
 
 impl Default for TrialOptions {
@@ -120,6 +126,7 @@ impl Default for TrialOptions {
             storage: StorageOptions::default(),
             skip_corrupt_index_files: false,
             open_files: crate::fetch::default_open_files(),
+            read_ahead: true,
         }
     }
 }
@@ -143,14 +150,15 @@ pub fn create_trial(path: &str) -> Result<Trial> {
 pub struct Trial {
     name: String,
     path: String,
-    store: BlockingStore,
+    store: Arc<BlockingStore>,
     options: TrialOptions,
     /// The steps loaded: `range_steps`, its start moved up by `last_steps`.
     range: (Option<i64>, Option<i64>),
     collections: Mutex<CollectionManager>,
     pub(crate) state: Mutex<State>,
-    pub(crate) cache: Mutex<ValueCache>,
-    readahead: Mutex<FileCache>,
+    pub(crate) cache: Arc<Mutex<ValueCache>>,
+    readahead: Arc<Mutex<FileCache>>,
+    pub(crate) ahead: ReadAhead,
 }
 
 impl Trial {
@@ -198,15 +206,31 @@ impl Trial {
                 message: "last_steps must be at least 1".into(),
             });
         }
-        let store = BlockingStore::new(storage)?;
+        let store = Arc::new(BlockingStore::new(storage)?);
         let range = options.range_steps.unwrap_or((None, None));
+        let cache = Arc::new(Mutex::new(value_cache(options.cache_bytes)));
+        let readahead = Arc::new(Mutex::new(FileCache::new(
+            options.readahead_bytes,
+            options.open_files,
+        )));
+        let ahead = (options.read_ahead
+            && options.cache_bytes > 0
+            && store.storage().as_sync().is_some()
+            && parallel::cores() >= 2)
+            .then(|| Shared {
+                store: Arc::clone(&store),
+                cache: Arc::clone(&cache),
+                files: Arc::clone(&readahead),
+            });
+        let probation = lock(&cache).probation_budget();
         let mut trial = Trial {
             name,
             path: path.to_owned(),
             range,
             store,
-            cache: Mutex::new(value_cache(options.cache_bytes)),
-            readahead: Mutex::new(FileCache::new(options.readahead_bytes, options.open_files)),
+            ahead: ReadAhead::new(ahead, probation),
+            cache,
+            readahead,
             options,
             collections: Mutex::new(CollectionManager::new()),
             state: Mutex::new(State::new()),

@@ -241,7 +241,9 @@ fn damaged_collections_files() {
 }
 
 // Events files damaged while a trial holds them open (local disk keeps up to
-// `TrialOptions::open_files` events files open between reads): the handle must not serve
+// `TrialOptions::open_files` events files open between reads). A trial's view of its files
+// moves when it refreshes: until then a held file serves the bytes its view had, as the
+// value cache serves the values it holds; once it has refreshed, the handle must not serve
 // the bytes the file had before.
 
 /// A trial that decodes every value from disk on each call (no value cache, so no file is
@@ -282,6 +284,8 @@ fn event_file_replaced_while_held_open() {
     let tmp = p.with_extension("new");
     std::fs::copy(event(d.path(), 1), &tmp).unwrap();
     std::fs::rename(&tmp, &p).unwrap();
+    others_readable(&t, &[]);
+    t.refresh_data().unwrap();
     // The new file's record, not the old one's value: caught as in duplicated_event_file.
     let e = value_err(&t, 5, "a");
     assert!(matches!(e, TrialError::Record(_)), "{e:?}");
@@ -294,6 +298,8 @@ fn event_file_deleted_while_held_open() {
     let d = fresh();
     let t = open_and_read_all(d.path());
     std::fs::remove_file(event(d.path(), 4)).unwrap();
+    others_readable(&t, &[]);
+    t.refresh_data().unwrap();
     let e = value_err(&t, 4, "a");
     assert_eq!(e.python_name(), "TensorUnavailableForStep");
     others_readable(&t, &[(4, "*")]);
