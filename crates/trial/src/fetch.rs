@@ -181,7 +181,9 @@ struct Ghosts {
     limit: usize,
     /// Fingerprints by slot; 0 is an empty slot (fingerprints are odd).
     slots: Vec<u64>,
-    hasher: std::collections::hash_map::RandomState,
+    /// Fixed keys: which ghosts collide is then the same from run to run (the keys are the
+    /// trial's own file names and offsets, nothing an attacker picks per process).
+    hasher: std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>,
 }
 
 impl Ghosts {
@@ -1294,7 +1296,9 @@ mod tests {
         }
         assert_eq!(misses[0], 128);
         assert!(misses[1] > 64, "{misses:?}");
-        assert_eq!(misses[2], 0, "{misses:?}");
+        // Served whole but for the few keys whose ghosts shared a slot (128 keys in 4,096
+        // slots: about two such pairs).
+        assert!(misses[2] <= 8, "{misses:?}");
         assert!(cache.held() <= budget);
         // A scan of another ten budgets does not push what the main part keeps out (the
         // set's last records, served from probation, would go there on their next miss).
