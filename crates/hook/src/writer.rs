@@ -813,6 +813,67 @@ impl Writer {
         Ok(())
     }
 
+    /// A lent tensor of which only the raw value (and its shape) is due: its shape entry
+    /// and raw record, encoded straight from the lent elements when they are C-contiguous
+    /// (no copy into a [`TensorValue`] first: one copy of the elements fewer, as
+    /// [`Writer::tensor_bytes`]); `None` when the job needs a value or the elements cannot
+    /// be lent as bytes.
+    fn raw_from_lent(&mut self, t: &TensorJob) -> Option<Result<(), WriterError>> {
+        let Some(Deferred::Lent(lent)) = &t.deferred else {
+            return None;
+        };
+        let raw_only = t.raw
+            && !t.record
+            && t.reductions.is_empty()
+            && t.health == HealthSummary::Off
+            && t.histogram.is_none()
+            && !t.tb_scalar;
+        if !raw_only {
+            return None;
+        }
+        let mut written = None;
+        lent.with_view(&mut |view| {
+            let Some(bytes) = view.le_bytes() else {
+                return;
+            };
+            written = Some(self.raw_record_le(t, view.dtype().into(), view.shape(), bytes));
+        });
+        written
+    }
+
+    /// The shape entry (when due) and the raw record of `t`, encoded from `le_bytes`.
+    fn raw_record_le(
+        &mut self,
+        t: &TensorJob,
+        dtype: DType,
+        shape: &[usize],
+        le_bytes: &[u8],
+    ) -> Result<(), WriterError> {
+        if t.shape {
+            self.push_shape(t.step, t.mode, t.mode_step, &t.name, shape)?;
+        }
+        self.write_record_with(
+            t.name.clone(),
+            t.step,
+            t.mode,
+            t.mode_step,
+            |events, name| {
+                append_tensor_event_le(
+                    events,
+                    name,
+                    dtype,
+                    shape,
+                    le_bytes,
+                    t.step,
+                    t.mode.as_int(),
+                    t.mode_step,
+                    t.wall_time,
+                    Footer::Magic,
+                )
+            },
+        )
+    }
+
     /// A tensor given as bytes: its shape entry and raw record, encoded straight from them.
     fn tensor_bytes(&mut self, t: &BytesJob) -> Result<(), WriterError> {
         self.step_begins(t.step)?;
@@ -863,6 +924,9 @@ impl Writer {
                     return self.record_lent(t, lent);
                 }
             }
+        }
+        if let Some(written) = self.raw_from_lent(&t) {
+            return written;
         }
         if let Some(make) = t.deferred.take() {
             t.value = make.make(&t.name, t.step)?;

@@ -613,9 +613,53 @@ fn a_tensor_smdebug_cannot_encode_fails_the_writer_with_its_name() {
     );
 }
 
-/// Writes two steps of `weights` (and a `loss` with reductions) through `save` or, for the
-/// weights, `save_bytes`; returns the trial's events and index files.
-fn write_weights_via(bytes: bool) -> Vec<(PathBuf, Vec<u8>)> {
+/// How `write_weights_via` hands the weights to the hook.
+#[derive(Clone, Copy)]
+enum Via {
+    Save,
+    Bytes,
+    /// `save_lent` of a tensor that lends a C-contiguous view (or a transposed one).
+    Lent {
+        contiguous: bool,
+    },
+}
+
+/// A lent `f32` tensor that counts the copies made of it.
+struct LentWeights {
+    value: ndarray::ArrayD<f32>,
+    contiguous: bool,
+    copies: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl smdebug_hook::LentTensor for LentWeights {
+    fn len(&self) -> usize {
+        self.value.len()
+    }
+    fn nbytes(&self) -> usize {
+        self.value.len() * 4
+    }
+    fn with_view(&self, f: &mut dyn FnMut(smdebug_hook::TensorView<'_>)) -> bool {
+        if self.contiguous {
+            f(smdebug_hook::TensorView::F32(self.value.view()));
+        } else {
+            // The same elements in the same logical order, through strides.
+            let t = self.value.t().to_owned();
+            f(smdebug_hook::TensorView::F32(t.t()));
+        }
+        true
+    }
+    fn to_value(&self) -> Result<TensorValue, String> {
+        self.copies
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(TensorValue::from(self.value.clone()))
+    }
+}
+
+/// Writes two steps of `weights` (and a `loss` with reductions) through `save`, or for the
+/// weights `save_bytes` or `save_lent`; returns the trial's events and index files and the
+/// copies made of lent weights.
+fn write_weights_via(via: Via) -> (Vec<(PathBuf, Vec<u8>)>, usize) {
+    let copies = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (_d, t) = trial();
     let mut hook = HookBuilder::new(t.to_str().unwrap())
         .save_config(every(1))
@@ -628,15 +672,26 @@ fn write_weights_via(bytes: bool) -> Vec<(PathBuf, Vec<u8>)> {
     for step in 0..2 {
         hook.step().unwrap();
         let w = Array2::<f32>::from_shape_fn((3, 4), |(i, j)| (step * 12 + i * 4 + j) as f32);
-        if bytes {
-            let le: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
-            let saved = hook
-                .save_bytes("fc.weight", DType::Float32, &[3, 4], Bytes::from(le))
-                .unwrap();
-            assert_eq!(saved, Some(Saved::Queued));
-        } else {
-            hook.save("fc.weight", TensorValue::from(w.into_dyn()))
-                .unwrap();
+        match via {
+            Via::Bytes => {
+                let le: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+                let saved = hook
+                    .save_bytes("fc.weight", DType::Float32, &[3, 4], Bytes::from(le))
+                    .unwrap();
+                assert_eq!(saved, Some(Saved::Queued));
+            }
+            Via::Save => {
+                hook.save("fc.weight", TensorValue::from(w.into_dyn()))
+                    .unwrap();
+            }
+            Via::Lent { contiguous } => {
+                let lent = LentWeights {
+                    value: w.into_dyn(),
+                    contiguous,
+                    copies: copies.clone(),
+                };
+                hook.save_lent("fc.weight", lent).unwrap();
+            }
         }
         hook.save("loss_output_0", f32t(step as f32)).unwrap();
     }
@@ -651,7 +706,7 @@ fn write_weights_via(bytes: bool) -> Vec<(PathBuf, Vec<u8>)> {
         }
     }
     files.sort();
-    files
+    (files, copies.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -669,10 +724,22 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn save_bytes_writes_the_bytes_save_writes() {
-    let via_value = write_weights_via(false);
-    let via_bytes = write_weights_via(true);
+    let (via_value, _) = write_weights_via(Via::Save);
+    let (via_bytes, _) = write_weights_via(Via::Bytes);
     assert_eq!(via_value.len(), 4);
     assert_eq!(via_value, via_bytes);
+}
+
+/// Only the raw value due: a lent tensor whose view is C-contiguous is encoded from its
+/// elements (never copied into a value); a strided one is copied. The files are the same.
+#[test]
+fn save_lent_of_a_raw_value_writes_what_save_writes_without_a_copy() {
+    let (via_value, _) = write_weights_via(Via::Save);
+    let (via_lent, copies) = write_weights_via(Via::Lent { contiguous: true });
+    assert_eq!(via_value, via_lent);
+    assert_eq!(copies, 0);
+    let (via_strided, _) = write_weights_via(Via::Lent { contiguous: false });
+    assert_eq!(via_value, via_strided);
 }
 
 #[test]

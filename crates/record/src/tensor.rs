@@ -42,6 +42,27 @@ pub enum DType {
     Str,
 }
 
+impl From<smdebug_reduce::DType> for DType {
+    /// The dtype of a view of smdebug-reduce's kernels (every one is a dtype records hold).
+    fn from(dtype: smdebug_reduce::DType) -> Self {
+        use smdebug_reduce::DType as R;
+        match dtype {
+            R::F16 => DType::Float16,
+            R::F32 => DType::Float32,
+            R::F64 => DType::Float64,
+            R::I8 => DType::Int8,
+            R::I16 => DType::Int16,
+            R::I32 => DType::Int32,
+            R::I64 => DType::Int64,
+            R::U8 => DType::UInt8,
+            R::U16 => DType::UInt16,
+            R::U32 => DType::UInt32,
+            R::U64 => DType::UInt64,
+            R::Bool => DType::Bool,
+        }
+    }
+}
+
 impl DType {
     /// Every dtype, in the order of the table in docs/src/format.md §7.2.
     pub const ALL: [DType; 15] = [

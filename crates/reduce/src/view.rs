@@ -77,6 +77,20 @@ impl TensorView<'_> {
         each!(self, v => v.shape())
     }
 
+    /// The elements' bytes in C order as they lie in memory, when the view is C-contiguous
+    /// and the machine little-endian: the little-endian bytes a record holds, for a writer
+    /// that encodes the record straight from them. `None` otherwise (copy the elements).
+    #[cfg(target_endian = "little")]
+    pub fn le_bytes(&self) -> Option<&[u8]> {
+        each!(self, v => v.as_slice().map(bytemuck::cast_slice))
+    }
+
+    /// `None` on a big-endian machine: memory order is not the records' byte order.
+    #[cfg(target_endian = "big")]
+    pub fn le_bytes(&self) -> Option<&[u8]> {
+        None
+    }
+
     /// [`crate::reduce`] on this view.
     pub fn reduce(
         &self,
