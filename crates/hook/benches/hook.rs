@@ -8,7 +8,9 @@
 //!   encoding, framing, the length CRC and the payload CRC (goal ≥ 3 GB/s).
 //! * `hook/write_trial_large`: a whole trial of the `large` preset's shape (steps × 100
 //!   tensors of 100×100 f32 + a 0-d loss, every step saved, files on local disk), from the
-//!   first step to `close()`. `SMDEBUG_HOOK_BENCH_STEPS` sets the steps (default 30; the
+//!   first step to `close()`, each tensor lent to the hook (`save_lent`, as smdebug-candle
+//!   saves a framework's tensors and as Python's writer takes a numpy array by reference),
+//!   so that the writer encodes it from its elements. `SMDEBUG_HOOK_BENCH_STEPS` sets the steps (default 30; the
 //!   `large` preset has 300), `SMDEBUG_HOOK_BENCH_TENSORS` the tensors per step (100).
 //!   Compare with `tests/peer/hook_bench_write.py`, which times Python smdebug writing the
 //!   same trial. `cargo xtask bench` runs it with 300 steps (1.2 GB per iteration), so the
@@ -31,12 +33,18 @@
 //!   the ceiling of the whole-trial row.
 
 use criterion::measurement::WallTime;
+// The allocator of the `smdebug` CLI and the Python package (whose `Hook` is this writer),
+// as in the trial and candle benches: the figures are those of the writer as it ships.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use ndarray::{Array2, ArrayD, IxDyn};
 use smdebug_config::{Collection, SaveConfig, SaveConfigMode};
-use smdebug_hook::{Hook, HookBuilder, TensorValue};
+use smdebug_hook::{Hook, HookBuilder, LentTensor, TensorValue, TensorView};
 use smdebug_record::{append_tensor_event, Footer};
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -147,11 +155,32 @@ fn sync_disks() {
     let _ = std::process::Command::new("sync").status();
 }
 
+/// A tensor the bench lends to the hook (`save_lent`), as a framework adapter lends its
+/// reference-counted tensors (smdebug-candle does) and as Python's writer takes a numpy
+/// array by reference: the elements stay where they are until the writer encodes them.
+struct Shared(Arc<ArrayD<f32>>);
+
+impl LentTensor for Shared {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn nbytes(&self) -> usize {
+        self.0.len() * 4
+    }
+    fn with_view(&self, f: &mut dyn FnMut(TensorView<'_>)) -> bool {
+        f(TensorView::F32(self.0.view()));
+        true
+    }
+    fn to_value(&self) -> Result<TensorValue, String> {
+        Ok(TensorValue::from((*self.0).clone()))
+    }
+}
+
 /// The shape of the `write_trial_large` trial: steps, tensors per step and their names.
 struct TrialShape {
     steps: usize,
     names: Vec<String>,
-    values: Vec<TensorValue>,
+    values: Vec<Arc<ArrayD<f32>>>,
 }
 
 impl TrialShape {
@@ -165,7 +194,7 @@ impl TrialShape {
             .collect();
         let values = (0..tensors)
             .map(|t| {
-                TensorValue::from(ArrayD::<f32>::from_shape_fn(IxDyn(&[100, 100]), |i| {
+                Arc::new(ArrayD::<f32>::from_shape_fn(IxDyn(&[100, 100]), |i| {
                     (i[0] * 100 + i[1] + t) as f32 * 1e-4
                 }))
             })
@@ -198,7 +227,7 @@ impl TrialShape {
         for _ in 0..self.steps {
             h.step().unwrap();
             for (n, v) in self.names.iter().zip(&self.values) {
-                h.save(n, v.clone()).unwrap();
+                h.save_lent(n, Shared(Arc::clone(v))).unwrap();
             }
             let loss = TensorValue::from(ndarray::arr0(0.5f32).into_dyn());
             h.save("CrossEntropyLoss_output_0", loss).unwrap();
