@@ -23,9 +23,10 @@
 //! each reading every value of the large trial in its own process.
 //!
 //! Issue 18 asks for the median of three runs for the fused pass against read bandwidth and
-//! for the whole-trial write against Python's writer: after the table is made,
-//! [`crate::bench_health::median_rows`] runs those two benchmarks (and their baselines)
-//! three more times and replaces the two rows by the run with the median ratio, named
+//! for the whole-trial write against Python's writer; the flight recorder's cost per step
+//! (two candle benches whose ratio moved by several percent from run to run) is taken the
+//! same way: after the table is made, [`crate::bench_health::median_rows`] runs those
+//! benchmarks (and their baselines) three more times and replaces the rows by the run with the median ratio, named
 //! "(median of 3 runs)", every run's ratio kept under `runs`. The whole-trial write's runs
 //! also time a bare write of the same files (`hook/write_trial_bare`), and a ceiling row
 //! after it divides each run's Python time by that (how far any writer could get here).
