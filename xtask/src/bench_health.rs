@@ -289,6 +289,25 @@ fn median(runs: &[Run], seconds: impl Fn(&Run) -> f64) -> (Vec<f64>, Run) {
 mod tests {
     use super::*;
 
+    /// A median row keeps the goal of the row it replaces, from whichever list that row is in
+    /// (the flight recorder's row lost its goal once).
+    #[test]
+    fn every_median_row_keeps_the_goal_of_the_row_it_replaces() {
+        for f in MEDIAN_FIGURES {
+            let row = crate::bench::FIGURES
+                .iter()
+                .chain(FIGURES)
+                .find(|r| r.name == f.name)
+                .unwrap_or_else(|| panic!("{}: no row of that name", f.name));
+            assert_eq!(crate::bench::goal_of(f.name), row.goal, "{}", f.name);
+        }
+        let recorder = MEDIAN_FIGURES
+            .iter()
+            .find(|f| f.name.starts_with("candle: step with flight recorder"))
+            .unwrap();
+        assert_eq!(crate::bench::goal_of(recorder.name), Some(0.95));
+    }
+
     fn run(ours: f64, base: f64, ceiling: f64) -> Run {
         Run {
             ours,
