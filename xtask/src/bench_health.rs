@@ -79,8 +79,8 @@ const MEDIAN_FIGURES: &[MedianFigure] = &[
                    create + write + rename, two threads, no encoding",
         }),
     },
-    // Two benches of a multi-threaded candle step on a 2-core machine: one run's ratio
-    // moved between 0.91 and 0.97 from run to run with no code change in between.
+    // Two benches of a multi-threaded candle step on a 2-core machine: two runs by hand in a
+    // row, same code, gave 0.88 and 0.96.
     MedianFigure {
         name: "candle: step with flight recorder N=10 vs the same hook without (goal ≤5 %)",
         package: "smdebug-candle",
