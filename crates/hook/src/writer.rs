@@ -849,57 +849,45 @@ impl Writer {
         shape: &[usize],
         le_bytes: &[u8],
     ) -> Result<(), WriterError> {
-        if t.shape {
-            self.push_shape(t.step, t.mode, t.mode_step, &t.name, shape)?;
+        let at = (t.step, t.mode, t.mode_step, t.wall_time);
+        self.shape_and_record_le(&t.name, at, t.shape, dtype, shape, le_bytes)
+    }
+
+    /// A tensor's shape entry (when `write_shape`) and raw record, encoded from its
+    /// little-endian elements; `at` is its (global step, mode, mode step, wall time).
+    fn shape_and_record_le(
+        &mut self,
+        name: &str,
+        (step, mode, mode_step, wall_time): (i64, Mode, i64, f64),
+        write_shape: bool,
+        dtype: DType,
+        shape: &[usize],
+        le_bytes: &[u8],
+    ) -> Result<(), WriterError> {
+        if write_shape {
+            self.push_shape(step, mode, mode_step, name, shape)?;
         }
-        self.write_record_with(
-            t.name.clone(),
-            t.step,
-            t.mode,
-            t.mode_step,
-            |events, name| {
-                append_tensor_event_le(
-                    events,
-                    name,
-                    dtype,
-                    shape,
-                    le_bytes,
-                    t.step,
-                    t.mode.as_int(),
-                    t.mode_step,
-                    t.wall_time,
-                    Footer::Magic,
-                )
-            },
-        )
+        self.write_record_with(name.to_owned(), step, mode, mode_step, |events, name| {
+            append_tensor_event_le(
+                events,
+                name,
+                dtype,
+                shape,
+                le_bytes,
+                step,
+                mode.as_int(),
+                mode_step,
+                wall_time,
+                Footer::Magic,
+            )
+        })
     }
 
     /// A tensor given as bytes: its shape entry and raw record, encoded straight from them.
     fn tensor_bytes(&mut self, t: &BytesJob) -> Result<(), WriterError> {
         self.step_begins(t.step)?;
-        if t.write_shape {
-            self.push_shape(t.step, t.mode, t.mode_step, &t.name, &t.shape)?;
-        }
-        self.write_record_with(
-            t.name.clone(),
-            t.step,
-            t.mode,
-            t.mode_step,
-            |events, name| {
-                append_tensor_event_le(
-                    events,
-                    name,
-                    t.dtype,
-                    &t.shape,
-                    &t.data,
-                    t.step,
-                    t.mode.as_int(),
-                    t.mode_step,
-                    t.wall_time,
-                    Footer::Magic,
-                )
-            },
-        )
+        let at = (t.step, t.mode, t.mode_step, t.wall_time);
+        self.shape_and_record_le(&t.name, at, t.write_shape, t.dtype, &t.shape, &t.data)
     }
 
     fn tensor(&mut self, mut t: TensorJob) -> Result<(), WriterError> {
