@@ -198,7 +198,9 @@ impl Ghosts {
     /// The key's fingerprint (odd, so never an empty slot) and slot.
     fn place(&self, key: &CacheKey) -> (u64, usize) {
         use std::hash::BuildHasher;
-        let fingerprint = self.hasher.hash_one(key) | 1;
+        // The file's name, not its key's address (`FileKey` hashes the allocation): which
+        // ghosts share a slot is then the same in every run.
+        let fingerprint = self.hasher.hash_one((&*key.0 .0, key.1)) | 1;
         // The high bits choose the slot, so that it does not depend on the forced low bit.
         let slot = ((fingerprint >> 32) as usize) % self.slots.len().max(1);
         (fingerprint, slot)
