@@ -2,7 +2,7 @@
 
 use crate::fetch::lock;
 use crate::once::OnceValue;
-use crate::state::{RecordLocation, State, StepData, StoredStep};
+use crate::state::{RecordLocation, State, StepData, StoredStep, WorkerId, Workers};
 use crate::trial::Trial;
 use crate::{reductions, Result, TensorValue, TrialError};
 use smdebug_config::Mode;
@@ -142,14 +142,7 @@ impl<'t> Tensor<'t> {
         let Some(workers) = st.tensors.by_id(self.id).and_then(|d| d.step_dict(m, s)) else {
             return Ok(None);
         };
-        let found = match worker {
-            Some(w) => st
-                .find_worker(w)
-                .and_then(|id| workers.iter().find(|(x, _)| *x == id)),
-            None => workers
-                .iter()
-                .min_by(|a, b| st.worker_name(a.0).cmp(st.worker_name(b.0))),
-        };
+        let found = chosen_worker(st, workers, worker.map(|w| st.find_worker(w)));
         match (found, worker) {
             (Some((_, d)), _) => Ok(Some(take(st, d))),
             (None, Some(w)) => Err(AnalysisError::InvalidWorker {
@@ -268,13 +261,7 @@ impl<'t> Tensor<'t> {
         steps
             .after(after)
             .filter_map(|(_, workers)| {
-                let found = match wanted {
-                    Some(id) => workers.iter().find(|(x, _)| Some(*x) == id),
-                    None => workers
-                        .iter()
-                        .min_by(|a, b| st.worker_name(a.0).cmp(st.worker_name(b.0))),
-                };
-                let (_, d) = found?;
+                let (_, d) = chosen_worker(&st, workers, wanted)?;
                 d.location.as_ref().map(|r| st.location(r, &self.name))
             })
             .take(n)
@@ -468,5 +455,20 @@ impl<'t> Tensor<'t> {
         let locs = self.record_locations();
         let refs: Vec<&RecordLocation> = locs.iter().collect();
         let _ = self.trial.fetch_to_keep(&refs);
+    }
+}
+
+/// The entry of the worker a query names (`wanted`: `Some` of its id, `Some(None)` when the
+/// trial has no such worker), or of the alphabetically first worker when it names none.
+fn chosen_worker<'a>(
+    st: &State,
+    workers: &'a Workers,
+    wanted: Option<Option<WorkerId>>,
+) -> Option<&'a (WorkerId, StoredStep)> {
+    match wanted {
+        Some(id) => workers.iter().find(|(x, _)| Some(*x) == id),
+        None => workers
+            .iter()
+            .min_by(|a, b| st.worker_name(a.0).cmp(st.worker_name(b.0))),
     }
 }
