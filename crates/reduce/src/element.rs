@@ -98,6 +98,12 @@ pub trait Element: Copy + PartialOrd + Debug + Send + Sync + 'static + sealed::S
     fn is_nan(self) -> bool;
     /// True for ±infinity.
     fn is_inf(self) -> bool;
+    /// True for NaN or ±infinity. Floats test their exponent bits, with no branch, so that a
+    /// loop over a slice vectorises ([`crate::all_finite`]).
+    #[inline(always)]
+    fn is_non_finite(self) -> bool {
+        self.is_nan() | self.is_inf()
+    }
     /// The value as a 64-bit two's-complement pattern (sign-extended), for wrapping integer
     /// sums and products.
     fn wrap_bits(self) -> u64;
@@ -294,6 +300,12 @@ macro_rules! float_element {
                 self.is_infinite()
             }
             #[inline(always)]
+            fn is_non_finite(self) -> bool {
+                // The exponent all ones (infinity's bits): NaN or ±infinity.
+                let exp = $t::INFINITY.to_bits();
+                self.to_bits() & exp == exp
+            }
+            #[inline(always)]
             fn wrap_bits(self) -> u64 {
                 0
             }
@@ -347,6 +359,11 @@ impl Element for f16 {
     #[inline(always)]
     fn is_inf(self) -> bool {
         self.is_infinite()
+    }
+    #[inline(always)]
+    fn is_non_finite(self) -> bool {
+        let exp = f16::INFINITY.to_bits();
+        self.to_bits() & exp == exp
     }
     #[inline(always)]
     fn wrap_bits(self) -> u64 {

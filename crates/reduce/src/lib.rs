@@ -188,6 +188,24 @@ pub fn health<T: Element, D: Dimension>(view: ArrayView<'_, T, D>, histogram: bo
     health::from_fused(&data, &f, scan)
 }
 
+/// Whether every element of `view` is finite (no NaN, no ±infinity; always true for
+/// integers and bool). One pass that only tests each element's exponent, several times
+/// cheaper than [`health`], which a caller needs only once this says `false`.
+///
+/// ```
+/// let x = ndarray::arr1(&[1.0f32, -0.0, f32::MAX]);
+/// assert!(smdebug_reduce::all_finite(x.view()));
+/// let y = ndarray::arr1(&[1.0f32, f32::NEG_INFINITY]);
+/// assert!(!smdebug_reduce::all_finite(y.view()));
+/// ```
+pub fn all_finite<T: Element, D: Dimension>(view: ArrayView<'_, T, D>) -> bool {
+    match view.as_slice_memory_order() {
+        // Every element once, in whatever order memory holds them: the answer has no order.
+        Some(s) => finite::all_finite(s),
+        None => view.iter().all(|&v| !v.is_non_finite()),
+    }
+}
+
 /// Counts of NaN, ±Inf and zero elements of `view` and `f64` statistics of its finite
 /// elements (min, max, mean, M2, std, Σ|x|, √Σx²), in one pass: what a table of tensor
 /// statistics wants, where one NaN must not hide the rest of the tensor.

@@ -124,6 +124,11 @@ impl TensorView<'_> {
         each!(self, v => crate::health(v.view(), histogram))
     }
 
+    /// [`crate::all_finite`] of this view.
+    pub fn all_finite(&self) -> bool {
+        each!(self, v => crate::all_finite(v.view()))
+    }
+
     /// [`crate::finite_stats`] of this view.
     pub fn finite_stats(&self) -> crate::FiniteStats {
         each!(self, v => crate::finite_stats(v.view()))

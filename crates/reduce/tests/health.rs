@@ -7,7 +7,7 @@ use half::f16;
 use ndarray::Array1;
 use proptest::prelude::*;
 use smdebug_reduce::{
-    health, histogram_bucket, reduce, reduce_with_health, Element, Flavor, Health,
+    all_finite, health, histogram_bucket, reduce, reduce_with_health, Element, Flavor, Health,
     ReductionRequest, HISTOGRAM_BUCKETS,
 };
 
@@ -77,6 +77,10 @@ fn check<T: Element>(v: &[T], with_histogram: bool) -> Result<(), TestCaseError>
     let want = reference(&vals, with_histogram);
     let alone = health(x.view(), with_histogram);
     prop_assert!(same(&alone, &want), "health {alone:?}\nwant {want:?}");
+    prop_assert_eq!(
+        all_finite(x.view()),
+        want.nan + want.pos_inf + want.neg_inf == 0
+    );
     let requests: Vec<ReductionRequest> = ["min", "max", "mean", "l2", "abs_sum"]
         .iter()
         .map(|s| s.parse().unwrap())
@@ -158,6 +162,55 @@ proptest! {
         check::<u64>(&v.iter().map(|&x| x.abs() as u64).collect::<Vec<_>>(), hist)?;
         check::<bool>(&v.iter().map(|&x| x > 0.0).collect::<Vec<_>>(), hist)?;
     }
+}
+
+/// Checks [`all_finite`] of one float dtype against `is_finite` element by element: the
+/// whole array, reversed (negative strides) and every other element (a strided view).
+fn check_all_finite<T: Element>(v: &[T]) -> Result<(), TestCaseError> {
+    let x = Array1::from(v.to_vec());
+    let finite = |e: &T| e.to_f64().is_finite();
+    let all = v.iter().all(finite);
+    prop_assert_eq!(all_finite(x.view()), all);
+    prop_assert_eq!(all_finite(x.slice(ndarray::s![..;-1])), all);
+    let from = v.len().min(1);
+    let odd = x.slice(ndarray::s![from..;2]);
+    prop_assert_eq!(all_finite(odd), v.iter().skip(from).step_by(2).all(finite));
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// One NaN or infinity (or none) anywhere, also next to the 4096-element blocks the
+    /// scan looks at the answer between and in the vector loop's tail.
+    #[test]
+    fn all_finite_finds_a_lone_nan_or_infinity_anywhere(
+        v in prop_oneof![0usize..70, 4090usize..4110, 8180usize..8210]
+            .prop_flat_map(|n| prop::collection::vec(-6e4f64..6e4, n)),
+        at in any::<usize>(),
+        near_block in any::<bool>(),
+        sp in prop::option::of(prop_oneof![
+            Just(f64::NAN),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY)
+        ]),
+    ) {
+        let mut v = v;
+        if let (Some(sp), false) = (sp, v.is_empty()) {
+            let i = if near_block { (4094 + at % 5).min(v.len() - 1) } else { at % v.len() };
+            v[i] = sp;
+        }
+        check_all_finite::<f64>(&v)?;
+        check_all_finite::<f32>(&v.iter().map(|&x| x as f32).collect::<Vec<_>>())?;
+        check_all_finite::<f16>(&v.iter().map(|&x| f16::from_f64(x)).collect::<Vec<_>>())?;
+    }
+}
+
+#[test]
+fn integers_and_bool_are_always_finite() {
+    assert!(all_finite(ndarray::arr1(&[i64::MIN, 0, i64::MAX]).view()));
+    assert!(all_finite(ndarray::arr1(&[u8::MAX]).view()));
+    assert!(all_finite(ndarray::arr1(&[true, false]).view()));
 }
 
 #[test]
