@@ -20,7 +20,7 @@ use smdebug_record::{
     append_record, append_tensor_event, append_tensor_event_le, histogram_event, scalar_event,
     DType, Footer, Message, RecordInfo, TensorValue,
 };
-use smdebug_reduce::{Flavor, Health, ReductionRequest, Scalar};
+use smdebug_reduce::{Flavor, Health, ReductionRequest, Scalar, TensorView};
 use smdebug_storage::{BlockingStore, Bytes, StorageError};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -563,6 +563,13 @@ fn reduce_tensor(
     (out.into_iter().map(|r| r.ok()).collect(), health)
 }
 
+/// The health summary of a tensor the flight recorder watches, when it holds NaN or
+/// infinities: a cheap all-finite scan first, since at nearly every step nothing is wrong
+/// and the counts and range only go into the trigger's message.
+fn non_finite(v: &TensorView<'_>) -> Option<Health> {
+    (!v.all_finite()).then(|| v.health(false))
+}
+
 /// The records of a health summary (layout in `smdebug_index::HealthPart`).
 pub(crate) fn health_tensors(h: &Health) -> Vec<(HealthPart, TensorValue)> {
     let counts = [h.elements, h.nan, h.pos_inf, h.neg_inf, h.zeros].map(saturating_i64);
@@ -1046,33 +1053,34 @@ impl Writer {
         let Some(ring) = &self.ring else {
             return Ok(());
         };
-        let health = if ring.cfg.on_non_finite && !ring.fired_non_finite {
-            let mut health = None;
-            if !lent.with_view(&mut |v| health = Some(v.health(false))) {
+        let bad = if ring.cfg.on_non_finite && !ring.fired_non_finite {
+            let mut bad = None;
+            if !lent.with_view(&mut |v| bad = non_finite(&v)) {
                 // No view: the copy it takes is kept instead of the handle.
                 let mut t = t;
                 t.value = KeptValue::Lent(lent).into_value(&t.name, t.step)?;
                 return self.record(t, None);
             }
-            health
+            bad
         } else {
             None
         };
-        self.keep(t, KeptValue::Lent(lent), health)
+        self.keep(t, KeptValue::Lent(lent), bad)
     }
 
     /// Keeps a recorded tensor (or writes it at once in a step a trigger fired in), and
-    /// fires the non-finite trigger when it holds NaN or infinities.
+    /// fires the non-finite trigger when it holds NaN or infinities. `health`: the tensor's
+    /// summary when the caller computed one.
     fn record(&mut self, t: TensorJob, health: Option<Health>) -> Result<(), WriterError> {
         let Some(ring) = &mut self.ring else {
             return Ok(());
         };
         let check = ring.cfg.on_non_finite && !ring.fired_non_finite;
         let live = ring.live_step == Some(t.step);
-        let health = if check {
-            health.or_else(|| t.value.reduce_view().map(|v| v.health(false)))
-        } else {
-            None
+        let bad = match health {
+            _ if !check => None,
+            Some(h) => Some(h).filter(|h| !h.all_finite()),
+            None => t.value.reduce_view().and_then(|v| non_finite(&v)),
         };
         if live {
             if !t.raw && !t.value.is_empty() {
@@ -1084,22 +1092,22 @@ impl Writer {
             // An empty placeholder (no heap allocation) stands in for the moved value.
             let empty = TensorValue::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
             let value = KeptValue::Value(std::mem::replace(&mut t.value, empty));
-            self.keep(t, value, health)
+            self.keep(t, value, bad)
         }
     }
 
     /// Puts a recorded tensor's value into the ring (not in a live step) and fires the
-    /// non-finite trigger when `health` (`None`: not checked) shows NaN or infinities.
+    /// non-finite trigger when `bad` (the summary of a tensor found to hold NaN or
+    /// infinities) is given.
     fn keep(
         &mut self,
         t: TensorJob,
         value: KeptValue,
-        health: Option<Health>,
+        bad: Option<Health>,
     ) -> Result<(), WriterError> {
         let Some(ring) = &mut self.ring else {
             return Ok(());
         };
-        let bad = health.filter(|h| !h.all_finite());
         let why = bad.as_ref().map(|h| {
             format!(
                 "tensor {} holds {} NaN, {} +Inf, {} -Inf of {} elements at step {} ({} step {})",
