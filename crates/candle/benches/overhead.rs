@@ -5,7 +5,9 @@
 //! `candle_overhead/step/hook_reductions_every_step` (min/max/mean/std/l2 of every
 //! collection at every step, no raw values: goal ≤ 5 % slower) and
 //! `candle_overhead/step/hook_interval_500_recorder_n10` (the flight recorder keeping the
-//! last 10 steps of every collection: goal ≤ 5 % slower than `hook_interval_500`).
+//! last 10 steps of every collection, against `hook_interval_500`; its goal of ≤ 5 % is
+//! measured by the `recorder_paired` bench, whose two hooks take turns: these two benches
+//! run one after the other and moved by more than 5 % between runs of the same code).
 //!
 //! `SMDEBUG_BENCH_WRITER_PRIORITY=background` builds every hook with
 //! `WriterPriority::Background` instead of the default `Normal`, for an A/B comparison.
@@ -13,30 +15,16 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use smdebug_candle::demo::{Demo, Scenario};
-use smdebug_hook::{FlightRecorder, HookBuilder, SaveConfig, SaveConfigMode};
+use smdebug_hook::{FlightRecorder, SaveConfig, SaveConfigMode};
+
+mod common;
+use common::hooked;
 
 // The allocator `smdebug demo` runs with (the CLI's global allocator), for all three cases
 // alike: with glibc's malloc the writer thread's frees hand pages back to the kernel, whose
 // TLB shootdowns interrupt the training threads too.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn hooked(
-    dir: &std::path::Path,
-    name: &str,
-    builder: impl FnOnce(HookBuilder) -> HookBuilder,
-) -> (Demo, smdebug_candle::CandleHook) {
-    let demo = Demo::new(Scenario::Healthy, 1).expect("demo network");
-    let out = dir.join(name);
-    let b = Demo::hook_builder(out.to_str().expect("utf-8 temp dir")).expect("demo hook config");
-    let b = match std::env::var("SMDEBUG_BENCH_WRITER_PRIORITY").as_deref() {
-        Ok("background") => b.writer_priority(smdebug_hook::WriterPriority::Background),
-        _ => b,
-    };
-    let hook = builder(b).build().expect("hook");
-    let h = demo.register(hook).expect("register");
-    (demo, h)
-}
 
 fn overhead(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
