@@ -30,9 +30,10 @@
 //! ratio, named "(median of 3 runs)", every run's ratio kept under `runs`. The flight
 //! recorder's goal is judged on [`crate::bench_health::paired_row`] instead: the
 //! `recorder_paired` bench times the hook with and without the recorder in alternating
-//! blocks of steps, so that the machine's slow spells fall on both (median of 3 runs too). The whole-trial write's runs
-//! also time a bare write of the same files (`hook/write_trial_bare`), and a ceiling row
-//! after it divides each run's Python time by that (how far any writer could get here).
+//! blocks of steps, so that the machine's slow spells fall on both (median of 3 runs too).
+//! The whole-trial write's runs also time a bare write of the same files
+//! (`hook/write_trial_bare`), and a ceiling row after it divides each run's Python time by
+//! that (how far any writer could get here).
 //!
 //! A run ends by writing `docs/benchmarks.md` (see [`crate::bench_doc`]), and with
 //! `--json PATH` the result it was made from.

@@ -1075,25 +1075,23 @@ impl Writer {
         let Some(ring) = &mut self.ring else {
             return Ok(());
         };
-        let check = ring.cfg.on_non_finite && !ring.fired_non_finite;
-        let live = ring.live_step == Some(t.step);
-        let bad = match health {
-            _ if !check => None,
-            Some(h) => Some(h).filter(|h| !h.all_finite()),
-            None => t.value.reduce_view().and_then(|v| non_finite(&v)),
-        };
-        if live {
+        if ring.live_step == Some(t.step) {
+            // A step a trigger fired in is written, not watched: no scan for NaN.
             if !t.raw && !t.value.is_empty() {
                 self.write_record(t.name, &t.value, t.step, t.mode, t.mode_step, t.wall_time)?;
             }
-            Ok(())
-        } else {
-            let mut t = t;
-            // An empty placeholder (no heap allocation) stands in for the moved value.
-            let empty = TensorValue::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
-            let value = KeptValue::Value(std::mem::replace(&mut t.value, empty));
-            self.keep(t, value, bad)
+            return Ok(());
         }
+        let bad = match health {
+            _ if !ring.cfg.on_non_finite || ring.fired_non_finite => None,
+            Some(h) => Some(h).filter(|h| !h.all_finite()),
+            None => t.value.reduce_view().and_then(|v| non_finite(&v)),
+        };
+        let mut t = t;
+        // An empty placeholder (no heap allocation) stands in for the moved value.
+        let empty = TensorValue::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
+        let value = KeptValue::Value(std::mem::replace(&mut t.value, empty));
+        self.keep(t, value, bad)
     }
 
     /// Puts a recorded tensor's value into the ring (not in a live step) and fires the
