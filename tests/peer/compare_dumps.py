@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Semantic comparison of two trial dumps (schema "smdebug-trial-dump/v1").
 
-  compare_dumps.py A.json B.json [--rtol 1e-6] [--atol 1e-12] [--ignore GLOB]... [--strict]
-                   [--max-diffs 60]
+  compare_dumps.py A.json B.json [--rtol 1e-6] [--atol 1e-12] [--ignore GLOB]...
+                   [--rtol-at GLOB=RTOL]... [--strict] [--max-diffs 60]
 
 Rules:
 * objects key by key, arrays element by element; differences are reported at JSON Pointer
   paths (RFC 6901: "~" is "~0", "/" is "~1"), e.g. /tensors/gradient~1fc.weight/at/3/...
 * integers must be equal; when either side is a float, |a - b| <= atol + rtol * |b|;
   "NaN", "Infinity", "-Infinity" are floats and NaN equals NaN; booleans are not numbers;
+  --rtol-at GLOB=RTOL sets rtol for the paths GLOB matches (the first such option that
+  matches wins);
 * ignored unless --strict: /generator and every */error/message (the exception type is
   always compared); --ignore adds fnmatch globs on the path ("*" also matches "/").
 
@@ -44,8 +46,9 @@ def as_number(x):
 
 
 class Comparer:
-    def __init__(self, rtol=1e-6, atol=1e-12, ignores=DEFAULT_IGNORES):
+    def __init__(self, rtol=1e-6, atol=1e-12, ignores=DEFAULT_IGNORES, rtol_at=()):
         self.rtol = rtol
+        self.rtol_at = list(rtol_at)  # (glob, rtol)
         self.atol = atol
         self.ignores = list(ignores)
         self.diffs = []  # (kind, path, a, b)
@@ -53,7 +56,10 @@ class Comparer:
     def ignored(self, path):
         return any(fnmatch.fnmatchcase(path, g) for g in self.ignores)
 
-    def numbers_equal(self, a, b):
+    def rtol_for(self, path):
+        return next((r for g, r in self.rtol_at if fnmatch.fnmatchcase(path, g)), self.rtol)
+
+    def numbers_equal(self, a, b, path):
         if type(a) is int and type(b) is int:
             return a == b
         fa, fb = as_number(a), as_number(b)
@@ -61,7 +67,7 @@ class Comparer:
             return math.isnan(fa) and math.isnan(fb)
         if math.isinf(fa) or math.isinf(fb):
             return fa == fb
-        return abs(fa - fb) <= self.atol + self.rtol * abs(fb)
+        return abs(fa - fb) <= self.atol + self.rtol_for(path) * abs(fb)
 
     def walk(self, a, b, path=""):
         if self.ignored(path):
@@ -89,7 +95,7 @@ class Comparer:
             for i, (x, y) in enumerate(zip(a, b)):
                 self.walk(x, y, f"{path}/{i}")
         elif as_number(a) is not None and as_number(b) is not None:
-            if not self.numbers_equal(a, b):
+            if not self.numbers_equal(a, b, path):
                 self.diffs.append(("~", path, a, b))
         elif type(a) is not type(b) or a != b:
             self.diffs.append(("~", path, a, b))
@@ -125,6 +131,16 @@ def compare(a, b, comparer, label_a="A", label_b="B", max_diffs=60, out=sys.stdo
     return 1
 
 
+def glob_rtol(text):
+    glob, sep, rtol = text.rpartition("=")
+    try:
+        if not sep or not glob:
+            raise ValueError
+        return glob, float(rtol)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected GLOB=RTOL, got {text!r}") from None
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("a")
@@ -132,6 +148,8 @@ def main(argv=None):
     ap.add_argument("--rtol", type=float, default=1e-6)
     ap.add_argument("--atol", type=float, default=1e-12)
     ap.add_argument("--ignore", action="append", default=[], metavar="GLOB")
+    ap.add_argument("--rtol-at", action="append", default=[], metavar="GLOB=RTOL",
+                    type=glob_rtol)
     ap.add_argument("--strict", action="store_true",
                     help="also compare /generator and error messages")
     ap.add_argument("--max-diffs", type=int, default=60)
@@ -145,7 +163,7 @@ def main(argv=None):
             sys.stderr.write(f"error: cannot read {path}: {e}\n")
             return 2
     ignores = ([] if args.strict else DEFAULT_IGNORES) + args.ignore
-    comparer = Comparer(rtol=args.rtol, atol=args.atol, ignores=ignores)
+    comparer = Comparer(rtol=args.rtol, atol=args.atol, ignores=ignores, rtol_at=args.rtol_at)
     return compare(docs[0], docs[1], comparer, args.a, args.b, args.max_diffs)
 
 
