@@ -20,8 +20,8 @@ pub(crate) const FIGURES: &[Figure] = &[
         baseline: Baseline::Bench("reduce/reductions_only_f32_64Mi"),
         goal: None,
     },
-    // The goal's figure is the paired row (`paired_row`); this one is kept to show what two
-    // benches one after the other say.
+    // The goal's figure is the paired row (`bench_paired`); this one is kept to show what
+    // two benches one after the other say.
     Figure {
         name: CRITERION_RECORDER,
         bench: "candle_overhead/step/hook_interval_500_recorder_n10",
@@ -30,16 +30,10 @@ pub(crate) const FIGURES: &[Figure] = &[
     },
 ];
 
-/// The flight recorder's row from the two criterion benches, run one after the other.
-const CRITERION_RECORDER: &str =
+/// The flight recorder's row from the two criterion benches, run one after the other (its
+/// goal is judged on the paired row of `bench_paired`).
+pub(crate) const CRITERION_RECORDER: &str =
     "candle: step with flight recorder N=10 vs the same hook without, as two criterion benches in turn (no goal: see the paired row)";
-
-/// The flight recorder's row of issue 18's goal, from the `recorder_paired` bench.
-const PAIRED_RECORDER: &str =
-    "candle: step with flight recorder N=10 vs the same hook without, paired blocks (goal ≤5 %)";
-
-/// Its goal: at most 5 % slower.
-const PAIRED_RECORDER_GOAL: f64 = 0.95;
 
 /// The figures of issue 18 taken as the median of three runs: the fused pass against read
 /// bandwidth and the whole-trial write against Python smdebug's writer (the issue asks for
@@ -289,86 +283,6 @@ pub(crate) fn median_rows(
     }
 }
 
-/// One run of the `recorder_paired` bench (its JSON, see the bench's documentation).
-fn paired_run(quick: bool) -> anyhow::Result<serde_json::Value> {
-    use anyhow::Context;
-    let out = crate::util::root().join("target/recorder_paired.json");
-    let _ = std::fs::remove_file(&out);
-    let mut cmd = crate::util::cargo();
-    cmd.args([
-        "bench",
-        "-p",
-        "smdebug-candle",
-        "--bench",
-        "recorder_paired",
-    ])
-    .env("SMDEBUG_PAIRED_JSON", &out)
-    .env("SMDEBUG_PAIRED_ROUNDS", if quick { "100" } else { "300" });
-    crate::util::run(&mut cmd)?;
-    let text = std::fs::read_to_string(&out)
-        .with_context(|| format!("recorder_paired wrote no {}", out.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not JSON", out.display()))
-}
-
-/// The row of the flight recorder's goal: [`MEDIAN_RUNS`] runs of the `recorder_paired`
-/// bench (the demo network with and without the recorder in alternating blocks of steps;
-/// each run's figure is the median of its rounds' ratios), the median run. It goes after
-/// the criterion row of the same comparison.
-pub(crate) fn paired_row(rows: &mut Vec<serde_json::Value>, quick: bool) {
-    use serde_json::json;
-    crate::util::step(&format!("{PAIRED_RECORDER}: {MEDIAN_RUNS} runs"));
-    let runs: anyhow::Result<Vec<serde_json::Value>> =
-        (0..MEDIAN_RUNS).map(|_| paired_run(quick)).collect();
-    let row = match runs.and_then(|runs| paired_median(&runs)) {
-        Ok((ratios, run)) => json!({
-            "name": format!("{PAIRED_RECORDER} (median of {MEDIAN_RUNS} runs)"),
-            "value": run["with_median_seconds"], "unit": "s",
-            "baseline": format!(
-                "the same hook without the recorder, in turns: {} rounds of a {}-step block \
-                 each (order alternating), median of the rounds' ratios; median of \
-                 {MEDIAN_RUNS} runs",
-                run["rounds"], run["block_steps"]
-            ),
-            "ratio": ratios[MEDIAN_RUNS / 2], "goal": PAIRED_RECORDER_GOAL,
-            "seconds": run["with_median_seconds"],
-            "baseline_seconds": run["without_median_seconds"], "runs": ratios,
-            "quartiles": [run["ratio_q1"], run["ratio_q3"]],
-        }),
-        Err(e) => json!({"name": PAIRED_RECORDER, "error": format!("paired runs: {e:#}")}),
-    };
-    let at = after_criterion_recorder(rows);
-    rows.insert(at, row);
-}
-
-/// Where the paired row goes: after the criterion row of the same comparison (its median
-/// row, whose name adds the number of runs), else at the end.
-fn after_criterion_recorder(rows: &[serde_json::Value]) -> usize {
-    rows.iter()
-        .position(|r| {
-            r["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with(CRITERION_RECORDER))
-        })
-        .map_or(rows.len(), |i| i + 1)
-}
-
-/// The runs' figures (`ratio_median`), sorted, and the run with the median figure.
-fn paired_median(runs: &[serde_json::Value]) -> anyhow::Result<(Vec<f64>, serde_json::Value)> {
-    let mut runs: Vec<(f64, &serde_json::Value)> = runs
-        .iter()
-        .map(|r| {
-            r["ratio_median"]
-                .as_f64()
-                .map(|x| (x, r))
-                .ok_or_else(|| anyhow::anyhow!("no ratio_median in {r}"))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    anyhow::ensure!(!runs.is_empty(), "no runs");
-    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let ratios = runs.iter().map(|r| r.0).collect();
-    Ok((ratios, runs[runs.len() / 2].1.clone()))
-}
-
 /// The runs' ratios (baseline / `seconds` of each run), sorted, and the run with the median
 /// ratio.
 fn median(runs: &[Run], seconds: impl Fn(&Run) -> f64) -> (Vec<f64>, Run) {
@@ -419,31 +333,5 @@ mod tests {
         let (ratios, m) = median(&runs, |r| r.ceiling.unwrap());
         assert_eq!(ratios, vec![25.0, 40.0, 50.0]);
         assert_eq!(m.ceiling, Some(0.25));
-    }
-
-    #[test]
-    fn the_paired_row_takes_the_run_with_the_median_figure_and_says_what_is_missing() {
-        let runs: Vec<serde_json::Value> = [0.97, 0.91, 0.99]
-            .iter()
-            .map(|r| serde_json::json!({"ratio_median": r, "rounds": 300}))
-            .collect();
-        let (ratios, run) = paired_median(&runs).unwrap();
-        assert_eq!(ratios, vec![0.91, 0.97, 0.99]);
-        assert_eq!(run["ratio_median"], 0.97);
-        let broken = [serde_json::json!({"rounds": 300})];
-        let e = paired_median(&broken).unwrap_err().to_string();
-        assert!(e.contains("no ratio_median"), "{e}");
-    }
-
-    #[test]
-    fn the_paired_row_goes_after_the_criterion_row_of_the_same_comparison() {
-        let mut rows = vec![
-            serde_json::json!({"name": "before"}),
-            serde_json::json!({"name": format!("{CRITERION_RECORDER} (median of 3 runs)")}),
-            serde_json::json!({"name": "after"}),
-        ];
-        assert_eq!(after_criterion_recorder(&rows), 2);
-        rows.remove(1);
-        assert_eq!(after_criterion_recorder(&rows), 2, "none: at the end");
     }
 }

@@ -12,6 +12,7 @@
 mod bench;
 mod bench_doc;
 mod bench_health;
+mod bench_paired;
 mod bench_report;
 mod bench_small;
 mod bench_stores;
