@@ -153,12 +153,8 @@ fn main() {
     ];
     let round = |nets: &mut [Net; 4], r: usize| -> [f64; 4] {
         let mut t = [0.0; 4];
-        let order: Vec<usize> = if r % 2 == 0 {
-            (0..4).collect()
-        } else {
-            (0..4).rev().collect()
-        };
-        for i in order {
+        for k in 0..4 {
+            let i = if r % 2 == 0 { k } else { 3 - k };
             t[i] = nets[i].block(flush);
         }
         t
@@ -172,33 +168,27 @@ fn main() {
             h.close().expect("close");
         }
     }
-    let comparisons: Vec<String> = COMPARISONS
+    let comparisons: serde_json::Map<String, serde_json::Value> = COMPARISONS
         .iter()
         .map(|&(name, base, judged)| {
             let mut without: Vec<f64> = times.iter().map(|t| t[base]).collect();
             let mut with: Vec<f64> = times.iter().map(|t| t[judged]).collect();
             let mut ratios: Vec<f64> = times.iter().map(|t| t[base] / t[judged]).collect();
             let (p, q) = (quantile(&mut without, 0.5), quantile(&mut with, 0.5));
-            format!(
-                concat!(
-                    "\"{}\": {{\"without_median_seconds\": {:e}, ",
-                    "\"with_median_seconds\": {:e}, \"ratio_median\": {}, ",
-                    "\"ratio_q1\": {}, \"ratio_q3\": {}, \"ratio_of_medians\": {}}}"
-                ),
-                name,
-                p,
-                q,
-                quantile(&mut ratios, 0.5),
-                quantile(&mut ratios, 0.25),
-                quantile(&mut ratios, 0.75),
-                p / q,
-            )
+            let c = serde_json::json!({
+                "without_median_seconds": p,
+                "with_median_seconds": q,
+                "ratio_median": quantile(&mut ratios, 0.5),
+                "ratio_q1": quantile(&mut ratios, 0.25),
+                "ratio_q3": quantile(&mut ratios, 0.75),
+                "ratio_of_medians": p / q,
+            });
+            (name.to_owned(), c)
         })
         .collect();
-    let json = format!(
-        "{{\"rounds\": {rounds}, \"block_steps\": {BLOCK}, \"comparisons\": {{{}}}}}",
-        comparisons.join(", ")
-    );
+    let json = serde_json::json!({
+        "rounds": rounds, "block_steps": BLOCK, "comparisons": comparisons,
+    });
     println!("{json}");
     if let Some(path) = std::env::var_os("SMDEBUG_PAIRED_JSON") {
         std::fs::write(&path, format!("{json}\n")).expect("write SMDEBUG_PAIRED_JSON");
