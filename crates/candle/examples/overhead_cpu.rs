@@ -1,17 +1,17 @@
 //! CPU time per training step of the demo network, all threads of the process together,
-//! per thread, with no hook, the hook at save interval 500, and reductions every step (the
-//! cases of the `overhead` bench). Unlike the wall time it hardly changes when other
+//! per thread, with no hook, the hook at save interval 500, the same hook plus the flight
+//! recorder (N = 10), and reductions every step (the cases of the `paired_steps` bench). Unlike the wall time it hardly changes when other
 //! processes compete for the cores, so it shows the hook's own cost on a busy machine.
 //!
 //! `cargo run --release -p smdebug-candle --example overhead_cpu -- [steps] [case] [dir]`
-//! (`case`: `no_hook`, `interval_500`, `reductions`, or `all`, the default; `dir`: where the
+//! (`case`: `no_hook`, `interval_500`, `recorder`, `reductions`, or `all`, the default; `dir`: where the
 //! temporary trials go, default the system's temporary folder — a tmpfs such as `/dev/shm`
 //! leaves out the file system's own cost).
 
 use std::time::{Duration, Instant};
 
 use smdebug_candle::demo::{Demo, Scenario};
-use smdebug_hook::{SaveConfig, SaveConfigMode};
+use smdebug_hook::{FlightRecorder, SaveConfig, SaveConfigMode};
 
 // As in the bench and the CLI.
 #[global_allocator]
@@ -82,11 +82,17 @@ fn run(case: &str, steps: u32, dir: &std::path::Path) {
     let mut demo = Demo::new(Scenario::Healthy, 1).expect("demo network");
     let mut hook = match case {
         "no_hook" => None,
-        "interval_500" | "reductions" => {
+        "interval_500" | "reductions" | "recorder" => {
             let out = dir.join(case);
             let b = Demo::hook_builder(out.to_str().expect("utf-8")).expect("config");
             let b = if case == "interval_500" {
                 b.save_config(SaveConfig::new(SaveConfigMode::every(500)))
+            } else if case == "recorder" {
+                b.save_config(SaveConfig::new(SaveConfigMode::every(500)))
+                    .flight_recorder(FlightRecorder {
+                        steps: 10,
+                        ..Default::default()
+                    })
             } else {
                 b.save_config(SaveConfig::new(SaveConfigMode::every(1)))
                     .reduction_config(Demo::reductions_only())
@@ -146,7 +152,7 @@ fn main() {
     let steps: u32 = args.next().map_or(2000, |s| s.parse().expect("steps"));
     let cases: Vec<String> = match args.next() {
         Some(c) if c != "all" => vec![c],
-        _ => ["no_hook", "interval_500", "reductions"]
+        _ => ["no_hook", "interval_500", "recorder", "reductions"]
             .map(String::from)
             .to_vec(),
     };

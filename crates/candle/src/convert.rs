@@ -46,8 +46,8 @@ pub fn to_smdebug(name: &str, t: &CTensor) -> Result<TensorValue> {
 
 /// A CPU candle tensor lent to the hook ([`LentTensor`]): a clone of the handle (a
 /// reference-count increment), for a tensor nothing writes to again (an activation, a
-/// gradient; not a variable, which the optimizer updates in place). The hook copies it only
-/// when it writes it; the flight recorder checks and keeps it as it is.
+/// gradient; not a variable, which the optimizer updates in place). The hook's writer thread
+/// copies it when it writes or records it, and drops the handle then.
 #[derive(Debug, Clone)]
 pub(crate) struct Lent {
     name: String,
@@ -67,10 +67,6 @@ impl Lent {
 impl LentTensor for Lent {
     fn len(&self) -> usize {
         self.tensor.elem_count()
-    }
-
-    fn nbytes(&self) -> usize {
-        self.tensor.elem_count() * self.tensor.dtype().size_in_bytes()
     }
 
     fn with_view(&self, f: &mut dyn FnMut(TensorView<'_>)) -> bool {

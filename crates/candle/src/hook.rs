@@ -217,9 +217,9 @@ impl CandleHook {
 
     /// Saves a tensor nothing will write to again (a module's output, a gradient from
     /// `backward`), already found due: on the CPU it is lent to the hook as a clone of the
-    /// reference-counted handle, so the training thread does not copy the elements, and the
-    /// writer thread copies them only when it writes them (the flight recorder takes every
-    /// recorded tensor at every step and keeps the handle). A variable, which the optimizer
+    /// reference-counted handle, so the training thread does not copy the elements; the
+    /// writer thread copies them once, when it writes them or the flight recorder keeps them,
+    /// and drops the handle. A variable, which the optimizer
     /// updates in place, and a tensor on another device are copied now.
     fn save_fresh(&mut self, name: &str, t: CTensor) -> Result<Saved> {
         if t.is_variable() || !t.device().is_cpu() {

@@ -164,9 +164,6 @@ impl LentTensor for Shared {
     fn len(&self) -> usize {
         self.0.len()
     }
-    fn nbytes(&self) -> usize {
-        self.0.len() * 4
-    }
     fn with_view(&self, f: &mut dyn FnMut(TensorView<'_>)) -> bool {
         f(TensorView::F32(self.0.view()));
         true

@@ -586,11 +586,9 @@ impl Hook {
 
     /// [`Hook::save`] of a tensor the framework lends ([`LentTensor`]: elements nothing
     /// writes to again, such as an activation or a gradient): the training thread pays for
-    /// the decisions and a queue message only. The writer thread copies the elements when
-    /// something of the tensor is written at this step; the flight recorder keeps the
-    /// handle itself between triggers (checking it for NaN and infinities in place), so a
-    /// recorded step that no trigger writes costs no copy of its elements. The recorder's
-    /// byte budget counts [`LentTensor::nbytes`]. An error from
+    /// the decisions and a queue message only. The writer thread copies the elements once,
+    /// when something of the tensor is written at this step or the flight recorder keeps
+    /// it, and drops the handle right after ([`LentTensor`]). An error from
     /// [`LentTensor::to_value`] stops the writer like a storage error
     /// ([`crate::WriterError::Convert`]).
     pub fn save_lent(&mut self, name: &str, tensor: impl LentTensor) -> Result<Saved> {

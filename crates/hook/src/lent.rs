@@ -7,11 +7,12 @@ use smdebug_reduce::TensorView;
 /// that nothing writes to again (an activation, a gradient, a loss; not a parameter the
 /// optimizer updates in place), e.g. a clone of a reference-counted framework tensor.
 ///
-/// The hook never copies it on the training thread. On the writer thread it is copied into a
-/// [`TensorValue`] only when something is written of it; the flight recorder keeps the
-/// handle itself between triggers and checks it for NaN and infinities through
-/// [`LentTensor::with_view`], so a recorded step that is never written costs no copy and no
-/// allocation of its elements.
+/// The hook never copies it on the training thread. The writer thread copies it once, when
+/// something is written of it or the flight recorder keeps it, and then drops the handle:
+/// the framework gets its buffer back as soon as the writer has caught up, while it is still
+/// in the cache. The flight recorder copies through [`LentTensor::with_view`] into the
+/// buffers of the steps it lets go, checking each piece for NaN and infinities as it is
+/// copied, so keeping the last N steps allocates nothing from step to step.
 pub trait LentTensor: Send + 'static {
     /// Its elements.
     fn len(&self) -> usize;
@@ -20,9 +21,6 @@ pub trait LentTensor: Send + 'static {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-
-    /// The bytes of memory its elements hold (what the flight recorder's byte budget counts).
-    fn nbytes(&self) -> usize;
 
     /// Calls `f` once with a borrowed view of the elements, in their logical (C) order, and
     /// returns true; or returns false without calling it when the elements cannot be lent as

@@ -7,8 +7,6 @@
 //! for saved ones; the ring, the non-finite check and the polls for the trigger signal all
 //! happen on the writer thread.
 
-use crate::error::WriterError;
-use crate::lent::LentTensor;
 use smdebug_config::Mode;
 use smdebug_record::TensorValue;
 use std::collections::VecDeque;
@@ -74,58 +72,18 @@ impl Trigger {
     }
 }
 
-/// A recorded tensor's elements: a copy, or the handle a framework lent.
-pub(crate) enum KeptValue {
-    /// A value the hook owns.
-    Value(TensorValue),
-    /// A lent tensor, copied only if the recorder writes it.
-    Lent(Box<dyn LentTensor>),
-}
-
-impl std::fmt::Debug for KeptValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            KeptValue::Value(v) => f.debug_tuple("Value").field(v).finish(),
-            KeptValue::Lent(t) => write!(f, "Lent({} elements)", t.len()),
-        }
-    }
-}
-
-impl KeptValue {
-    /// Whether it has no elements.
-    pub fn is_empty(&self) -> bool {
-        match self {
-            KeptValue::Value(v) => v.is_empty(),
-            KeptValue::Lent(t) => t.is_empty(),
-        }
-    }
-
-    /// Bytes of memory its elements hold.
-    fn nbytes(&self) -> usize {
-        match self {
-            KeptValue::Value(v) => v.len() * v.dtype().item_size().unwrap_or(16),
-            KeptValue::Lent(t) => t.nbytes(),
-        }
-    }
-
-    /// The value to write (a lent tensor is copied now).
-    pub fn into_value(self, name: &str, step: i64) -> Result<TensorValue, WriterError> {
-        match self {
-            KeptValue::Value(v) => Ok(v),
-            KeptValue::Lent(t) => t.to_value().map_err(|message| WriterError::Convert {
-                name: name.to_owned(),
-                step,
-                message,
-            }),
-        }
-    }
+/// Bytes of memory the elements of `v` hold (strings count 16 bytes each).
+fn nbytes(v: &TensorValue) -> usize {
+    v.len() * v.dtype().item_size().unwrap_or(16)
 }
 
 /// One recorded tensor.
 #[derive(Debug)]
 pub(crate) struct Kept {
     pub name: String,
-    pub value: KeptValue,
+    /// A copy: a lent tensor is copied when it arrives, so that the framework gets its
+    /// buffer back at once.
+    pub value: TensorValue,
     /// The normal path already wrote its raw value at this step.
     pub raw_written: bool,
 }
@@ -160,6 +118,9 @@ pub(crate) struct Ring {
     pub last_poll_step: i64,
     /// The manifest entries so far (rewritten whole at every firing).
     pub manifest: Vec<smdebug_config::PyValue>,
+    /// The copies of the last step pushed out of the ring, for the next step's copies of
+    /// lent tensors of the same dtype and size to be written into (counted in `bytes`).
+    spare: Vec<TensorValue>,
 }
 
 impl Ring {
@@ -175,35 +136,74 @@ impl Ring {
             last_poll: None,
             last_poll_step: i64::MIN,
             manifest: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
-    /// Keeps `value` as part of `step`; evicts the oldest steps beyond N + 1 or the budget.
+    /// Starts `step` unless it is the newest kept step already; pushes out the oldest steps
+    /// beyond N + 1 (the copies of the last one pushed out become the spares).
+    fn roll(&mut self, (step, mode, mode_step, wall_time): (i64, Mode, i64, f64)) {
+        if self.steps.back().is_some_and(|s| s.step == step) {
+            return;
+        }
+        self.steps.push_back(KeptStep {
+            step,
+            mode,
+            mode_step,
+            wall_time,
+            tensors: Vec::new(),
+        });
+        while self.steps.len() > self.cfg.steps + 1 {
+            self.drop_spares();
+            if let Some(s) = self.steps.pop_front() {
+                self.spare.extend(s.tensors.into_iter().map(|k| k.value));
+            }
+        }
+    }
+
+    /// Makes room for `size` more bytes in `at`'s step: lets the spares go, then the oldest
+    /// steps but the current one. False when even that is not enough (the tensor is then
+    /// left out, and nothing of it may be copied).
+    pub fn make_room(&mut self, at: (i64, Mode, i64, f64), size: usize) -> bool {
+        self.roll(at);
+        if self.bytes + size > self.cfg.byte_budget {
+            self.drop_spares();
+        }
+        while self.bytes + size > self.cfg.byte_budget && self.steps.len() > 1 {
+            self.pop_front();
+        }
+        self.bytes + size <= self.cfg.byte_budget
+    }
+
+    /// A spare copy of `len` elements of `dtype` to write the copy of a new tensor into (no
+    /// longer counted in `bytes`: [`Ring::keep`] counts it again).
+    pub fn take_spare(&mut self, len: usize, dtype: smdebug_reduce::DType) -> Option<TensorValue> {
+        let i = self
+            .spare
+            .iter()
+            .position(|s| s.len() == len && s.reduce_view().is_some_and(|v| v.dtype() == dtype))?;
+        let v = self.spare.swap_remove(i);
+        self.bytes -= nbytes(&v);
+        Some(v)
+    }
+
+    fn drop_spares(&mut self) {
+        for v in self.spare.drain(..) {
+            self.bytes -= nbytes(&v);
+        }
+    }
+
+    /// Keeps `value` as part of `at`'s step; evicts the oldest steps beyond N + 1 or the
+    /// budget, or leaves the value out when it does not fit even alone.
     pub fn keep(
         &mut self,
         at: (i64, Mode, i64, f64),
         name: String,
-        value: KeptValue,
+        value: TensorValue,
         raw_written: bool,
     ) {
-        let (step, mode, mode_step, wall_time) = at;
-        if self.steps.back().is_none_or(|s| s.step != step) {
-            self.steps.push_back(KeptStep {
-                step,
-                mode,
-                mode_step,
-                wall_time,
-                tensors: Vec::new(),
-            });
-            while self.steps.len() > self.cfg.steps + 1 {
-                self.pop_front();
-            }
-        }
-        let size = value.nbytes();
-        while self.bytes + size > self.cfg.byte_budget && self.steps.len() > 1 {
-            self.pop_front();
-        }
-        if self.bytes + size > self.cfg.byte_budget {
+        let size = nbytes(&value);
+        if !self.make_room(at, size) {
             self.left_out += 1;
             return;
         }
@@ -219,12 +219,13 @@ impl Ring {
 
     fn pop_front(&mut self) {
         if let Some(s) = self.steps.pop_front() {
-            self.bytes -= s.tensors.iter().map(|k| k.value.nbytes()).sum::<usize>();
+            self.bytes -= s.tensors.iter().map(|k| nbytes(&k.value)).sum::<usize>();
         }
     }
 
     /// Takes every kept step (the recorder then starts over, empty).
     pub fn take(&mut self) -> Vec<KeptStep> {
+        self.spare.clear();
         self.bytes = 0;
         self.steps.drain(..).collect()
     }
@@ -246,12 +247,7 @@ mod tests {
             ..Default::default()
         });
         for step in 0..10 {
-            r.keep(
-                (step, Mode::Train, step, 0.0),
-                "a".into(),
-                KeptValue::Value(v(5)),
-                false,
-            );
+            r.keep((step, Mode::Train, step, 0.0), "a".into(), v(5), false);
             assert!(r.bytes <= 100);
         }
         let steps: Vec<i64> = r.steps.iter().map(|s| s.step).collect();
@@ -259,24 +255,48 @@ mod tests {
         // 4 tensors of 20 bytes fit, the fifth pushes the oldest step out.
         for step in 10..12 {
             for _ in 0..3 {
-                r.keep(
-                    (step, Mode::Train, step, 0.0),
-                    "b".into(),
-                    KeptValue::Value(v(5)),
-                    false,
-                );
+                r.keep((step, Mode::Train, step, 0.0), "b".into(), v(5), false);
                 assert!(r.bytes <= 100, "{}", r.bytes);
             }
         }
         assert_eq!(r.steps.iter().map(|s| s.step).collect::<Vec<_>>(), [11]);
         // Larger than the whole budget: left out.
-        r.keep(
-            (12, Mode::Train, 12, 0.0),
-            "c".into(),
-            KeptValue::Value(v(30)),
-            false,
-        );
+        r.keep((12, Mode::Train, 12, 0.0), "c".into(), v(30), false);
         assert_eq!(r.left_out, 1);
         assert!(r.bytes <= 100);
+    }
+
+    #[test]
+    fn the_step_let_go_lends_its_buffers_within_the_budget() {
+        let mut r = Ring::new(FlightRecorder {
+            steps: 1,
+            byte_budget: 100,
+            ..Default::default()
+        });
+        let at = |step| (step, Mode::Train, step, 0.0);
+        for step in 0..2 {
+            assert!(r.make_room(at(step), 20));
+            assert!(r.take_spare(5, smdebug_reduce::DType::F32).is_none());
+            r.keep(at(step), "a".into(), v(5), false);
+        }
+        // Step 2 lets step 0 go: its 20 bytes stay counted, as a spare, until taken.
+        assert!(r.make_room(at(2), 20));
+        assert_eq!(r.bytes, 40);
+        assert!(r.take_spare(5, smdebug_reduce::DType::I32).is_none());
+        assert!(r.take_spare(4, smdebug_reduce::DType::F32).is_none());
+        let spare = r.take_spare(5, smdebug_reduce::DType::F32).unwrap();
+        assert_eq!((spare.len(), r.bytes), (5, 20));
+        r.keep(at(2), "a".into(), spare, false);
+        assert_eq!(r.bytes, 40);
+        // A large tensor: the spares go first, then the oldest steps; one over the whole
+        // budget is refused before anything of it is copied.
+        assert!(r.make_room(at(3), 20));
+        assert_eq!(r.spare.len(), 1);
+        assert!(r.make_room(at(3), 70));
+        assert!(r.spare.is_empty());
+        assert_eq!(r.bytes, 20);
+        assert!(!r.make_room(at(3), 101));
+        assert_eq!(r.steps.iter().map(|s| s.step).collect::<Vec<_>>(), [3]);
+        assert_eq!(r.bytes, 0);
     }
 }

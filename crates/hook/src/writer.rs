@@ -7,7 +7,7 @@
 
 use crate::error::WriterError;
 use crate::lent::LentTensor;
-use crate::recorder::{FlightRecorder, KeptStep, KeptValue, Ring, Trigger};
+use crate::recorder::{FlightRecorder, KeptStep, Ring, Trigger};
 use crate::tensorboard;
 use crate::ReductionShape;
 use smdebug_config::PyValue;
@@ -83,7 +83,11 @@ impl Deferred {
                 step,
                 message,
             }),
-            Deferred::Lent(t) => KeptValue::Lent(t).into_value(name, step),
+            Deferred::Lent(t) => t.to_value().map_err(|message| WriterError::Convert {
+                name: name.to_owned(),
+                step,
+                message,
+            }),
         }
     }
 }
@@ -900,8 +904,8 @@ impl Writer {
     fn tensor(&mut self, mut t: TensorJob) -> Result<(), WriterError> {
         self.step_begins(t.step)?;
         if let Some(Deferred::Lent(_)) = &t.deferred {
-            // Only kept by the flight recorder (not written now): the handle goes into the
-            // ring as it is, no copy.
+            // Only kept by the flight recorder (not written now): copied from its view into
+            // a buffer the ring let go, checked as it is copied.
             let live = self
                 .ring
                 .as_ref()
@@ -1046,26 +1050,46 @@ impl Writer {
         Ok(())
     }
 
-    /// Keeps a lent tensor nothing else writes now in the recorder, as the handle: its
-    /// health is computed over the borrowed elements (a copy only when the tensor cannot
-    /// lend a view).
+    /// Keeps a copy of a lent tensor nothing else writes now in the recorder, made from its
+    /// view into a buffer of the step the ring let go last, and checked for NaN and
+    /// infinities piece by piece as it is copied (through [`LentTensor::to_value`] when the
+    /// tensor cannot lend a view).
     fn record_lent(&mut self, t: TensorJob, lent: Box<dyn LentTensor>) -> Result<(), WriterError> {
-        let Some(ring) = &self.ring else {
+        let Some(ring) = &mut self.ring else {
             return Ok(());
         };
-        let bad = if ring.cfg.on_non_finite && !ring.fired_non_finite {
-            let mut bad = None;
-            if !lent.with_view(&mut |v| bad = non_finite(&v)) {
-                // No view: the copy it takes is kept instead of the handle.
-                let mut t = t;
-                t.value = KeptValue::Lent(lent).into_value(&t.name, t.step)?;
-                return self.record(t, None);
+        let check = ring.cfg.on_non_finite && !ring.fired_non_finite;
+        let at = (t.step, t.mode, t.mode_step, t.wall_time);
+        let mut bad = None;
+        let mut copy = None;
+        let viewed = lent.with_view(&mut |v| {
+            let (len, dtype) = (v.shape().iter().product::<usize>(), v.dtype());
+            if !ring.make_room(at, len * dtype.item_size()) {
+                // Left out (the budget cannot hold it): checked in place, not copied.
+                bad = check.then(|| non_finite(&v)).flatten();
+                return;
             }
-            bad
-        } else {
-            None
-        };
-        self.keep(t, KeptValue::Lent(lent), bad)
+            let spare = ring.take_spare(len, dtype);
+            let mut finite = true;
+            // Checked piece by piece as it is copied: one pass over the tensor's memory.
+            let mut inspect = |piece: TensorView<'_>| finite = finite && piece.all_finite();
+            let inspect: &mut dyn FnMut(TensorView<'_>) =
+                if check { &mut inspect } else { &mut |_| {} };
+            copy = Some(TensorValue::from_reduce_view(&v, spare, inspect));
+            if !finite {
+                bad = non_finite(&v);
+            }
+        });
+        if !viewed {
+            // No view: the copy it takes is kept instead.
+            let mut t = t;
+            t.value = Deferred::Lent(lent).make(&t.name, t.step)?;
+            return self.record(t, None);
+        }
+        // The handle goes back at once: a framework's allocator reuses its buffer while it
+        // is still in the cache (held for N steps, every step's buffers would be new to it).
+        drop(lent);
+        self.keep(t, copy, bad)
     }
 
     /// Keeps a recorded tensor (or writes it at once in a step a trigger fired in), and
@@ -1090,17 +1114,17 @@ impl Writer {
         let mut t = t;
         // An empty placeholder (no heap allocation) stands in for the moved value.
         let empty = TensorValue::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
-        let value = KeptValue::Value(std::mem::replace(&mut t.value, empty));
-        self.keep(t, value, bad)
+        let value = std::mem::replace(&mut t.value, empty);
+        self.keep(t, Some(value), bad)
     }
 
-    /// Puts a recorded tensor's value into the ring (not in a live step) and fires the
-    /// non-finite trigger when `bad` (the summary of a tensor found to hold NaN or
-    /// infinities) is given.
+    /// Puts a recorded tensor's value into the ring (not in a live step; `None`: it was left
+    /// out, too large for the budget) and fires the non-finite trigger when `bad` (the
+    /// summary of a tensor found to hold NaN or infinities) is given.
     fn keep(
         &mut self,
         t: TensorJob,
-        value: KeptValue,
+        value: Option<TensorValue>,
         bad: Option<Health>,
     ) -> Result<(), WriterError> {
         let Some(ring) = &mut self.ring else {
@@ -1119,12 +1143,15 @@ impl Writer {
                 t.mode_step
             )
         });
-        ring.keep(
-            (t.step, t.mode, t.mode_step, t.wall_time),
-            t.name,
-            value,
-            t.raw,
-        );
+        match value {
+            Some(value) => ring.keep(
+                (t.step, t.mode, t.mode_step, t.wall_time),
+                t.name,
+                value,
+                t.raw,
+            ),
+            None => ring.left_out += 1,
+        }
         if let Some(why) = why {
             if let Some(r) = &mut self.ring {
                 r.fired_non_finite = true;
@@ -1160,10 +1187,9 @@ impl Writer {
                 (mode, mode_step) = (Some(s.mode), Some(s.mode_step));
                 for k in s.tensors {
                     if !k.raw_written && !k.value.is_empty() {
-                        let value = k.value.into_value(&k.name, s.step)?;
                         self.write_record(
                             k.name,
-                            &value,
+                            &k.value,
                             s.step,
                             s.mode,
                             s.mode_step,
@@ -1229,11 +1255,10 @@ impl Writer {
             event_file_name: Some(event_key.clone()),
         });
         for k in s.tensors.into_iter().filter(|k| !k.value.is_empty()) {
-            let value = k.value.into_value(&k.name, s.step)?;
             let info = append_tensor_event(
                 &mut events,
                 &k.name,
-                &value,
+                &k.value,
                 s.step,
                 s.mode.as_int(),
                 s.mode_step,

@@ -635,9 +635,6 @@ impl smdebug_hook::LentTensor for LentWeights {
     fn len(&self) -> usize {
         self.value.len()
     }
-    fn nbytes(&self) -> usize {
-        self.value.len() * 4
-    }
     fn with_view(&self, f: &mut dyn FnMut(smdebug_hook::TensorView<'_>)) -> bool {
         if self.contiguous {
             f(smdebug_hook::TensorView::F32(self.value.view()));

@@ -459,6 +459,43 @@ impl TensorValue {
         })
     }
 
+    /// An owned copy of `view` (the inverse of [`TensorValue::reduce_view`]), written into
+    /// `reuse`'s buffer when it has the same dtype and number of elements, so that a caller
+    /// copying tensors of the same sizes step after step allocates nothing. `inspect` sees
+    /// the copy, in pieces small enough to be still in the cache when it reads them (the
+    /// whole copy at once when `view` is not contiguous): a check of the values costs no
+    /// second pass over memory.
+    pub fn from_reduce_view(
+        view: &smdebug_reduce::TensorView<'_>,
+        reuse: Option<TensorValue>,
+        inspect: &mut dyn FnMut(smdebug_reduce::TensorView<'_>),
+    ) -> TensorValue {
+        use smdebug_reduce::TensorView as V;
+        macro_rules! arm {
+            ($v:expr, $variant:ident) => {{
+                let reuse = match reuse {
+                    Some(TensorValue::$variant(a)) => Some(a),
+                    _ => None,
+                };
+                TensorValue::$variant(copy_inspecting($v, reuse, inspect))
+            }};
+        }
+        match view {
+            V::Bool(v) => arm!(v, Bool),
+            V::I8(v) => arm!(v, Int8),
+            V::I16(v) => arm!(v, Int16),
+            V::I32(v) => arm!(v, Int32),
+            V::I64(v) => arm!(v, Int64),
+            V::U8(v) => arm!(v, UInt8),
+            V::U16(v) => arm!(v, UInt16),
+            V::U32(v) => arm!(v, UInt32),
+            V::U64(v) => arm!(v, UInt64),
+            V::F16(v) => arm!(v, Float16),
+            V::F32(v) => arm!(v, Float32),
+            V::F64(v) => arm!(v, Float64),
+        }
+    }
+
     /// The elements of a real-valued tensor as `f64`, in logical (row-major) order; `None` for
     /// complex numbers and strings. One definition for every reader that charts or summarises
     /// values (smdebug-export's statistics, smdebug-report's charts): a bool is 0 or 1, and
@@ -803,6 +840,56 @@ fn strings(proto: &TensorProto, shape: &[usize], count: usize) -> Result<ArrayD<
         })
         .collect::<Result<Vec<String>>>()?;
     to_array(shape, values)
+}
+
+/// Bytes of one piece of [`TensorValue::from_reduce_view`]'s copy: a third of a typical
+/// 48 KiB L1 data cache, so a piece is still there when `inspect` reads it.
+const COPY_PIECE_BYTES: usize = 64 << 10;
+
+/// A piece of a copy as a 1-d view.
+fn piece_view<T>(s: &[T]) -> smdebug_reduce::TensorView<'_>
+where
+    for<'b> smdebug_reduce::TensorView<'b>: From<ndarray::ArrayViewD<'b, T>>,
+{
+    ndarray::ArrayView1::from(s).into_dyn().into()
+}
+
+/// `v` copied into `reuse` (same length) or a new array, `inspect` called on the copy.
+fn copy_inspecting<T: Clone>(
+    v: &ndarray::ArrayViewD<'_, T>,
+    reuse: Option<ArrayD<T>>,
+    inspect: &mut dyn FnMut(smdebug_reduce::TensorView<'_>),
+) -> ArrayD<T>
+where
+    for<'b> smdebug_reduce::TensorView<'b>: From<ndarray::ArrayViewD<'b, T>>,
+{
+    let shape = IxDyn(v.shape());
+    let piece = (COPY_PIECE_BYTES / std::mem::size_of::<T>().max(1)).max(1);
+    let Some(src) = v.as_slice() else {
+        let a = v.to_owned();
+        inspect(a.view().into());
+        return a;
+    };
+    // A standard-layout array of the same length takes the new shape as it is.
+    if let Some(Ok(mut a)) = reuse
+        .filter(|b| b.len() == src.len())
+        .map(|b| b.into_shape_with_order(shape.clone()))
+    {
+        if let Some(dst) = a.as_slice_mut() {
+            for (d, s) in dst.chunks_mut(piece).zip(src.chunks(piece)) {
+                d.clone_from_slice(s);
+                inspect(piece_view(d));
+            }
+            return a;
+        }
+    }
+    let mut out = Vec::with_capacity(src.len());
+    for s in src.chunks(piece) {
+        let from = out.len();
+        out.extend_from_slice(s);
+        inspect(piece_view(&out[from..]));
+    }
+    ArrayD::from_shape_vec(shape, out).unwrap_or_else(|_| v.to_owned())
 }
 
 #[cfg(test)]

@@ -719,3 +719,117 @@ proptest! {
         check_encoded(&bytes)?;
     }
 }
+
+/// What `TensorValue::from_reduce_view` gives, and the bytes of the pieces it showed.
+fn copy_of(t: &TensorValue, reuse: Option<TensorValue>) -> (TensorValue, Vec<u8>, usize) {
+    let view = t.reduce_view().unwrap();
+    let (mut seen, mut pieces) = (Vec::new(), 0);
+    let copy = TensorValue::from_reduce_view(&view, reuse, &mut |p| {
+        seen.extend_from_slice(p.le_bytes().unwrap());
+        pieces += 1;
+    });
+    (copy, seen, pieces)
+}
+
+/// The elements of a real-valued tensor as little-endian bytes in C order.
+fn c_bytes(t: &TensorValue) -> Vec<u8> {
+    let mut out = Vec::new();
+    let v = t.reduce_view().unwrap();
+    if let Some(b) = v.le_bytes() {
+        out.extend_from_slice(b);
+    } else {
+        let owned = TensorValue::from_reduce_view(&v, None, &mut |_| ());
+        out.extend_from_slice(owned.reduce_view().unwrap().le_bytes().unwrap());
+    }
+    out
+}
+
+#[test]
+fn copies_of_views_cover_every_piece_and_reuse_a_matching_buffer() {
+    // Lengths around the piece size (64 KiB) for 1-, 4- and 8-byte elements.
+    for len in [0usize, 1, 16383, 16384, 16385, 3 * 16384 + 7, 70_000] {
+        let f: Vec<f32> = (0..len).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let t = TensorValue::from(ArrayD::from_shape_vec(IxDyn(&[len]), f).unwrap());
+        let d = TensorValue::from(ArrayD::<f64>::from_elem(IxDyn(&[len, 1]), -0.25));
+        let b = TensorValue::from(ArrayD::from_elem(IxDyn(&[1, len]), true));
+        for t in [t, d, b] {
+            let bytes = c_bytes(&t);
+            // No buffer, a buffer of the same dtype and length (another shape), and one of
+            // another dtype (not used).
+            let same = TensorValue::from_reduce_view(&t.reduce_view().unwrap(), None, &mut |_| ());
+            let same = match same {
+                TensorValue::Float32(a) => TensorValue::from(
+                    a.into_shape_with_order(IxDyn(&[len, 1]))
+                        .unwrap()
+                        .mapv(|_| 9.0f32),
+                ),
+                other => other,
+            };
+            let other = TensorValue::from(ArrayD::<i64>::zeros(IxDyn(&[len])));
+            for reuse in [None, Some(same), Some(other)] {
+                let (copy, seen, pieces) = copy_of(&t, reuse);
+                assert_eq!(copy.shape(), t.shape());
+                assert_eq!(copy.dtype(), t.dtype());
+                assert_eq!(c_bytes(&copy), bytes, "len {len}");
+                assert_eq!(seen, bytes, "pieces of len {len}");
+                let piece = (64 << 10) / (bytes.len() / len.max(1)).max(1);
+                assert_eq!(pieces, len.div_ceil(piece), "len {len}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_reused_buffer_is_written_in_place() {
+    let t = TensorValue::from(
+        ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![1f32, 2., 3., 4., 5., 6.]).unwrap(),
+    );
+    let buf = ndarray::Array1::<f32>::zeros(6).into_dyn();
+    let ptr = buf.as_ptr();
+    let (copy, _, _) = copy_of(&t, Some(TensorValue::from(buf)));
+    let TensorValue::Float32(a) = &copy else {
+        panic!("{copy:?}")
+    };
+    assert_eq!(a.as_ptr(), ptr);
+    assert_eq!(copy, t);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A copy of any real-valued tensor equals it bit for bit and shows `inspect` every
+    /// element once, in order.
+    #[test]
+    fn copies_of_views_equal_the_view(t in any_tensor()) {
+        if t.reduce_view().is_none() {
+            return Ok(());
+        }
+        let (copy, seen, _) = copy_of(&t, None);
+        prop_assert_eq!(copy.shape(), t.shape());
+        prop_assert_eq!(c_bytes(&copy), c_bytes(&t));
+        prop_assert_eq!(seen, c_bytes(&t));
+    }
+
+    /// A transposed (not contiguous) view is copied in its logical order, and `inspect` sees
+    /// that copy.
+    #[test]
+    fn copies_of_transposed_views_keep_the_logical_order(
+        (rows, cols, v) in (0usize..9, 0usize..9)
+            .prop_flat_map(|(r, c)| (Just(r), Just(c), prop::collection::vec(any::<f32>(), r * c)))
+    ) {
+        let a = ArrayD::from_shape_vec(IxDyn(&[rows, cols]), v).unwrap();
+        let t = a.view().reversed_axes();
+        let view = smdebug_reduce::TensorView::F32(t.clone());
+        let mut seen: Vec<u32> = Vec::new();
+        let copy = TensorValue::from_reduce_view(&view, None, &mut |p| {
+            if let smdebug_reduce::TensorView::F32(p) = p {
+                seen.extend(p.iter().map(|x| x.to_bits()));
+            }
+        });
+        let want: Vec<u32> = t.iter().map(|x| x.to_bits()).collect();
+        let TensorValue::Float32(got) = &copy else { panic!("{copy:?}") };
+        prop_assert_eq!(got.shape(), &[cols, rows]);
+        prop_assert_eq!(got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), want.clone());
+        prop_assert_eq!(seen, want);
+    }
+}

@@ -72,6 +72,16 @@ impl DType {
         DType::ALL.into_iter().find(|d| d.numpy_name() == name)
     }
 
+    /// Bytes of one element (numpy's `itemsize`; a `bool` takes one byte).
+    pub fn item_size(self) -> usize {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::I16 | DType::U16 | DType::F16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+
     /// True for `float16`, `float32` and `float64`.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::F32 | DType::F64)
