@@ -157,9 +157,17 @@ fn rule_from_another_process(trial: &str) {
     assert_eq!(rec["signal"], "stop_training.smd", "{m}");
     let s = rec["step"].as_i64().unwrap();
     assert!(s > 300, "{m}");
+    // The trigger step itself is written whole whether the save config saves it or not (a
+    // step it saves is then only completed by the recorder); the steps before it that the
+    // save config wrote are left as they are.
     let written: Vec<i64> = serde_json::from_value(rec["steps"].clone()).unwrap();
-    let expect: Vec<i64> = (s - 5..=s).filter(|x| x % 100 != 0).collect();
+    let expect: Vec<i64> = (s - 5..s).filter(|x| x % 100 != 0).chain([s]).collect();
     assert_eq!(written, expect, "{m}");
+    let already: Vec<i64> = serde_json::from_value(rec["steps_already_saved"].clone()).unwrap();
+    let expect: Vec<i64> = (s - 5..s).filter(|x| x % 100 == 0).collect();
+    assert_eq!(already, expect, "{m}");
+    assert_eq!(rec["mode"], "GLOBAL", "{m}");
+    assert_eq!(rec["mode_step"], s, "{m}");
     // The real smdebug reads them as ordinary steps.
     let py = run_peer_json("recorder_read.py", &[trial]);
     let steps: Vec<i64> = serde_json::from_value(py["steps"].clone()).unwrap();

@@ -677,8 +677,8 @@ impl Writer {
                 Ok(())
             }
             Job::RecorderTrigger { step, reason } => {
-                self.step_begins(step)?;
-                self.fire(Trigger::Explicit, reason, step)
+                self.step_begins(step, None)?;
+                self.fire(Trigger::Explicit, reason, step, None)
             }
             // Taken apart by `dispatch` before they get here.
             Job::Flush(_) | Job::Batch(_) => Ok(()),
@@ -896,13 +896,13 @@ impl Writer {
 
     /// A tensor given as bytes: its shape entry and raw record, encoded straight from them.
     fn tensor_bytes(&mut self, t: &BytesJob) -> Result<(), WriterError> {
-        self.step_begins(t.step)?;
+        self.step_begins(t.step, Some((t.mode, t.mode_step)))?;
         let at = (t.step, t.mode, t.mode_step, t.wall_time);
         self.shape_and_record_le(&t.name, at, t.write_shape, t.dtype, &t.shape, &t.data)
     }
 
     fn tensor(&mut self, mut t: TensorJob) -> Result<(), WriterError> {
-        self.step_begins(t.step)?;
+        self.step_begins(t.step, Some((t.mode, t.mode_step)))?;
         if let Some(Deferred::Lent(_)) = &t.deferred {
             // Only kept by the flight recorder (not written now): copied from its view into
             // a buffer the ring let go, checked as it is copied.
@@ -983,8 +983,9 @@ impl Writer {
 
     /// A job of global step `step` arrives: a step before it is over. Publishes it even
     /// without an EndStep (a step only the recorder wrote is not due by the save config, so
-    /// the hook sends none), and polls for the recorder's signal once per step.
-    fn step_begins(&mut self, step: i64) -> Result<(), WriterError> {
+    /// the hook sends none), and polls for the recorder's signal once per step. `mode`: the
+    /// job's mode and mode step, when it has them (for the manifest of a firing).
+    fn step_begins(&mut self, step: i64, mode: Option<(Mode, i64)>) -> Result<(), WriterError> {
         if self.current.as_ref().is_some_and(|c| c.step < step) {
             self.publish_step()?;
         }
@@ -1040,7 +1041,7 @@ impl Writer {
             }
         }
         let why = format!("the signal object {key} appeared in the trial");
-        self.fire(Trigger::Signal(key.clone()), why, step)?;
+        self.fire(Trigger::Signal(key.clone()), why, step, mode)?;
         if key == wiring.trigger_key {
             // Gone once served, so that the next firing of the rule fires the recorder again.
             if let Err(e) = store.delete(&key) {
@@ -1156,7 +1157,7 @@ impl Writer {
             if let Some(r) = &mut self.ring {
                 r.fired_non_finite = true;
             }
-            self.fire(Trigger::NonFinite, why, t.step)?;
+            self.fire(Trigger::NonFinite, why, t.step, Some((t.mode, t.mode_step)))?;
         }
         Ok(())
     }
@@ -1164,8 +1165,15 @@ impl Writer {
     /// Writes everything the recorder holds: steps before `step` as steps of their own
     /// (but a step the save config already wrote, which is left as it is), the tensors of
     /// `step` into its step file, and from then on the rest of `step`'s recorded tensors as
-    /// they arrive. The manifest follows once `step` is published.
-    fn fire(&mut self, trigger: Trigger, why: String, step: i64) -> Result<(), WriterError> {
+    /// they arrive. The manifest follows once `step` is published. `at`: the mode and mode
+    /// step of `step`, when the caller knows them (else those of its kept tensors, if any).
+    fn fire(
+        &mut self,
+        trigger: Trigger,
+        why: String,
+        step: i64,
+        at: Option<(Mode, i64)>,
+    ) -> Result<(), WriterError> {
         let Some(ring) = &mut self.ring else {
             return Ok(());
         };
@@ -1181,7 +1189,7 @@ impl Writer {
         ring.live_step = Some(step);
         let mut written = Vec::new();
         let mut already = Vec::new();
-        let (mut mode, mut mode_step) = (None, None);
+        let (mut mode, mut mode_step) = (at.map(|a| a.0), at.map(|a| a.1));
         for s in kept {
             if s.step == step {
                 (mode, mode_step) = (Some(s.mode), Some(s.mode_step));

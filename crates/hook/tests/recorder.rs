@@ -171,6 +171,43 @@ fn the_signal_object_fires_the_recorder_and_is_consumed() {
 }
 
 #[test]
+fn a_signal_at_a_step_the_save_config_saves_writes_that_step_once_and_names_its_mode() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("t");
+    let mut h = hook(
+        &t,
+        FlightRecorder {
+            steps: 2,
+            signal_interval: Duration::ZERO,
+            ..Default::default()
+        },
+    );
+    for step in 0..103 {
+        h.step().unwrap();
+        h.save("fc.weight", weights(step, false)).unwrap();
+        if step == 99 {
+            // Seen at step 100's first tensor, before anything of step 100 is kept.
+            h.flush().unwrap();
+            std::fs::write(t.join(smdebug_index::FLIGHT_RECORDER_TRIGGER_FILE), b"{}").unwrap();
+        }
+    }
+    h.close().unwrap();
+    assert_eq!(steps_on_disk(&t), [0, 98, 99, 100]);
+    let key = index_file_key(100, "worker_0").unwrap();
+    let index = IndexFile::parse(&key, &std::fs::read(t.join(&key)).unwrap()).unwrap();
+    assert_eq!(index.tensors.len(), 1, "{:?}", index.tensors);
+    let m = recordings(&manifest(&t));
+    assert_eq!(steps_of(&m[0]), [98, 99, 100]);
+    assert_eq!(m[0].get("step"), Some(&PyValue::Int(100)));
+    assert_eq!(m[0].get("mode"), Some(&PyValue::Str("GLOBAL".into())));
+    assert_eq!(m[0].get("mode_step"), Some(&PyValue::Int(100)));
+    assert_eq!(
+        m[0].get("steps_already_saved"),
+        Some(&PyValue::Array(vec![]))
+    );
+}
+
+#[test]
 fn a_step_the_save_config_wrote_is_left_as_it_is() {
     let d = tempfile::tempdir().unwrap();
     let t = d.path().join("t");
