@@ -2,7 +2,7 @@
 //! data (flex backend with autodiff), the hook saving weights, biases, gradients and losses
 //! every 10 steps.
 //!
-//! `cargo run -p smdebug-burn --example train -- /tmp/burn-trial`
+//! `cargo run -p smdebug-burn --example burn_train -- /tmp/burn-trial`
 
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig, Relu};

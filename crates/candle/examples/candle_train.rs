@@ -2,7 +2,7 @@
 //! data, the hook saving weights, biases, gradients, losses and ReLU outputs every 10 steps,
 //! and an evaluation pass every 50 steps.
 //!
-//! `cargo run -p smdebug-candle --example train -- /tmp/candle-trial`
+//! `cargo run -p smdebug-candle --example candle_train -- /tmp/candle-trial`
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{linear, Activation, Optimizer, VarBuilder, VarMap, SGD};
