@@ -1,12 +1,13 @@
 //! CPU time per training step of the demo network, all threads of the process together,
 //! per thread, with no hook, the hook at save interval 500, the same hook plus the flight
-//! recorder (N = 10), and reductions every step (the cases of the `paired_steps` bench). Unlike the wall time it hardly changes when other
-//! processes compete for the cores, so it shows the hook's own cost on a busy machine.
+//! recorder (N = 10), and reductions every step (the cases of the `paired_steps` bench).
+//! Unlike the wall time it hardly changes when other processes compete for the cores, so it
+//! shows the hook's own cost on a busy machine.
 //!
 //! `cargo run --release -p smdebug-candle --example overhead_cpu -- [steps] [case] [dir]`
-//! (`case`: `no_hook`, `interval_500`, `recorder`, `reductions`, or `all`, the default; `dir`: where the
-//! temporary trials go, default the system's temporary folder — a tmpfs such as `/dev/shm`
-//! leaves out the file system's own cost).
+//! (`case`: `no_hook`, `interval_500`, `recorder`, `reductions`, or `all`, the default;
+//! `dir`: where the temporary trials go, default the system's temporary folder — a tmpfs
+//! such as `/dev/shm` leaves out the file system's own cost).
 
 use std::time::{Duration, Instant};
 
