@@ -77,18 +77,15 @@ pub(crate) enum Deferred {
 impl Deferred {
     /// The value of tensor `name` at `step` (a copy, for a lent tensor).
     fn make(self, name: &str, step: i64) -> Result<TensorValue, WriterError> {
-        match self {
-            Deferred::Make(f) => f().map_err(|message| WriterError::Convert {
-                name: name.to_owned(),
-                step,
-                message,
-            }),
-            Deferred::Lent(t) => t.to_value().map_err(|message| WriterError::Convert {
-                name: name.to_owned(),
-                step,
-                message,
-            }),
-        }
+        let made = match self {
+            Deferred::Make(f) => f(),
+            Deferred::Lent(t) => t.to_value(),
+        };
+        made.map_err(|message| WriterError::Convert {
+            name: name.to_owned(),
+            step,
+            message,
+        })
     }
 }
 

@@ -138,18 +138,23 @@ fn an_explicit_trigger_writes_the_steps_before_and_the_rest_of_the_step() {
     assert_eq!(steps_of(&m[0]), [49, 50, 51, 52]);
 }
 
-#[test]
-fn the_signal_object_fires_the_recorder_and_is_consumed() {
-    let d = tempfile::tempdir().unwrap();
-    let t = d.path().join("t");
-    let mut h = hook(
-        &t,
+/// A hook whose recorder keeps 2 steps and polls for the signal at every step.
+fn polling_every_step(t: &Path) -> smdebug_hook::Hook {
+    hook(
+        t,
         FlightRecorder {
             steps: 2,
             signal_interval: Duration::ZERO,
             ..Default::default()
         },
-    );
+    )
+}
+
+#[test]
+fn the_signal_object_fires_the_recorder_and_is_consumed() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("t");
+    let mut h = polling_every_step(&t);
     for step in 0..30 {
         h.step().unwrap();
         if step == 20 {
@@ -174,14 +179,7 @@ fn the_signal_object_fires_the_recorder_and_is_consumed() {
 fn a_signal_at_a_step_the_save_config_saves_writes_that_step_once_and_names_its_mode() {
     let d = tempfile::tempdir().unwrap();
     let t = d.path().join("t");
-    let mut h = hook(
-        &t,
-        FlightRecorder {
-            steps: 2,
-            signal_interval: Duration::ZERO,
-            ..Default::default()
-        },
-    );
+    let mut h = polling_every_step(&t);
     for step in 0..103 {
         h.step().unwrap();
         h.save("fc.weight", weights(step, false)).unwrap();
