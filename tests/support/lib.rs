@@ -152,7 +152,10 @@ pub fn write_fixture_from_recipe(recipe: &Path, out: &Path) -> PathBuf {
 pub mod manifest;
 
 /// The `smdebug` binary of this workspace, built once per test run (a test crate cannot
-/// depend on a binary crate, so it asks cargo for it).
+/// depend on a binary crate, so it asks cargo for it). Asked for as `--workspace --tests`
+/// asks, so that cargo resolves the dependencies' features as `cargo test --workspace`
+/// does and finds the binary that build made (`-p smdebug-cli` alone would resolve them
+/// for the CLI and compile much of the tree again).
 ///
 /// The path comes from cargo's own build messages, not from the test executable's folder:
 /// with a separate build directory (`CARGO_BUILD_BUILD_DIR`) the two live apart.
@@ -167,7 +170,7 @@ pub fn smdebug_bin() -> &'static Path {
             .and_then(Path::file_name)
             .is_some_and(|n| n == "release");
         let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "smdebug-cli", "--bin", "smdebug"])
+        cmd.args(["build", "-q", "--workspace", "--tests", "--bin", "smdebug"])
             .args(["--message-format", "json"])
             .current_dir(env!("CARGO_MANIFEST_DIR"));
         if release {
@@ -176,7 +179,7 @@ pub fn smdebug_bin() -> &'static Path {
         let out = cmd.output().expect("run cargo build");
         assert!(
             out.status.success(),
-            "cargo build -p smdebug-cli failed:\n{}",
+            "cargo build --workspace --tests --bin smdebug failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
         let bin = String::from_utf8_lossy(&out.stdout)

@@ -1,5 +1,9 @@
-//! cargo-fuzz on the stable toolchain: `fuzz/` is its own workspace, built without a
-//! sanitizer (`-s none`), which cargo-fuzz supports on stable and runs ~4x faster than ASan.
+//! `cargo xtask fuzz`: cargo-fuzz on the stable toolchain, without a sanitizer (`-s none`,
+//! which cargo-fuzz supports on stable and which runs several times faster than ASan). The
+//! targets live in `fuzz/src/` (package `smdebug-fuzz`); their libFuzzer binaries need the
+//! package's `libfuzzer` feature. `cargo xtask test` does not fuzz: it replays the seeds,
+//! the local corpus and mutations of the seeds through every target (`fuzz/tests/replay.rs`)
+//! in the ordinary test build, which costs no second build of the dependency tree.
 use crate::util::{cargo, root, run as exec, step};
 use anyhow::{bail, Result};
 use std::process::Command;
@@ -64,15 +68,6 @@ pub fn ensure_cargo_fuzz() -> Result<()> {
     ]))
 }
 
-/// Builds every target once (so the smoke runs do not each pay for a build).
-pub fn build_all() -> Result<()> {
-    exec(
-        cargo()
-            .current_dir(root().join("fuzz"))
-            .args(["fuzz", "build", "-s", "none"]),
-    )
-}
-
 /// Runs one target; libFuzzer exits non-zero on a crash, which fails this.
 pub fn fuzz_one(target: &str, seconds: u64, runs: Option<u64>) -> Result<()> {
     step(&format!("fuzzing {target} for {seconds} s"));
@@ -81,7 +76,15 @@ pub fn fuzz_one(target: &str, seconds: u64, runs: Option<u64>) -> Result<()> {
     let seeds = root().join("fuzz/seeds").join(target);
     let mut cmd = cargo();
     cmd.current_dir(root().join("fuzz"))
-        .args(["fuzz", "run", "-s", "none", target])
+        .args([
+            "fuzz",
+            "run",
+            "-s",
+            "none",
+            "--features",
+            "libfuzzer",
+            target,
+        ])
         .arg(&corpus);
     if seeds.is_dir() {
         cmd.arg(&seeds);

@@ -19,6 +19,7 @@ mod bench_stores;
 mod browser;
 mod fuzz;
 mod peer;
+mod phases;
 mod proto;
 mod python;
 mod scale;

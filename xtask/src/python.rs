@@ -1,7 +1,9 @@
-//! The Python package `smdebug_rs` (crates/python) in `cargo xtask test`: builds the wheel
-//! with maturin, installs it into the peer venv (beside the real smdebug, so both run from
-//! one Python), and runs the pytest suite of crates/python/tests, printing pytest's
-//! summary line. Benchmarks: see `bench_rows` (reader) and `hook_rows` (writer hook).
+//! The Python package `smdebug_rs` (crates/python) in `cargo xtask test` and `cargo xtask
+//! bench`. The tests install it into the peer venv (beside the real smdebug, so both run
+//! from one Python) as a development install of the extension module that the workspace's
+//! test build compiled ([`install_dev`]), and run the pytest suite of crates/python/tests,
+//! printing pytest's summary line. The benchmarks build an optimised wheel with maturin
+//! ([`install_wheel`]): see `bench_rows` (reader) and `hook_rows` (writer hook).
 use crate::peer::ensure_venv;
 use crate::util::{cache_dir, output, root, step};
 use anyhow::{bail, Context, Result};
@@ -14,7 +16,7 @@ fn ensure_maturin() -> Result<PathBuf> {
     let venv = cache_dir().join("maturin-venv");
     ensure_venv(
         &venv,
-        &root().join("crates/python/build-requirements.txt"),
+        &[root().join("crates/python/build-requirements.txt")],
         &[],
         "import maturin",
         &|_| Ok(()),
@@ -50,9 +52,63 @@ fn ensure_pytest(python: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The `.pth` file of a development install (see [`install_dev`]).
+const DEV_PTH: &str = "smdebug_rs_dev.pth";
+
+/// The venv's `site-packages` folder.
+fn site_packages(python: &Path) -> Result<PathBuf> {
+    let out = output(Command::new(python).args([
+        "-c",
+        "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+    ]))?;
+    Ok(PathBuf::from(out.trim()))
+}
+
+/// Installs smdebug_rs into the venv of `python` from the sources, without a second build:
+/// the extension module is the `cdylib` that `cargo build --workspace --lib` made with the
+/// test build's features and profile (`target/debug/lib_native.so`), copied into the
+/// package's Python folder as `_native.abi3.so`, and a `.pth` file in the venv's
+/// site-packages puts that folder on `sys.path` — what `maturin develop` does, but with
+/// the dependency tree built once. (maturin builds only this package, so cargo resolves
+/// the dependencies' features for it alone and compiles most of the tree again.)
+pub fn install_dev(python: &Path) -> Result<()> {
+    let built = root().join("target/debug/lib_native.so");
+    if !built.is_file() {
+        bail!(
+            "{} is missing: `cargo build --workspace --lib` builds it",
+            built.display()
+        );
+    }
+    let package = root().join("crates/python/python");
+    std::fs::copy(&built, package.join("smdebug_rs/_native.abi3.so"))
+        .context("copying the extension module into crates/python/python/smdebug_rs")?;
+    // A wheel installed by `cargo xtask bench` would come first on sys.path.
+    output(
+        Command::new(python)
+            .args(["-m", "pip", "--disable-pip-version-check", "--no-input"])
+            .args(["uninstall", "-y", "smdebug_rs"]),
+    )
+    .context("removing an installed smdebug_rs wheel")?;
+    std::fs::write(
+        site_packages(python)?.join(DEV_PTH),
+        format!("{}\n", package.display()),
+    )?;
+    let found = output(Command::new(python).args([
+        "-c",
+        "import smdebug_rs, smdebug_rs._native as n; print(n.__file__)",
+    ]))
+    .context("importing the development install of smdebug_rs")?;
+    eprintln!("smdebug_rs (development install): {}", found.trim());
+    Ok(())
+}
+
 /// Builds the smdebug_rs wheel (`release`: optimised, for benchmarks) and installs it into
-/// the venv of `python`.
+/// the venv of `python` (in place of a development install).
 pub fn install_wheel(python: &Path, release: bool) -> Result<()> {
+    let dev = site_packages(python)?.join(DEV_PTH);
+    if dev.exists() {
+        std::fs::remove_file(&dev)?;
+    }
     let maturin = ensure_maturin()?;
     let out = root().join("target/wheels");
     // Only this build's wheel may be installed: clear what an earlier build left.
@@ -103,10 +159,9 @@ fn summary_line(out: &str) -> Option<&str> {
         })
 }
 
-/// `cargo xtask test`'s Python step: wheel, install, pytest against `s3_env`'s server.
+/// `cargo xtask test`'s Python step: pytest of crates/python/tests against the installed
+/// wheel (see [`install_wheel`]) and `s3_env`'s server.
 pub fn test(peer_python: &Path, s3_env: &[(String, String)]) -> Result<()> {
-    step("Python package smdebug_rs: maturin build + pytest (crates/python/tests)");
-    install_wheel(peer_python, false)?;
     ensure_pytest(peer_python)?;
     let tests = root().join("crates/python/tests");
     let out = Command::new(peer_python)

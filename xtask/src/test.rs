@@ -1,8 +1,10 @@
 //! `cargo xtask test`: the one test command. Every step fails loudly; nothing is skipped
 //! silently because a tool was missing — the tools are installed here.
-use crate::util::{cargo, output, run as exec, step};
-use crate::{fuzz, peer, services};
+use crate::phases::Phases;
+use crate::util::{cargo, output, run as exec};
+use crate::{peer, services};
 use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// Name filter of the conformance tests that compare with `../shared/peer` (ignored by
@@ -23,24 +25,37 @@ pub struct TestArgs {
     /// Skip fmt, clippy and doc checks.
     #[arg(long)]
     pub no_lint: bool,
-    /// Skip the fuzz smoke run.
-    #[arg(long)]
-    pub no_fuzz: bool,
-    /// Seconds of fuzzing per target in the smoke run.
-    #[arg(long, default_value_t = 10)]
-    pub fuzz_time: u64,
     /// Extra arguments for `cargo test` (e.g. `-p smdebug-record`).
     #[arg(last = true)]
     pub cargo_args: Vec<String>,
 }
 
+/// What the tests need from outside the workspace: the Python peer, the test tools, the
+/// browser. Installed on a thread of its own while the workspace compiles (the downloads
+/// wait on the network, not on the cores).
+struct Tools {
+    peer_python: PathBuf,
+    tools_python: PathBuf,
+    chromium: PathBuf,
+}
+
+fn install_tools() -> Result<Tools> {
+    Ok(Tools {
+        peer_python: peer::ensure_peer()?,
+        tools_python: peer::ensure_tools()?,
+        chromium: crate::browser::ensure_chromium()?,
+    })
+}
+
 pub fn run(args: TestArgs) -> Result<()> {
     let started = Instant::now();
+    let mut phases = Phases::new("cargo xtask test");
+    let tools = std::thread::spawn(install_tools);
     if !args.no_lint {
-        step("cargo fmt --check");
+        phases.begin("lint: cargo fmt --check, gen-proto --check");
         exec(cargo().args(["fmt", "--all", "--", "--check"])).context("run `cargo fmt --all`")?;
         crate::proto::run(crate::proto::GenProtoArgs { check: true })?;
-        step("clippy -D warnings");
+        phases.begin("lint: clippy -D warnings");
         exec(cargo().args([
             "clippy",
             "--workspace",
@@ -49,7 +64,7 @@ pub fn run(args: TestArgs) -> Result<()> {
             "-D",
             "warnings",
         ]))?;
-        step("cargo doc (warnings are errors)");
+        phases.begin("doc: cargo doc --workspace --no-deps (warnings are errors)");
         exec(
             cargo()
                 .args(["doc", "--workspace", "--no-deps", "--quiet"])
@@ -57,26 +72,33 @@ pub fn run(args: TestArgs) -> Result<()> {
         )?;
     }
 
-    step("Python smdebug peer and test tools");
-    let peer_python = peer::ensure_peer()?;
-    let tools_python = peer::ensure_tools()?;
+    phases.begin("build: cargo test --workspace --no-run, cargo build --workspace --lib");
+    exec(
+        cargo()
+            .args(["test", "--workspace", "--no-run"])
+            .args(&args.cargo_args),
+    )?;
+    // The Python extension module (a `cdylib`, which the test build does not link) from
+    // the same dependency builds: `--tests` keeps the dev-dependencies' features in the
+    // resolution, so nothing below it is compiled again.
+    exec(cargo().args(["build", "--workspace", "--lib", "--tests"]))?;
 
-    step("headless Chromium for the report tests");
-    let chromium = crate::browser::ensure_chromium()?;
-
-    step("S3-compatible test server (moto)");
-    let s3 = services::S3Server::start(&tools_python)?;
+    phases.begin("tools: Python peer, test tools, Chromium (installed while the build ran)");
+    let tools = tools
+        .join()
+        .map_err(|_| anyhow::anyhow!("the tool installer panicked"))??;
+    phases.begin("services: S3 server (moto), GCS and Azure emulators");
+    let s3 = services::S3Server::start(&tools.tools_python)?;
     eprintln!("moto listening at {}", s3.endpoint);
-    step("GCS and Azure emulators (fake-gcs-server, Azurite)");
-    let emulators = crate::stores::Emulators::start(&tools_python)?;
+    let emulators = crate::stores::Emulators::start(&tools.tools_python)?;
 
-    step("cargo test --workspace");
+    phases.begin("test: cargo test --workspace");
     let mut cmd = cargo();
     cmd.args(["test", "--workspace"])
         .args(&args.cargo_args)
-        .env("SMDEBUG_PEER_PYTHON", &peer_python)
-        .env("SMDEBUG_TOOLS_PYTHON", &tools_python)
-        .env("SMDEBUG_CHROMIUM", &chromium)
+        .env("SMDEBUG_PEER_PYTHON", &tools.peer_python)
+        .env("SMDEBUG_TOOLS_PYTHON", &tools.tools_python)
+        .env("SMDEBUG_CHROMIUM", &tools.chromium)
         .envs(s3.env())
         .envs(emulators.env());
     exec(&mut cmd)?;
@@ -85,15 +107,17 @@ pub fn run(args: TestArgs) -> Result<()> {
     // The optional extra check: the shared peer beside the clone (absent on a fresh clone).
     // Its tests are ignored by default, so the run above reports them as ignored, never as
     // passed; here they run by name, and this step says whether they did.
-    step("shared peer check (../shared/peer)");
+    phases.begin("test: shared peer check (../shared/peer)");
     let shared_peer = crate::util::root().join("../shared/peer");
     if shared_peer.is_dir() {
         let out = output(
             cargo()
-                .args(["test", "-p", "smdebug-conformance", "--test", "conformance"])
+                // `--workspace`, as the build phase: `-p` would resolve the dependencies'
+                // features for this package alone and build them again.
+                .args(["test", "--workspace", "--test", "conformance"])
                 .args(["--", "--ignored", SHARED_PEER_TESTS])
-                .env("SMDEBUG_PEER_PYTHON", &peer_python)
-                .env("SMDEBUG_TOOLS_PYTHON", &tools_python)
+                .env("SMDEBUG_PEER_PYTHON", &tools.peer_python)
+                .env("SMDEBUG_TOOLS_PYTHON", &tools.tools_python)
                 .env("SMDEBUG_SHARED_PEER", shared_peer.canonicalize()?)
                 .envs(s3.env()),
         )?;
@@ -106,17 +130,12 @@ pub fn run(args: TestArgs) -> Result<()> {
     } else {
         eprintln!("shared peer check: skipped: ../shared/peer absent");
     }
-    crate::python::test(&peer_python, &s3.env())?;
+    phases.begin("python: development install of smdebug_rs (the extension built above)");
+    crate::python::install_dev(&tools.peer_python)?;
+    phases.begin("python: pytest crates/python/tests");
+    crate::python::test(&tools.peer_python, &s3.env())?;
     drop(s3);
-
-    if !args.no_fuzz {
-        step("fuzz smoke run");
-        fuzz::ensure_cargo_fuzz()?;
-        fuzz::build_all()?;
-        for t in fuzz::targets()? {
-            fuzz::fuzz_one(&t, args.fuzz_time, None)?;
-        }
-    }
+    drop(phases);
     eprintln!(
         "\nall checks passed in {:.0} s",
         started.elapsed().as_secs_f64()

@@ -50,10 +50,25 @@ pub fn output(cmd: &mut Command) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// `cargo` as invoked by the user (respects `$CARGO`).
+/// `cargo` as invoked by the user (respects `$CARGO`), without the variables `cargo run`
+/// set for xtask itself (`CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`, …): build scripts that
+/// watch them (ring's does) would otherwise run again, and everything above them be
+/// compiled again, between a `cargo xtask test` and a plain `cargo test`.
 pub fn cargo() -> Command {
     let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     c.current_dir(root());
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        if key.starts_with("CARGO_PKG_")
+            || key.starts_with("CARGO_MANIFEST_")
+            || matches!(
+                key,
+                "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE"
+            )
+        {
+            c.env_remove(key);
+        }
+    }
     c
 }
 
