@@ -1,0 +1,418 @@
+"""smdebug_rs.pytorch on its own: what is saved at which step, the fault policy, get_hook,
+conversions only when due, built-in rules on real runs, zero code change and
+torch.distributed workers. The side-by-side runs with the original are in
+test_pytorch_vs_original.py."""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed: no PyTorch hook tests")
+
+import torch.nn as nn  # noqa: E402
+
+import smdebug_rs.pytorch as smd  # noqa: E402
+from smdebug_rs import exceptions, rules  # noqa: E402
+from smdebug_rs.pytorch import autohook, singleton_utils  # noqa: E402
+from smdebug_rs.trials import create_trial  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_SRC = os.path.abspath(os.path.join(HERE, "..", "python"))
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def fresh_singleton():
+    smd.del_hook()
+    yield
+    smd.del_hook()
+
+
+@pytest.fixture
+def smdebug_log():
+    """The ERROR records of logger ``smdebug_rs`` (it does not propagate to root)."""
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            if record.levelno >= logging.ERROR:
+                records.append(record)
+
+    h = Keep()
+    logger = logging.getLogger("smdebug_rs")
+    logger.addHandler(h)
+    yield records
+    logger.removeHandler(h)
+
+
+class Net(nn.Module):
+    def __init__(self, aux=False):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 6)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(6, 3)
+        self.aux = aux
+
+    def forward(self, x):
+        out = self.fc2(self.relu(self.fc1(x)))
+        if self.aux:
+            # A value numpy cannot take (complex32); training uses only `out`.
+            return out, torch.zeros(2, dtype=torch.complex32)
+        return out
+
+
+def batch(step):
+    g = torch.Generator().manual_seed(step)
+    return torch.randn(8, 4, generator=g), torch.randint(0, 3, (8,), generator=g)
+
+
+def train(hook=None, steps=4, aux=False, record=None, frozen=False):
+    """A seeded run; returns the losses. ``record`` (a dict) gets, per step, the weights the
+    forward used, the gradients of the loss and the loss."""
+    torch.manual_seed(0)
+    model = Net(aux=aux)
+    if frozen:
+        model.fc1.weight.requires_grad_(False)
+    crit = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.5)
+    if hook is not None:
+        hook.register_module(model)
+        hook.register_loss(crit)
+    losses = []
+    for s in range(steps):
+        x, y = batch(s)
+        if record is not None:
+            record[s] = {n: p.detach().clone() for n, p in model.named_parameters()}
+        opt.zero_grad()
+        out = model(x)
+        loss = crit(out[0] if aux else out, y)
+        loss.backward()
+        if record is not None:
+            record[s].update({"gradient/" + n: p.grad.clone()
+                              for n, p in model.named_parameters() if p.grad is not None})
+            record[s]["loss"] = loss.detach().clone()
+        opt.step()
+        losses.append(loss.item())
+    if hook is not None:
+        hook.close()
+    return losses
+
+
+EVERY = dict(save_config=smd.SaveConfig(save_interval=1))
+WGL = ["weights", "biases", "gradients", "losses"]
+
+
+def test_saved_values_are_those_of_the_step(tmp_path):
+    """Weights at step s are what step s's forward used (before the optimizer update),
+    gradients at step s those of step s's loss, the loss at step s the one computed then."""
+    rec = {}
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=WGL, **EVERY)
+    train(hook, steps=3, record=rec)
+    tr = create_trial(str(tmp_path / "t"))
+    assert tr.steps() == [0, 1, 2]
+    for s in range(3):
+        for n in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"):
+            np.testing.assert_array_equal(tr.tensor("Net_" + n).value(s), rec[s][n].numpy())
+            np.testing.assert_array_equal(tr.tensor("gradient/Net_" + n).value(s),
+                                          rec[s]["gradient/" + n].numpy())
+        np.testing.assert_array_equal(tr.tensor("CrossEntropyLoss_output_0").value(s),
+                                      rec[s]["loss"].numpy())
+    # The weights do change between steps (so the test can tell before from after).
+    assert not np.array_equal(tr.tensor("Net_fc1.weight").value(0),
+                              tr.tensor("Net_fc1.weight").value(1))
+
+
+def test_frozen_parameters_have_weights_but_no_gradients(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=WGL, **EVERY)
+    train(hook, steps=2, frozen=True)
+    assert hook.fault is None
+    names = create_trial(str(tmp_path / "t")).tensor_names()
+    assert "Net_fc1.weight" in names and "gradient/Net_fc1.weight" not in names
+    assert "gradient/Net_fc1.bias" in names
+
+
+def test_only_due_tensors_are_converted(tmp_path, monkeypatch):
+    import smdebug_rs.pytorch.hook as hook_mod
+
+    seen = []
+    real = hook_mod.to_numpy
+
+    def counting(t):
+        seen.append(hook.step)
+        return real(t)
+
+    monkeypatch.setattr(hook_mod, "to_numpy", counting)
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True,
+                    save_config=smd.SaveConfig(save_interval=3))
+    train(hook, steps=7)
+    assert seen and set(seen) == {0, 3, 6}
+
+
+def test_bfloat16_tensors_are_saved_as_float32(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=["weights"], **EVERY)
+    model = nn.Linear(3, 2).to(torch.bfloat16)
+    hook.register_module(model)
+    model(torch.ones(1, 3, dtype=torch.bfloat16))
+    hook.close()
+    v = create_trial(str(tmp_path / "t")).tensor("Linear_weight").value(0)
+    assert v.dtype == np.float32
+    np.testing.assert_array_equal(v, model.weight.detach().float().numpy())
+
+
+def test_a_module_called_twice_continues_the_count(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), include_regex=["act_"], **EVERY)
+    model = nn.Sequential()
+    act = nn.Tanh()
+    model.add_module("act", act)
+    model.add_module("lin", nn.Linear(2, 2))
+    hook.register_module(model)
+    x = torch.ones(1, 2)
+    model(x)
+    act(x * 2)  # the same module again in this step
+    hook.close()
+    tr = create_trial(str(tmp_path / "t"))
+    assert sorted(n for n in tr.tensor_names() if n.startswith("act_")) == [
+        "act_input_0", "act_input_1", "act_output_0", "act_output_1"]
+    np.testing.assert_allclose(tr.tensor("act_output_1").value(0), np.tanh(2 * np.ones((1, 2))),
+                               rtol=1e-6)
+
+
+# -- faults -------------------------------------------------------------------------------
+
+
+def _assert_one_fault_logged(records, *needles):
+    assert len(records) == 1, [r.getMessage() for r in records]
+    msg = records[0].getMessage()
+    for n in needles:
+        assert n in msg, msg
+
+
+def test_fault_unwritable_out_dir(tmp_path, smdebug_log):
+    reference = train(None)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    hook = smd.Hook(out_dir=str(blocker / "trial"), save_all=True, **EVERY)
+    assert train(hook) == reference
+    assert not hook.enabled and hook.fault is not None
+    _assert_one_fault_logged(smdebug_log, "the hook is off", type(hook.fault.error).__name__)
+
+
+def test_fault_value_that_cannot_be_converted(tmp_path, smdebug_log):
+    reference = train(None, aux=True)
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True, **EVERY)
+    assert train(hook, aux=True) == reference
+    assert hook.fault is not None and hook.fault.where == "_forward_hook"
+    _assert_one_fault_logged(smdebug_log, "_forward_hook", "TypeError", "ComplexHalf")
+    # What was saved before the fault is a readable, finished trial.
+    tr = create_trial(str(tmp_path / "t"))
+    assert tr.loaded_all_steps or tr.steps() == [0]
+
+
+def test_fault_in_the_native_hook(tmp_path, smdebug_log):
+    reference = train(None)
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True, **EVERY)
+    real = hook._native
+
+    class Exploding:
+        def __getattr__(self, name):
+            if name == "step":
+                raise RuntimeError("native hook exploded (injected)")
+            return getattr(real, name)
+
+    hook._native = Exploding()
+    assert train(hook) == reference
+    _assert_one_fault_logged(smdebug_log, "_forward_pre_hook", "RuntimeError",
+                             "native hook exploded (injected)")
+    real.close()
+
+
+def test_faulty_hook_calls_from_the_script_do_nothing(tmp_path, smdebug_log):
+    blocker = tmp_path / "f"
+    blocker.write_text("x")
+    hook = smd.Hook(out_dir=str(blocker / "t"))
+    hook.save_scalar("lr", 0.1)
+    hook.save_tensor("t", torch.ones(2))
+    hook.record_tensor_value("v", torch.ones(2))
+    hook.set_mode(smd.modes.EVAL)
+    assert hook.get_collection("weights").name == "weights"
+    assert hook.should_stop() is False
+    hook.close()
+    assert len(smdebug_log) == 1
+
+
+# -- get_hook / JSON ----------------------------------------------------------------------
+
+
+def _json_config(tmp_path, out, name="debughookconfig.json", **params):
+    cfg = tmp_path / name
+    cfg.write_text(json.dumps({
+        "LocalPath": str(out),
+        "HookParameters": {"save_interval": "1", **params},
+        "CollectionConfigurations": [{"CollectionName": "weights"},
+                                     {"CollectionName": "losses"}],
+    }))
+    return cfg
+
+
+def test_get_hook(tmp_path, monkeypatch):
+    monkeypatch.delenv("SMDEBUG_CONFIG_FILE_PATH", raising=False)
+    monkeypatch.delenv("USE_SMDEBUG", raising=False)
+    assert smd.get_hook() is None
+    if not os.path.exists(singleton_utils.DEFAULT_CONFIG_FILE_PATH):
+        assert smd.get_hook(create_if_not_exists=True) is None
+    cfg = _json_config(tmp_path, tmp_path / "t")
+    monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(cfg))
+    monkeypatch.setenv("USE_SMDEBUG", "false")
+    assert smd.get_hook(create_if_not_exists=True) is None
+    monkeypatch.setenv("USE_SMDEBUG", "true")
+    hook = smd.get_hook(create_if_not_exists=True)
+    assert isinstance(hook, smd.Hook) and smd.get_hook() is hook
+    assert hook.out_dir == str(tmp_path / "t")
+    train(hook, steps=2)
+    assert sorted(create_trial(str(tmp_path / "t")).tensor_names()) == [
+        "CrossEntropyLoss_output_0", "Net_fc1.weight", "Net_fc2.weight"]
+    with pytest.raises(FileNotFoundError):
+        smd.Hook.create_from_json_file(str(tmp_path / "missing.json"))
+
+
+# -- built-in rules on real runs ----------------------------------------------------------
+
+
+def _rule_run(out, deep_sigmoid):
+    torch.manual_seed(0)
+    if deep_sigmoid:
+        layers = []
+        for _ in range(8):
+            lin = nn.Linear(16, 16)
+            nn.init.normal_(lin.weight, std=0.01)
+            nn.init.zeros_(lin.bias)
+            layers += [lin, nn.Sigmoid()]
+        model = nn.Sequential(*layers, nn.Linear(16, 2))
+    else:
+        model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 2))
+    hook = smd.Hook(out_dir=out, include_collections=["weights", "gradients", "losses",
+                                                      "relus"], **EVERY)
+    hook.get_collection("relus").include(".*relu_output")
+    crit = nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(crit)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(64, 16, generator=g)
+    y = (x[:, 0] > 0).long()
+    for _ in range(12):
+        opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()
+    hook.close()
+    return create_trial(out)
+
+
+def _firings(rule):
+    try:
+        rules.invoke_rule(rule)
+    except exceptions.NoMoreData:
+        pass
+    return rule.firings
+
+
+def test_vanishing_gradient_fires_on_a_deep_sigmoid_network(tmp_path):
+    tr = _rule_run(str(tmp_path / "deep"), deep_sigmoid=True)
+    firings = _firings(rules.VanishingGradient(tr))
+    assert firings and firings[0]["step"] == 0
+    assert all(f["tensor"].startswith("gradient/Sequential_") for f in firings)
+
+
+def test_default_rules_stay_silent_on_a_healthy_network(tmp_path):
+    tr = _rule_run(str(tmp_path / "healthy"), deep_sigmoid=False)
+    assert "gradient/Sequential_0.weight" in tr.tensor_names()
+    for rule in (rules.VanishingGradient(tr),
+                 rules.ExplodingTensor(tr, collection_names="gradients"),
+                 rules.WeightUpdateRatio(tr),
+                 rules.LossNotDecreasing(tr, num_steps=5),
+                 rules.DeadRelu(tr)):
+        assert _firings(rule) == [], type(rule).__name__
+
+
+# -- zero code change ---------------------------------------------------------------------
+
+
+def _env(**extra):
+    env = dict(os.environ, PYTHONPATH=PYTHON_SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               SMDEBUG_LOG_LEVEL="error", **extra)
+    return env
+
+
+def test_zero_code_change_writes_what_an_explicit_hook_writes(tmp_path):
+    script = os.path.join(HERE, "torch_plain_train.py")
+    trials = {}
+    for how in ("run", "explicit"):
+        out = tmp_path / how
+        cfg = _json_config(tmp_path, out, name=f"{how}.json")
+        args = ([sys.executable, "-m", "smdebug_rs", "run", script] if how == "run"
+                else [sys.executable, script, "--explicit-hook"])
+        p = subprocess.run(args, env=_env(SMDEBUG_CONFIG_FILE_PATH=str(cfg)),
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        trials[how] = create_trial(str(out))
+        losses = json.loads(p.stdout.strip().splitlines()[-1])
+        trials[how + "_losses"] = losses
+    run, explicit = trials["run"], trials["explicit"]
+    assert trials["run_losses"] == trials["explicit_losses"]
+    assert run.tensor_names() == explicit.tensor_names()
+    assert "CrossEntropyLoss_output_0" in run.tensor_names()
+    assert "Net_fc1.weight" in run.tensor_names()
+    for name in run.tensor_names():
+        assert run.tensor(name).steps() == explicit.tensor(name).steps(), name
+        for s in run.tensor(name).steps():
+            np.testing.assert_array_equal(run.tensor(name).value(s),
+                                          explicit.tensor(name).value(s))
+    # USE_SMDEBUG=false: the script runs, nothing is written.
+    cfg = _json_config(tmp_path, tmp_path / "off", name="off.json")
+    p = subprocess.run([sys.executable, "-m", "smdebug_rs", "run", script],
+                       env=_env(SMDEBUG_CONFIG_FILE_PATH=str(cfg), USE_SMDEBUG="false"),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == trials["run_losses"]
+    assert not (tmp_path / "off").exists()
+
+
+def test_autohook_without_config_leaves_training_alone(monkeypatch):
+    monkeypatch.delenv("SMDEBUG_CONFIG_FILE_PATH", raising=False)
+    if os.path.exists(singleton_utils.DEFAULT_CONFIG_FILE_PATH):
+        pytest.skip("a SageMaker hook configuration exists on this machine")
+    assert autohook.install()
+    try:
+        assert train(None, steps=2) == train(None, steps=2)
+        assert not autohook.installed()
+    finally:
+        autohook.uninstall()
+
+
+# -- torch.distributed --------------------------------------------------------------------
+
+
+def test_two_gloo_workers_write_one_trial(tmp_path):
+    dist = torch.distributed
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available")
+    out = tmp_path / "dist"
+    p = subprocess.run([sys.executable, os.path.join(HERE, "torch_dist_worker.py"), str(out),
+                        str(tmp_path / "expected")], env=_env(), capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    tr = create_trial(str(out))
+    assert tr.workers() == ["worker_0", "worker_1"] and tr.num_workers == 2
+    for rank in (0, 1):
+        expected = np.load(str(tmp_path / "expected") + f"_{rank}.npz")
+        for key in expected.files:
+            step, name = key.split(":", 1)
+            np.testing.assert_array_equal(
+                tr.tensor(name).value(int(step), worker=f"worker_{rank}"), expected[key])
+    assert tr.steps() == [0, 1, 2]
