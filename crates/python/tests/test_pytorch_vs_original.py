@@ -15,10 +15,13 @@ pytest.importorskip("torch", reason="torch is not installed: no PyTorch hook tes
 pytest.importorskip("smdebug.pytorch",
                     reason="the original smdebug (smdebug.pytorch) is not importable")
 
+smdebug_rs = pytest.importorskip("smdebug_rs")
+
 import torch_compare  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_SRC = os.path.abspath(os.path.join(HERE, "..", "python"))
+# The subprocesses import smdebug_rs from where this process found it.
+PYTHON_SRC = os.path.dirname(os.path.dirname(os.path.abspath(smdebug_rs.__file__)))
 CONFIGS = ["json", "default", "save_all", "custom", "nested", "twice", "frozen", "modes"]
 
 

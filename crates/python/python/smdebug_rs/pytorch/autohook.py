@@ -81,5 +81,8 @@ def _attach(module, inputs):
             # start the step for this first call here.
             hook._forward_pre_hook(module, inputs)
         return
+    if not hook.enabled:
+        uninstall()  # switched off by a fault: stop looking at module calls
+        return
     if is_loss and module not in hook.module_set:
         hook.register_loss(module)
