@@ -210,8 +210,9 @@ def test_fault_value_that_cannot_be_converted(tmp_path, smdebug_log):
     reference = train(None, aux=True)
     hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True, **EVERY)
     assert train(hook, aux=True) == reference
-    assert hook.fault is not None and hook.fault.where == "_forward_hook"
-    _assert_one_fault_logged(smdebug_log, "_forward_hook", "TypeError", "ComplexHalf")
+    assert hook.fault is not None and hook.fault.where == "_forward_hook saving Net_output_1"
+    _assert_one_fault_logged(smdebug_log, "_forward_hook saving Net_output_1", "TypeError",
+                             "ComplexHalf")
     # What was saved before the fault is a readable, finished trial.
     tr = create_trial(str(tmp_path / "t"))
     assert tr.loaded_all_steps or tr.steps() == [0]

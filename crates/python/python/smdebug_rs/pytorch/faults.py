@@ -3,7 +3,7 @@
 Every body the hook runs inside the user's training (the constructor, module and parameter
 callbacks, ``register_module``, ``record_tensor_value``, ``save_tensor``, ``save_scalar``,
 ``set_mode``, ``close`` …) goes through :func:`guarded`. An exception there is logged once
-(logger ``smdebug_rs``, level ERROR, naming the call, the exception's class and message,
+(logger ``smdebug_rs``, level ERROR, naming the call and the tensor being saved, the exception's class and message,
 with its traceback), the hook is switched off (every later call returns at once, the native
 writer is closed quietly so readers see the trial end) and the callback returns what it
 returns when nothing is due (``None``: the module's output and the gradient are unchanged).
@@ -39,6 +39,9 @@ def fail(hook, where, error):
     hook off."""
     if hook._fault is not None:
         return
+    tensor = getattr(hook, "_saving", None)
+    if tensor is not None:
+        where = f"{where} saving {tensor}"
     hook._fault = HookFault(where, error)
     get_logger().error(
         "smdebug_rs.pytorch: %s failed (%s: %s); the hook is off for the rest of this "

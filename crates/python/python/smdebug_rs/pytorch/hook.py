@@ -82,6 +82,7 @@ class Hook:
                  include_collections=None, save_all=False, include_workers="one", *,
                  _json_file=None):
         self._fault = None
+        self._saving = None
         self._native = None
         self._closed = False
         self._started = False
@@ -283,7 +284,9 @@ class Hook:
         # The conversion (and any device → host copy) happens only when the name is due.
         native = self._native
         if native.should_save_tensor(name):
+            self._saving = name  # named in the log if converting or saving fails
             native.save(name, to_numpy(tensor))
+            self._saving = None
 
     def _write_all(self, name, suffix, value):
         key = name + suffix
