@@ -3,8 +3,8 @@
 Every body the hook runs inside the user's training (the constructor, module and parameter
 callbacks, ``register_module``, ``record_tensor_value``, ``save_tensor``, ``save_scalar``,
 ``set_mode``, ``close`` …) goes through :func:`guarded`. An exception there is logged once
-(logger ``smdebug_rs``, level ERROR, naming the call and the tensor being saved, the exception's class and message,
-with its traceback), the hook is switched off (every later call returns at once, the native
+(logger ``smdebug_rs``, level ERROR, naming the call and the tensor being saved, the
+exception's class and message, with its traceback), the hook is switched off (every later call returns at once, the native
 writer is closed quietly so readers see the trial end) and the callback returns what it
 returns when nothing is due (``None``: the module's output and the gradient are unchanged).
 Training goes on with the results it would have had without the hook.
