@@ -403,19 +403,22 @@ def test_autohook_without_config_leaves_training_alone(monkeypatch):
 # -- torch.distributed --------------------------------------------------------------------
 
 
-def test_two_gloo_workers_write_one_trial(tmp_path):
+@pytest.mark.parametrize("include", ["all", "one"])
+def test_two_gloo_workers_write_one_trial(tmp_path, include):
     dist = torch.distributed
     if not dist.is_available() or not dist.is_gloo_available():
         pytest.skip("torch.distributed with gloo is not available")
     out = tmp_path / "dist"
     p = subprocess.run([sys.executable, os.path.join(HERE, "torch_dist_worker.py"), str(out),
-                        str(tmp_path / "expected")], env=_env(), capture_output=True,
-                       text=True, timeout=120)
+                        str(tmp_path / "expected"), include], env=_env(),
+                       capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     tr = create_trial(str(out))
-    assert tr.workers() == ["worker_0", "worker_1"] and tr.num_workers == 2
-    for rank in (0, 1):
+    ranks = [0, 1] if include == "all" else [0]
+    assert tr.workers() == [f"worker_{r}" for r in ranks] and tr.num_workers == len(ranks)
+    for rank in ranks:
         expected = np.load(str(tmp_path / "expected") + f"_{rank}.npz")
+        assert len(expected.files) == 3 * 9
         for key in expected.files:
             step, name = key.split(":", 1)
             np.testing.assert_array_equal(

@@ -1,8 +1,8 @@
 """Two torch.distributed (gloo) processes, each with the smdebug_rs PyTorch hook
-(include_workers="all"), writing one trial; each saves what it computed to
-EXPECTED_<rank>.npz ("<step>:<tensor name>" → value) for the test to compare.
+(include_workers INCLUDE, "all" or "one"), writing one trial; each saves what it computed
+to EXPECTED_<rank>.npz ("<step>:<tensor name>" → value) for the test to compare.
 
-  python torch_dist_worker.py OUT_DIR EXPECTED_PREFIX
+  python torch_dist_worker.py OUT_DIR EXPECTED_PREFIX INCLUDE
 """
 
 import os
@@ -16,7 +16,7 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 
 
-def worker(rank, world, out, expected):
+def worker(rank, world, out, expected, include):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     import smdebug_rs.pytorch as smd
@@ -25,7 +25,7 @@ def worker(rank, world, out, expected):
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
     crit = nn.MSELoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    hook = smd.Hook(out_dir=out, include_workers="all",
+    hook = smd.Hook(out_dir=out, include_workers=include,
                     save_config=smd.SaveConfig(save_interval=1),
                     include_collections=["weights", "biases", "gradients", "losses"])
     assert hook.worker == f"worker_{rank}", hook.worker
@@ -58,9 +58,9 @@ def free_port():
 
 
 if __name__ == "__main__":
-    out, expected = sys.argv[1:3]
+    out, expected, include = sys.argv[1:4]
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(free_port())
     for k in ("RANK", "WORLD_SIZE"):
         os.environ.pop(k, None)
-    mp.spawn(worker, args=(2, out, expected), nprocs=2, join=True)
+    mp.spawn(worker, args=(2, out, expected, include), nprocs=2, join=True)
