@@ -63,4 +63,6 @@ if __name__ == "__main__":
     os.environ["MASTER_PORT"] = str(free_port())
     for k in ("RANK", "WORLD_SIZE"):
         os.environ.pop(k, None)
-    mp.spawn(worker, args=(2, out, expected, include), nprocs=2, join=True)
+    # fork: the children inherit the imported torch (spawn would import it twice more).
+    mp.start_processes(worker, args=(2, out, expected, include), nprocs=2, join=True,
+                       start_method="fork")
