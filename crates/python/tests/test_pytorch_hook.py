@@ -13,7 +13,10 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="torch is not installed: no PyTorch hook tests")
+try:
+    import torch
+except ImportError as e:  # not installed, or installed but broken
+    pytest.skip(f"torch is not importable ({e}): no PyTorch hook tests", allow_module_level=True)
 
 import torch.nn as nn  # noqa: E402
 

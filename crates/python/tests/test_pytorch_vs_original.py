@@ -11,12 +11,17 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("torch", reason="torch is not installed: no PyTorch hook tests")
-pytest.importorskip("smdebug.pytorch",
-                    reason="the original smdebug (smdebug.pytorch) is not importable")
+try:
+    import torch  # noqa: F401
+except ImportError as e:  # not installed, or installed but broken
+    pytest.skip(f"torch is not importable ({e}): no PyTorch hook tests", allow_module_level=True)
+try:
+    import smdebug.pytorch  # noqa: F401
+except ImportError as e:
+    pytest.skip(f"the original smdebug.pytorch is not importable ({e}): no side-by-side runs",
+                allow_module_level=True)
 
-smdebug_rs = pytest.importorskip("smdebug_rs")
-
+import smdebug_rs  # noqa: E402
 import torch_compare  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
