@@ -436,3 +436,25 @@ def test_two_gloo_workers_write_one_trial(tmp_path, include):
                 step, name = key.split(":", 1)
                 np.testing.assert_array_equal(
                     tr.tensor(name).value(int(step), worker=f"worker_{rank}"), expected[key])
+
+
+# -- documented differences from the original ---------------------------------------------
+
+
+def test_save_tensor_goes_to_the_step_it_was_given_in(tmp_path):
+    """Deviation: a save_tensor after backward() belongs to that step (the original writes
+    it from the next step's callbacks); a collection first made after the first step works
+    (the original raises AttributeError); registering a module twice is a no-op."""
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), **EVERY)
+    model = nn.Linear(2, 1)
+    hook.register_module(model)
+    hook.register_module(model)  # a warning, nothing more
+    for s in range(3):
+        model(torch.ones(1, 2)).sum().backward()
+        hook.save_tensor("after_backward", torch.full((2,), float(s)), "late_collection")
+    hook.close()
+    assert hook.fault is None
+    t = create_trial(str(tmp_path / "t")).tensor("after_backward")
+    assert t.steps() == [0, 1, 2]
+    for s in range(3):
+        np.testing.assert_array_equal(t.value(s), np.full(2, s, np.float32))
