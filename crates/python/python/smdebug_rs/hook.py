@@ -129,7 +129,10 @@ class Hook(_native.Hook):
                 framework="numpy", worker=None, num_workers=None, collections=None,
                 wall_time_base=None, stop_check_interval=None, _json_file=None, **kwargs):
         if _json_file is not None:
-            worker, num_workers = worker_from_env()
+            if worker is None:
+                worker, num_workers = worker_from_env()
+            elif num_workers is None:
+                num_workers = 1
             self = super().__new__(cls, "", framework=framework, worker=worker,
                                    num_workers=num_workers, from_json_file=True,
                                    json_file_path=_json_file[0],
@@ -171,11 +174,14 @@ class Hook(_native.Hook):
         pass
 
     @classmethod
-    def create_from_json_file(cls, json_file_path=None, *, framework="numpy"):
+    def create_from_json_file(cls, json_file_path=None, *, framework="numpy", worker=None,
+                              num_workers=None):
         """The hook of a SageMaker job: from ``json_file_path``, else
         ``$SMDEBUG_CONFIG_FILE_PATH``, else ``/opt/ml/input/config/debughookconfig.json``
-        (``FileNotFoundError`` if there is none)."""
-        return cls(framework=framework, _json_file=(json_file_path,))
+        (``FileNotFoundError`` if there is none). The worker comes from the environment
+        (:func:`worker_from_env`) unless ``worker`` (and ``num_workers``) are given."""
+        return cls(framework=framework, worker=worker, num_workers=num_workers,
+                   _json_file=(json_file_path,))
 
     # -- collections -------------------------------------------------------------------
 

@@ -36,7 +36,12 @@ class Hook(_NativeHook):
     ) -> "Hook": ...
     @classmethod
     def create_from_json_file(
-        cls, json_file_path: Optional[str] = None, *, framework: str = "numpy"
+        cls,
+        json_file_path: Optional[str] = None,
+        *,
+        framework: str = "numpy",
+        worker: Optional[str] = None,
+        num_workers: Optional[int] = None,
     ) -> "Hook": ...
     def get_collection(self, name: str) -> Collection: ...
     def include_collection(self, name: str) -> None: ...

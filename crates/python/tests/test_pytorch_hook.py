@@ -1,0 +1,460 @@
+"""smdebug_rs.pytorch on its own: what is saved at which step, the fault policy, get_hook,
+conversions only when due, built-in rules on real runs, zero code change and
+torch.distributed workers. The side-by-side runs with the original are in
+test_pytorch_vs_original.py."""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+try:
+    import torch
+except ImportError as e:  # not installed, or installed but broken
+    pytest.skip(f"torch is not importable ({e}): no PyTorch hook tests", allow_module_level=True)
+
+import torch.nn as nn  # noqa: E402
+
+import smdebug_rs.pytorch as smd  # noqa: E402
+from smdebug_rs import exceptions, rules  # noqa: E402
+from smdebug_rs.pytorch import autohook, singleton_utils  # noqa: E402
+from smdebug_rs.trials import create_trial  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Subprocesses import smdebug_rs from where this process found it (the installed wheel, or
+# a source tree with the extension beside it).
+PYTHON_SRC = os.path.dirname(os.path.dirname(os.path.abspath(smd.__file__)))
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def fresh_singleton():
+    smd.del_hook()
+    yield
+    smd.del_hook()
+
+
+@pytest.fixture
+def smdebug_log():
+    """The ERROR records of logger ``smdebug_rs`` (it does not propagate to root)."""
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            if record.levelno >= logging.ERROR:
+                records.append(record)
+
+    h = Keep()
+    logger = logging.getLogger("smdebug_rs")
+    logger.addHandler(h)
+    yield records
+    logger.removeHandler(h)
+
+
+class Net(nn.Module):
+    def __init__(self, aux=False):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 6)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(6, 3)
+        self.aux = aux
+
+    def forward(self, x):
+        out = self.fc2(self.relu(self.fc1(x)))
+        if self.aux:
+            # A value numpy cannot take (complex32); training uses only `out`.
+            return out, torch.zeros(2, dtype=torch.complex32)
+        return out
+
+
+def batch(step):
+    g = torch.Generator().manual_seed(step)
+    return torch.randn(8, 4, generator=g), torch.randint(0, 3, (8,), generator=g)
+
+
+def train(hook=None, steps=4, aux=False, record=None, frozen=False):
+    """A seeded run; returns the losses. ``record`` (a dict) gets, per step, the weights the
+    forward used, the gradients of the loss and the loss."""
+    torch.manual_seed(0)
+    model = Net(aux=aux)
+    if frozen:
+        model.fc1.weight.requires_grad_(False)
+    crit = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.5)
+    if hook is not None:
+        hook.register_module(model)
+        hook.register_loss(crit)
+    losses = []
+    for s in range(steps):
+        x, y = batch(s)
+        if record is not None:
+            record[s] = {n: p.detach().clone() for n, p in model.named_parameters()}
+        opt.zero_grad()
+        out = model(x)
+        loss = crit(out[0] if aux else out, y)
+        loss.backward()
+        if record is not None:
+            record[s].update({"gradient/" + n: p.grad.clone()
+                              for n, p in model.named_parameters() if p.grad is not None})
+            record[s]["loss"] = loss.detach().clone()
+        opt.step()
+        losses.append(loss.item())
+    if hook is not None:
+        hook.close()
+    return losses
+
+
+EVERY = dict(save_config=smd.SaveConfig(save_interval=1))
+WGL = ["weights", "biases", "gradients", "losses"]
+
+
+def test_saved_values_are_those_of_the_step(tmp_path):
+    """Weights at step s are what step s's forward used (before the optimizer update),
+    gradients at step s those of step s's loss, the loss at step s the one computed then."""
+    rec = {}
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=WGL, **EVERY)
+    train(hook, steps=3, record=rec)
+    tr = create_trial(str(tmp_path / "t"))
+    assert tr.steps() == [0, 1, 2]
+    for s in range(3):
+        for n in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"):
+            np.testing.assert_array_equal(tr.tensor("Net_" + n).value(s), rec[s][n].numpy())
+            np.testing.assert_array_equal(tr.tensor("gradient/Net_" + n).value(s),
+                                          rec[s]["gradient/" + n].numpy())
+        np.testing.assert_array_equal(tr.tensor("CrossEntropyLoss_output_0").value(s),
+                                      rec[s]["loss"].numpy())
+    # The weights do change between steps (so the test can tell before from after).
+    assert not np.array_equal(tr.tensor("Net_fc1.weight").value(0),
+                              tr.tensor("Net_fc1.weight").value(1))
+
+
+def test_frozen_parameters_have_weights_but_no_gradients(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=WGL, **EVERY)
+    train(hook, steps=2, frozen=True)
+    assert hook.fault is None
+    names = create_trial(str(tmp_path / "t")).tensor_names()
+    assert "Net_fc1.weight" in names and "gradient/Net_fc1.weight" not in names
+    assert "gradient/Net_fc1.bias" in names
+
+
+def test_only_due_tensors_are_converted(tmp_path, monkeypatch):
+    import smdebug_rs.pytorch.hook as hook_mod
+
+    seen = []
+    real = hook_mod.to_numpy
+
+    def counting(t):
+        seen.append(hook.step)
+        return real(t)
+
+    monkeypatch.setattr(hook_mod, "to_numpy", counting)
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True,
+                    save_config=smd.SaveConfig(save_interval=3))
+    train(hook, steps=7)
+    assert seen and set(seen) == {0, 3, 6}
+
+
+def test_bfloat16_tensors_are_saved_as_float32(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=["weights"], **EVERY)
+    model = nn.Linear(3, 2).to(torch.bfloat16)
+    hook.register_module(model)
+    model(torch.ones(1, 3, dtype=torch.bfloat16))
+    hook.close()
+    v = create_trial(str(tmp_path / "t")).tensor("Linear_weight").value(0)
+    assert v.dtype == np.float32
+    np.testing.assert_array_equal(v, model.weight.detach().float().numpy())
+
+
+def test_a_module_called_twice_continues_the_count(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), include_regex=["act_"], **EVERY)
+    model = nn.Sequential()
+    act = nn.Tanh()
+    model.add_module("act", act)
+    model.add_module("lin", nn.Linear(2, 2))
+    hook.register_module(model)
+    x = torch.ones(1, 2)
+    model(x)
+    act(x * 2)  # the same module again in this step
+    hook.close()
+    tr = create_trial(str(tmp_path / "t"))
+    assert sorted(n for n in tr.tensor_names() if n.startswith("act_")) == [
+        "act_input_0", "act_input_1", "act_output_0", "act_output_1"]
+    np.testing.assert_allclose(tr.tensor("act_output_1").value(0), np.tanh(2 * np.ones((1, 2))),
+                               rtol=1e-6)
+
+
+# -- faults -------------------------------------------------------------------------------
+
+
+def _assert_one_fault_logged(records, *needles):
+    assert len(records) == 1, [r.getMessage() for r in records]
+    msg = records[0].getMessage()
+    for n in needles:
+        assert n in msg, msg
+
+
+def test_fault_unwritable_out_dir(tmp_path, smdebug_log):
+    reference = train(None)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    hook = smd.Hook(out_dir=str(blocker / "trial"), save_all=True, **EVERY)
+    assert train(hook) == reference
+    assert not hook.enabled and hook.fault is not None
+    _assert_one_fault_logged(smdebug_log, "the hook is off", type(hook.fault.error).__name__)
+
+
+def test_fault_value_that_cannot_be_converted(tmp_path, smdebug_log):
+    reference = train(None, aux=True)
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True, **EVERY)
+    assert train(hook, aux=True) == reference
+    assert hook.fault is not None and hook.fault.where == "_forward_hook saving Net_output_1"
+    _assert_one_fault_logged(smdebug_log, "_forward_hook saving Net_output_1", "TypeError",
+                             "ComplexHalf")
+    # What was saved before the fault is a readable, finished trial.
+    tr = create_trial(str(tmp_path / "t"))
+    assert tr.loaded_all_steps or tr.steps() == [0]
+
+
+def test_fault_in_the_native_hook(tmp_path, smdebug_log):
+    reference = train(None)
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True, **EVERY)
+    real = hook._native
+
+    class Exploding:
+        def __getattr__(self, name):
+            if name == "step":
+                raise RuntimeError("native hook exploded (injected)")
+            return getattr(real, name)
+
+    hook._native = Exploding()
+    assert train(hook) == reference
+    _assert_one_fault_logged(smdebug_log, "_forward_pre_hook", "RuntimeError",
+                             "native hook exploded (injected)")
+    real.close()
+
+
+def test_faulty_hook_calls_from_the_script_do_nothing(tmp_path, smdebug_log):
+    blocker = tmp_path / "f"
+    blocker.write_text("x")
+    hook = smd.Hook(out_dir=str(blocker / "t"))
+    hook.save_scalar("lr", 0.1)
+    hook.save_tensor("t", torch.ones(2))
+    hook.record_tensor_value("v", torch.ones(2))
+    hook.set_mode(smd.modes.EVAL)
+    assert hook.get_collection("weights").name == "weights"
+    assert hook.should_stop() is False
+    hook.close()
+    assert len(smdebug_log) == 1
+
+
+# -- get_hook / JSON ----------------------------------------------------------------------
+
+
+def _json_config(tmp_path, out, name="debughookconfig.json", **params):
+    cfg = tmp_path / name
+    cfg.write_text(json.dumps({
+        "LocalPath": str(out),
+        "HookParameters": {"save_interval": "1", **params},
+        "CollectionConfigurations": [{"CollectionName": "weights"},
+                                     {"CollectionName": "losses"}],
+    }))
+    return cfg
+
+
+def test_get_hook(tmp_path, monkeypatch):
+    monkeypatch.delenv("SMDEBUG_CONFIG_FILE_PATH", raising=False)
+    monkeypatch.delenv("USE_SMDEBUG", raising=False)
+    assert smd.get_hook() is None
+    if not os.path.exists(singleton_utils.DEFAULT_CONFIG_FILE_PATH):
+        assert smd.get_hook(create_if_not_exists=True) is None
+    cfg = _json_config(tmp_path, tmp_path / "t")
+    monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(cfg))
+    monkeypatch.setenv("USE_SMDEBUG", "false")
+    assert smd.get_hook(create_if_not_exists=True) is None
+    monkeypatch.setenv("USE_SMDEBUG", "true")
+    hook = smd.get_hook(create_if_not_exists=True)
+    assert isinstance(hook, smd.Hook) and smd.get_hook() is hook
+    assert hook.out_dir == str(tmp_path / "t")
+    train(hook, steps=2)
+    assert sorted(create_trial(str(tmp_path / "t")).tensor_names()) == [
+        "CrossEntropyLoss_output_0", "Net_fc1.weight", "Net_fc2.weight"]
+    with pytest.raises(FileNotFoundError):
+        smd.Hook.create_from_json_file(str(tmp_path / "missing.json"))
+
+
+# -- built-in rules on real runs ----------------------------------------------------------
+
+
+def _rule_run(out, deep_sigmoid):
+    torch.manual_seed(0)
+    if deep_sigmoid:
+        layers = []
+        for _ in range(8):
+            lin = nn.Linear(16, 16)
+            nn.init.normal_(lin.weight, std=0.01)
+            nn.init.zeros_(lin.bias)
+            layers += [lin, nn.Sigmoid()]
+        model = nn.Sequential(*layers, nn.Linear(16, 2))
+    else:
+        model = nn.Sequential(OrderedDict(fc1=nn.Linear(16, 32), relu=nn.ReLU(),
+                                          fc2=nn.Linear(32, 2)))
+    hook = smd.Hook(out_dir=out, include_collections=["weights", "gradients", "losses",
+                                                      "relus"], **EVERY)
+    hook.get_collection("relus").include(".*relu_output")
+    crit = nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(crit)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(64, 16, generator=g)
+    y = (x[:, 0] > 0).long()
+    for _ in range(12):
+        opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()
+    hook.close()
+    return create_trial(out)
+
+
+def _firings(rule):
+    try:
+        rules.invoke_rule(rule)
+    except exceptions.NoMoreData:
+        pass
+    return rule.firings
+
+
+def test_vanishing_gradient_fires_on_a_deep_sigmoid_network(tmp_path):
+    tr = _rule_run(str(tmp_path / "deep"), deep_sigmoid=True)
+    firings = _firings(rules.VanishingGradient(tr))
+    assert firings and firings[0]["step"] == 0
+    assert all(f["tensor"].startswith("gradient/Sequential_") for f in firings)
+    # The first layers do not learn either: WeightUpdateRatio sees (almost) no update. (So
+    # the rules the healthy run keeps silent can fire on these trials.)
+    assert _firings(rules.WeightUpdateRatio(tr))
+
+
+def test_default_rules_stay_silent_on_a_healthy_network(tmp_path):
+    tr = _rule_run(str(tmp_path / "healthy"), deep_sigmoid=False)
+    assert {"gradient/Sequential_fc1.weight", "relu_output_0"} <= set(tr.tensor_names())
+    for rule in (rules.VanishingGradient(tr),
+                 rules.ExplodingTensor(tr, collection_names="gradients"),
+                 rules.WeightUpdateRatio(tr),
+                 rules.LossNotDecreasing(tr, num_steps=5),
+                 rules.DeadRelu(tr)):
+        assert _firings(rule) == [], type(rule).__name__
+
+
+# -- zero code change ---------------------------------------------------------------------
+
+
+def _env(**extra):
+    env = dict(os.environ, PYTHONPATH=PYTHON_SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               SMDEBUG_LOG_LEVEL="error", **extra)
+    return env
+
+
+def test_zero_code_change_writes_what_an_explicit_hook_writes(tmp_path):
+    script = os.path.join(HERE, "torch_plain_train.py")
+    runs = {
+        # python -m smdebug_rs run on the unchanged script
+        "run": ([sys.executable, "-m", "smdebug_rs", "run", script], {}),
+        # the same script making its hook itself
+        "explicit": ([sys.executable, script, "--explicit-hook"], {}),
+        # USE_SMDEBUG=false: the script runs, nothing is written
+        "off": ([sys.executable, "-m", "smdebug_rs", "run", script], {"USE_SMDEBUG": "false"}),
+    }
+    procs = {}
+    for how, (args, extra) in runs.items():  # all at once: the machine has two cores
+        cfg = _json_config(tmp_path, tmp_path / how, name=f"{how}.json")
+        procs[how] = subprocess.Popen(args, env=_env(SMDEBUG_CONFIG_FILE_PATH=str(cfg), **extra),
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    losses = {}
+    for how, p in procs.items():
+        stdout, stderr = p.communicate(timeout=120)
+        assert p.returncode == 0, stderr
+        losses[how] = json.loads(stdout.strip().splitlines()[-1])
+    assert losses["run"] == losses["explicit"] == losses["off"]
+    assert not (tmp_path / "off").exists()
+    run, explicit = create_trial(str(tmp_path / "run")), create_trial(str(tmp_path / "explicit"))
+    assert run.tensor_names() == explicit.tensor_names()
+    assert {"CrossEntropyLoss_output_0", "Net_fc1.weight"} <= set(run.tensor_names())
+    assert run.steps() == explicit.steps() == [0, 1, 2, 3]
+    for name in run.tensor_names():
+        assert run.tensor(name).steps() == explicit.tensor(name).steps(), name
+        for s in run.tensor(name).steps():
+            np.testing.assert_array_equal(run.tensor(name).value(s),
+                                          explicit.tensor(name).value(s))
+
+
+def test_autohook_without_config_leaves_training_alone(monkeypatch):
+    monkeypatch.delenv("SMDEBUG_CONFIG_FILE_PATH", raising=False)
+    if os.path.exists(singleton_utils.DEFAULT_CONFIG_FILE_PATH):
+        pytest.skip("a SageMaker hook configuration exists on this machine")
+    assert autohook.install()
+    try:
+        assert train(None, steps=2) == train(None, steps=2)
+        assert not autohook.installed()
+    finally:
+        autohook.uninstall()
+
+
+# -- torch.distributed --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("include", ["all", "one"])
+def test_two_gloo_workers_write_one_trial(tmp_path, include):
+    dist = torch.distributed
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available")
+    out = tmp_path / "dist"
+    p = subprocess.run([sys.executable, os.path.join(HERE, "torch_dist_worker.py"), str(out),
+                        str(tmp_path / "expected"), include], env=_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    ranks = [0, 1] if include == "all" else [0]
+    readers = [create_trial]
+    try:  # the original's reader too, where it is installed
+        from smdebug.trials import create_trial as original_create_trial
+        readers.append(original_create_trial)
+    except ImportError:
+        pass
+    for read in readers:
+        tr = read(str(out))
+        assert sorted(tr.workers()) == [f"worker_{r}" for r in ranks]
+        assert tr.num_workers == len(ranks) and tr.steps() == [0, 1, 2]
+        for rank in ranks:
+            expected = np.load(str(tmp_path / "expected") + f"_{rank}.npz")
+            assert len(expected.files) == 3 * 9
+            for key in expected.files:
+                step, name = key.split(":", 1)
+                np.testing.assert_array_equal(
+                    tr.tensor(name).value(int(step), worker=f"worker_{rank}"), expected[key])
+
+
+# -- documented differences from the original ---------------------------------------------
+
+
+def test_save_tensor_goes_to_the_step_it_was_given_in(tmp_path):
+    """Deviation: a save_tensor after backward() belongs to that step (the original writes
+    it from the next step's callbacks); a collection first made after the first step works
+    (the original raises AttributeError); registering a module twice is a no-op."""
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), **EVERY)
+    model = nn.Linear(2, 1)
+    hook.register_module(model)
+    hook.register_module(model)  # a warning, nothing more
+    for s in range(3):
+        model(torch.ones(1, 2)).sum().backward()
+        hook.save_tensor("after_backward", torch.full((2,), float(s)), "late_collection")
+    hook.close()
+    assert hook.fault is None
+    t = create_trial(str(tmp_path / "t")).tensor("after_backward")
+    assert t.steps() == [0, 1, 2]
+    for s in range(3):
+        np.testing.assert_array_equal(t.value(s), np.full(2, s, np.float32))
