@@ -133,10 +133,87 @@ pub fn tempdir() -> tempfile::TempDir {
 /// Writes the trial of a preset (`tests/peer/presets/<preset>.json`) with the real Python
 /// smdebug writer classes (`tests/peer/fixture.py`) into `out` (which must not exist yet or
 /// be empty), and returns `out`.
+///
+/// A preset is written by Python once per build directory and the same inputs, then copied:
+/// the writer gives the same bytes for the same recipe (fixed wall times), and a dozen
+/// tests write every preset, each run of the script paying a second of CPU for
+/// `import smdebug` alone. The copy is the test's own, free to change.
 pub fn write_fixture(preset: &str, out: &Path) -> PathBuf {
-    let out_s = out.to_str().expect("utf-8 temp path");
-    run_peer("fixture.py", &[out_s, "--preset", preset, "--force", "-q"]);
+    copy_dir(&cached_preset(preset), out);
     out.to_path_buf()
+}
+
+/// The folder of `preset`'s trial as Python wrote it, written on first use. Its name holds
+/// a hash of everything the trial follows from: the peer scripts, the preset and the
+/// peer's pins.
+fn cached_preset(preset: &str) -> PathBuf {
+    use std::collections::BTreeMap;
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    static WRITTEN: OnceLock<Mutex<BTreeMap<String, Arc<OnceLock<PathBuf>>>>> = OnceLock::new();
+    let slot = WRITTEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(preset.to_owned())
+        .or_default()
+        .clone();
+    slot.get_or_init(|| {
+        let mut inputs: Vec<PathBuf> = std::fs::read_dir(peer_dir())
+            .expect("tests/peer")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "py" || x == "txt"))
+            .collect();
+        inputs.sort();
+        inputs.push(presets_dir().join(format!("{preset}.json")));
+        let mut h = DefaultHasher::new();
+        for p in &inputs {
+            p.file_name().hash(&mut h);
+            std::fs::read(p)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+                .hash(&mut h);
+        }
+        let exe = std::env::current_exe().expect("test executable path");
+        // <build dir>/<profile>/deps/<test binary>
+        let cache = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test binary lives in <profile>/deps")
+            .join("peer-fixtures");
+        let dir = cache.join(format!("{preset}-{:016x}", h.finish()));
+        if !dir.is_dir() {
+            // Another test process may write the same preset: each writes its own folder
+            // and renames it into place.
+            let partial = cache.join(format!("{preset}.partial-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&partial);
+            std::fs::create_dir_all(&cache).expect("create the fixture cache");
+            let out_s = partial.to_str().expect("utf-8 cache path");
+            run_peer("fixture.py", &[out_s, "--preset", preset, "--force", "-q"]);
+            if std::fs::rename(&partial, &dir).is_err() {
+                // Renamed into place by another process meanwhile.
+                let _ = std::fs::remove_dir_all(&partial);
+            }
+        }
+        dir
+    })
+    .clone()
+}
+
+/// Copies the folder `from` to `to` (created; files and subfolders).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{}: {e}", to.display()));
+    for e in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+        let e = e.expect("read_dir entry");
+        let target = to.join(e.file_name());
+        if e.file_type().expect("file type").is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap_or_else(|err| {
+                panic!("{} -> {}: {err}", e.path().display(), target.display())
+            });
+        }
+    }
 }
 
 /// Like [`write_fixture`], from a recipe file.
