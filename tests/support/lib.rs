@@ -263,7 +263,11 @@ pub fn smdebug_bin() -> &'static Path {
             .lines()
             .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
             .filter(|msg| {
-                msg["reason"] == "compiler-artifact" && msg["target"]["name"] == "smdebug"
+                // The umbrella crate `smdebug` has a test executable of that name too.
+                msg["reason"] == "compiler-artifact"
+                    && msg["target"]["name"] == "smdebug"
+                    && msg["target"]["kind"][0] == "bin"
+                    && msg["profile"]["test"] == false
             })
             .find_map(|msg| msg["executable"].as_str().map(PathBuf::from))
             .expect("cargo reported no executable for the smdebug binary");
