@@ -112,9 +112,11 @@ pub fn run(args: TestArgs) -> Result<()> {
     if shared_peer.is_dir() {
         let out = output(
             cargo()
-                // `--workspace`, as the build phase: `-p` would resolve the dependencies'
-                // features for this package alone and build them again.
-                .args(["test", "--workspace", "--test", "conformance"])
+                // Every test target of the workspace, as the build phase resolved them:
+                // naming one package or one target (`-p`, `--test conformance`) makes cargo
+                // resolve the dependencies' features for that package alone and build them
+                // again. The filter leaves the other binaries nothing to run.
+                .args(["test", "--workspace", "--tests"])
                 .args(["--", "--ignored", SHARED_PEER_TESTS])
                 .env("SMDEBUG_PEER_PYTHON", &tools.peer_python)
                 .env("SMDEBUG_TOOLS_PYTHON", &tools.tools_python)
