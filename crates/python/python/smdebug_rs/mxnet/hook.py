@@ -329,12 +329,15 @@ class Hook:
     def _offer_param(self, p):
         if not self._native.should_save_tensor(p.name):
             return
+        self._saving = p.name  # named in the log if reading it fails
         try:
             value = p.data(p.list_ctx()[0])
         except DeferredInitializationError:
+            self._saving = None
             self._deferred.append(p)  # shapes known after this forward: saved then
             return
         except RuntimeError as e:  # not initialised: skipped, as the original
+            self._saving = None
             get_logger().warning("%s: could not save parameter %s (%s)", self._LOG_NAME,
                                  p.name, e)
             return
@@ -353,9 +356,11 @@ class Hook:
             name = GRADIENT_PREFIX + p.name
             if not native.should_save_tensor(name):
                 continue
+            self._saving = name  # named in the log if reading it fails
             try:
                 grad = p.grad(p.list_ctx()[0])
             except RuntimeError as e:
+                self._saving = None
                 get_logger().warning("%s: could not save the gradient of %s (%s)",
                                      self._LOG_NAME, p.name, e)
                 continue
