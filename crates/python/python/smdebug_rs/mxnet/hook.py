@@ -272,8 +272,6 @@ class Hook:
         collections saved need them, saves inputs and outputs) or a ``gluon.loss.Loss``
         (a forward hook: its output is the loss). Anything else is logged and ignored, a
         block registered again is left as it is (a warning), as the original."""
-        import mxnet as mx
-
         if not isinstance(block, mx.gluon.Block):
             get_logger().error("%s: the given block type %s is unsupported", self._LOG_NAME,
                                block.__class__.__name__)
