@@ -172,6 +172,19 @@ def test_saved_values_are_those_of_the_step(tmp_path):
     assert tr.tensor(weight).steps(mode=smd.modes.EVAL) == [0, 1]
 
 
+def test_no_stale_gradients_in_eval_with_save_all(tmp_path):
+    """The original's `all` collection saves the last TRAIN step's gradients again at every
+    EVAL step; here EVAL steps have none, and the last TRAIN step has its own."""
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True, **EVERY)
+    train(hook, steps=2, eval_steps=2)
+    tr = create_trial(str(tmp_path / "t"))
+    grads = [n for n in tr.tensor_names() if n.startswith("gradient/")]
+    assert len(grads) == 4
+    for g in grads:
+        assert tr.tensor(g).steps(mode=smd.modes.TRAIN) == [0, 1]
+        assert tr.tensor(g).steps(mode=smd.modes.EVAL) == []
+
+
 def test_deferred_initialisation(tmp_path):
     """Parameters waiting for their shapes at the first forward are saved when it ends."""
     record = []
