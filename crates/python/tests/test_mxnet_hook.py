@@ -5,6 +5,7 @@ The side-by-side runs with the original are in test_mxnet_vs_original.py."""
 import json
 import logging
 import os
+import re
 
 os.environ.setdefault("MXNET_ENGINE_TYPE", "NaiveEngine")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -29,6 +30,7 @@ from smdebug_rs.trials import create_trial  # noqa: E402
 EVERY = {"save_config": smd.SaveConfig(save_interval=1)}
 LR = 0.1
 BATCH = 8
+LOSSES_REGEX = ".*loss._(?!input).*output"
 
 
 @pytest.fixture(autouse=True)
@@ -191,10 +193,11 @@ def test_deferred_initialisation(tmp_path):
     hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=["weights"], **EVERY)
     train(hook, steps=2, deferred=True, record=record)
     tr = create_trial(str(tmp_path / "t"))
+    weights = sorted(n for n in tr.tensor_names() if n.endswith("weight"))
+    assert weights == sorted(n for n in record[0]["w"] if n.endswith("weight"))
     for r in record:
-        assert r["w"]
-        for name, w in r["w"].items():
-            np.testing.assert_array_equal(tr.tensor(name).value(r["step"]), w)
+        for name in weights:
+            np.testing.assert_array_equal(tr.tensor(name).value(r["step"]), r["w"][name])
 
 
 def test_only_the_registered_block_unless_needed(tmp_path):
@@ -387,10 +390,21 @@ def test_get_hook(tmp_path, monkeypatch):
     train(hook, steps=2)
     net, loss_fn = train.net, train.loss_fn
     weights = sorted(p.name for p in net.collect_params().values() if p.name.endswith("weight"))
-    assert sorted(create_trial(str(tmp_path / "t")).tensor_names()) == sorted(
-        weights + [loss_fn.name + "_output_0"])
+    # The original's losses regex `.*loss._(?!input).*output` (kept) takes loss blocks
+    # numbered 0-9 only: softmaxcrossentropyloss12_output_0 is not a loss.
+    loss = [loss_fn.name + "_output_0"] if re.search(LOSSES_REGEX, loss_fn.name + "_output_0") \
+        else []
+    assert sorted(create_trial(str(tmp_path / "t")).tensor_names()) == sorted(weights + loss)
     with pytest.raises(FileNotFoundError):
         smd.Hook.create_from_json_file(str(tmp_path / "missing.json"))
+
+
+def test_the_losses_regex_is_the_originals(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"))
+    assert hook.get_collection("losses").include_regex == [LOSSES_REGEX]
+    assert re.search(LOSSES_REGEX, "softmaxcrossentropyloss0_output_0")
+    assert not re.search(LOSSES_REGEX, "softmaxcrossentropyloss12_output_0")
+    hook.close()
 
 
 def test_workers_without_horovod(tmp_path):
