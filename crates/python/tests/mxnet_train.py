@@ -149,7 +149,9 @@ def train(pkg, smd, config, out):
         # The last TRAIN step before set_mode(EVAL): the original writes no parameters and
         # no gradients for it.
         "last_train_before_eval": STEPS - 1 if config == "modes" else None,
-        "mode_runs": "TRAIN,EVAL" if config == "modes" else "GLOBAL",
+        # The global steps of the EVAL steps (their parameters are not shifted).
+        "eval_global_steps": list(range(STEPS, STEPS + EVAL_STEPS)) if config == "modes"
+        else [],
     }
     return losses, meta
 

@@ -107,6 +107,7 @@ def compare(py, rs, meta):
     deviations of the module docstring; returns how many values of each kind met."""
     assert sorted(rs["tensors"]) == sorted(py["tensors"])
     last_train = meta["last_train_before_eval"]
+    eval_global = set(meta["eval_global_steps"])
     met = {"same": 0, "param": 0, "grad": 0, "custom": 0}
     for name, orig in py["tensors"].items():
         mine = rs["tensors"][name]
@@ -117,12 +118,16 @@ def compare(py, rs, meta):
                 _equal(mine[key], v, f"{name} at {key}")
                 met[kind] += 1
         elif kind in ("param", "grad"):
-            # Saved at the same (mode, step)s, plus the step the original drops at a switch.
-            dropped = {("TRAIN", last_train)} if last_train is not None else set()
+            # Saved at the same (mode, step)s, plus the step the original drops at a switch
+            # (as a TRAIN step and as the global step it is; TRAIN runs first).
+            dropped = set()
+            if last_train is not None:
+                dropped = {("TRAIN", last_train), ("GLOBAL", last_train)}
             assert set(mine) == set(orig) | dropped, name
             assert not set(orig) & dropped, name
             for (mode, step), v in orig.items():
-                shift = 1 if kind == "param" and mode in ("TRAIN", "GLOBAL") else 0
+                trained = mode == "TRAIN" or mode == "GLOBAL" and step not in eval_global
+                shift = 1 if kind == "param" and trained else 0
                 key = (mode, step + shift)
                 if key in mine:
                     _equal(mine[key], v, f"{name}: original at {(mode, step)}, ours at {key}")
