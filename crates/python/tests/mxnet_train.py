@@ -20,6 +20,7 @@ CONFIG:
   nested     Sequential of HybridSequential and Sequential, everything every step
   deferred   layers without in_units (deferred initialisation), weights every step
   modes      TRAIN steps, then EVAL steps (weights, biases, gradients, losses every step)
+  reductions weights and gradients as reductions (min, max, mean, l1, l2, abs_max) only
 """
 
 import importlib
@@ -89,6 +90,12 @@ def make_hook(pkg, smd, config, out, net):
     if config in ("deferred", "modes"):
         return smd.Hook(out_dir=out, save_config=every,
                         include_collections=["weights", "biases", "gradients", "losses"])
+    if config == "reductions":
+        return smd.Hook(out_dir=out, save_config=every,
+                        include_collections=["weights", "gradients", "losses"],
+                        reduction_config=smd.ReductionConfig(
+                            reductions=["min", "max", "mean"], abs_reductions=["max"],
+                            norms=["l1", "l2"]))
     # save_all, nested: everything, every step
     return smd.Hook(out_dir=out, save_all=True, save_config=every)
 
