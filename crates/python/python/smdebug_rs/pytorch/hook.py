@@ -35,11 +35,12 @@ Steps: each forward call of a registered root module starts the next step (the n
 a tensor is detached, copied to the CPU and turned into numpy only after
 ``should_save_tensor(name)`` said a collection of it is due at this step.
 
-Faults never break training: see :mod:`smdebug_rs.pytorch.faults`.
+Faults never break training: see :mod:`smdebug_rs.core.faults`.
 """
 
 import torch
 
+from smdebug_rs.core.faults import fail, guarded
 from smdebug_rs.core.logger import get_logger
 from smdebug_rs.core.reduction_config import ReductionConfig  # noqa: F401 (re-exported)
 from smdebug_rs.core.save_config import SaveConfig  # noqa: F401 (re-exported)
@@ -48,7 +49,6 @@ from smdebug_rs.hook import worker_from_env
 from smdebug_rs.pytorch import singleton_utils
 from smdebug_rs.pytorch.collection import Collection
 from smdebug_rs.pytorch.convert import is_tensor, to_numpy
-from smdebug_rs.pytorch.faults import guarded
 
 __all__ = ["Hook", "torch_worker"]
 
@@ -76,6 +76,8 @@ class Hook:
     told otherwise). The collections, regexes and reductions are PyTorch's
     (``smdebug_rs.Hook(framework="pytorch")``). See the module docstring for names and
     semantics."""
+
+    _LOG_NAME = "smdebug_rs.pytorch"
 
     def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
                  dry_run=False, reduction_config=None, save_config=None, include_regex=None,
@@ -166,7 +168,6 @@ class Hook:
             try:
                 return Collection._adopt(self._native.get_collection(name))
             except Exception as e:  # noqa: BLE001 - the fault policy
-                from smdebug_rs.pytorch.faults import fail
                 fail(self, "get_collection", e)
         return Collection(name)
 

@@ -1,0 +1,51 @@
+"""What the framework hooks' singletons share (``smdebug_rs.pytorch.singleton_utils``,
+``smdebug_rs.mxnet.singleton_utils``): the switches SageMaker jobs use
+(``USE_SMDEBUG``, ``SMDEBUG_CONFIG_FILE_PATH``) and making a hook from the JSON
+configuration without ever raising."""
+
+import os
+
+from smdebug_rs.core.logger import get_logger
+
+__all__ = ["DEFAULT_CONFIG_FILE_PATH", "CONFIG_FILE_PATH_ENV", "use_smdebug",
+           "json_config_path", "create_from_json"]
+
+DEFAULT_CONFIG_FILE_PATH = "/opt/ml/input/config/debughookconfig.json"
+CONFIG_FILE_PATH_ENV = "SMDEBUG_CONFIG_FILE_PATH"
+
+_FALSE = {"false", "0", "no", "n", "off", "f"}
+
+
+def use_smdebug(environ=None):
+    """False when ``USE_SMDEBUG`` is a false word (``false``, ``0``, ``no``, ``off`` …), as
+    the original's config validator reads it; then ``get_hook`` returns None and the
+    zero-code-change hook is not attached."""
+    env = os.environ if environ is None else environ
+    return env.get("USE_SMDEBUG", "true").strip().lower() not in _FALSE
+
+
+def json_config_path(explicit=None, environ=None):
+    """The hook configuration file to use, or None if there is none: ``explicit`` if given
+    (None if it does not exist), else ``$SMDEBUG_CONFIG_FILE_PATH``, else SageMaker's
+    ``/opt/ml/input/config/debughookconfig.json``."""
+    env = os.environ if environ is None else environ
+    if explicit is not None:
+        return str(explicit) if os.path.isfile(explicit) else None
+    for p in (env.get(CONFIG_FILE_PATH_ENV), DEFAULT_CONFIG_FILE_PATH):
+        if p and os.path.isfile(p):
+            return p
+    return None
+
+
+def create_from_json(hook_class, json_file_path, label):
+    """``hook_class.create_from_json_file(json_file_path)``, or None when there is no
+    configuration; any other problem is logged (as ``label``) and gives None too: ``get_hook``
+    never raises, as the original."""
+    try:
+        return hook_class.create_from_json_file(json_file_path)
+    except FileNotFoundError:
+        return None
+    except Exception as e:  # noqa: BLE001 - get_hook never raises (as the original)
+        get_logger().error("%s: get_hook could not create a hook (%s: %s)", label,
+                           type(e).__name__, e, exc_info=e)
+        return None
