@@ -8,7 +8,7 @@ import os
 from smdebug_rs.core.logger import get_logger
 
 __all__ = ["DEFAULT_CONFIG_FILE_PATH", "CONFIG_FILE_PATH_ENV", "use_smdebug",
-           "json_config_path", "create_from_json"]
+           "json_config_path", "create_from_json", "HookSlot"]
 
 DEFAULT_CONFIG_FILE_PATH = "/opt/ml/input/config/debughookconfig.json"
 CONFIG_FILE_PATH_ENV = "SMDEBUG_CONFIG_FILE_PATH"
@@ -49,3 +49,32 @@ def create_from_json(hook_class, json_file_path, label):
         get_logger().error("%s: get_hook could not create a hook (%s: %s)", label,
                            type(e).__name__, e, exc_info=e)
         return None
+
+
+class HookSlot:
+    """The one hook of a framework in this process, behind its module's ``get_hook``,
+    ``set_hook``, ``del_hook`` and ``get_collection``. ``hook_class`` is called for the
+    framework's ``Hook`` class only when one is made from the JSON configuration (the hook's
+    module imports its singleton, so the class cannot be imported here first)."""
+
+    def __init__(self, label, hook_class):
+        self.label = label
+        self.hook = None
+        self._hook_class = hook_class
+
+    def get(self, json_config_path, create_if_not_exists):
+        """The hook created last; else, with ``create_if_not_exists``, one made from the
+        JSON configuration (:func:`json_config_path`); else None. None as well when
+        ``USE_SMDEBUG`` is false. A configuration that cannot be used is logged and gives
+        None."""
+        if not use_smdebug():
+            return None
+        if self.hook is None and create_if_not_exists:
+            create_from_json(self._hook_class(), json_config_path, self.label)
+        return self.hook
+
+    def collection(self, hook, name):
+        """Collection ``name`` of ``hook``; RuntimeError when there is none."""
+        if hook is None:
+            raise RuntimeError(f"no {self.label}.Hook has been created yet")
+        return hook.get_collection(name)
