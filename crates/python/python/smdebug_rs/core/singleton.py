@@ -52,29 +52,46 @@ def create_from_json(hook_class, json_file_path, label):
 
 
 class HookSlot:
-    """The one hook of a framework in this process, behind its module's ``get_hook``,
-    ``set_hook``, ``del_hook`` and ``get_collection``. ``hook_class`` is called for the
-    framework's ``Hook`` class only when one is made from the JSON configuration (the hook's
-    module imports its singleton, so the class cannot be imported here first)."""
+    """The one hook of a framework in this process, behind its ``singleton_utils``
+    functions (:meth:`functions`). ``hook_class`` is called for the framework's ``Hook``
+    class only when one is made from the JSON configuration (the hook's module imports its
+    singleton, so the class cannot be imported here first)."""
 
     def __init__(self, label, hook_class):
         self.label = label
         self.hook = None
         self._hook_class = hook_class
 
-    def get(self, json_config_path, create_if_not_exists):
-        """The hook created last; else, with ``create_if_not_exists``, one made from the
-        JSON configuration (:func:`json_config_path`); else None. None as well when
-        ``USE_SMDEBUG`` is false. A configuration that cannot be used is logged and gives
-        None."""
-        if not use_smdebug():
-            return None
-        if self.hook is None and create_if_not_exists:
-            create_from_json(self._hook_class(), json_config_path, self.label)
-        return self.hook
+    def functions(self, create_by_default):
+        """``(set_hook, del_hook, get_hook, get_collection)`` of the framework's module;
+        ``get_hook``'s ``create_if_not_exists`` defaults to ``create_by_default`` (the
+        original's MXNet ``get_hook`` always creates, its PyTorch one only when asked)."""
+        slot = self
 
-    def collection(self, hook, name):
-        """Collection ``name`` of ``hook``; RuntimeError when there is none."""
-        if hook is None:
-            raise RuntimeError(f"no {self.label}.Hook has been created yet")
-        return hook.get_collection(name)
+        def set_hook(hook):
+            """Makes ``hook`` the one ``get_hook()`` returns."""
+            slot.hook = hook
+
+        def del_hook():
+            """Forgets the current hook."""
+            slot.hook = None
+
+        def get_hook(json_config_path=None, create_if_not_exists=create_by_default):
+            """The framework's hook of this process: the one created last; else, with
+            ``create_if_not_exists``, one made from the JSON configuration
+            (:func:`json_config_path`); else None. None as well when ``USE_SMDEBUG`` is
+            false. A configuration that cannot be used is logged and gives None."""
+            if not use_smdebug():
+                return None
+            if slot.hook is None and create_if_not_exists:
+                create_from_json(slot._hook_class(), json_config_path, slot.label)
+            return slot.hook
+
+        def get_collection(name):
+            """Collection ``name`` of the current hook (``get_hook()``)."""
+            hook = get_hook()
+            if hook is None:
+                raise RuntimeError(f"no {slot.label}.Hook has been created yet")
+            return hook.get_collection(name)
+
+        return set_hook, del_hook, get_hook, get_collection

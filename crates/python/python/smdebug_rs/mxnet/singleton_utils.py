@@ -21,29 +21,5 @@ def _hook_class():
 
 
 _slot = HookSlot("smdebug_rs.mxnet", _hook_class)
-
-
-def set_hook(hook):
-    """Makes ``hook`` the one ``get_hook()`` returns."""
-    _slot.hook = hook
-
-
-def del_hook():
-    """Forgets the current hook."""
-    _slot.hook = None
-
-
-def get_hook(json_config_path=None, create_if_not_exists=True):
-    """The MXNet hook of this process: the one created last; else, with
-    ``create_if_not_exists``, one made from the JSON configuration
-    (:func:`json_config_path`); else None. None as well when ``USE_SMDEBUG`` is false.
-    A configuration that cannot be used is logged and gives None.
-
-    The original's ``smdebug.mxnet.get_hook(json_config_path=None)`` always creates one
-    when it can (it has no ``create_if_not_exists``); so does this by default."""
-    return _slot.get(json_config_path, create_if_not_exists)
-
-
-def get_collection(name):
-    """Collection ``name`` of the current hook (``get_hook()``)."""
-    return _slot.collection(get_hook(), name)
+set_hook, del_hook, get_hook, get_collection = _slot.functions(
+    create_by_default=True)
