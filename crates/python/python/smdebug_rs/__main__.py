@@ -44,7 +44,7 @@ def _run(argv):
     finally:
         if autohook is not None:
             autohook.uninstall()
-            hook = singleton_utils._hook
+            hook = singleton_utils.get_hook()
             if hook is not None:
                 hook.close()
     return 0

@@ -8,7 +8,7 @@ import os
 from smdebug_rs.core.logger import get_logger
 
 __all__ = ["DEFAULT_CONFIG_FILE_PATH", "CONFIG_FILE_PATH_ENV", "use_smdebug",
-           "json_config_path", "create_from_json"]
+           "json_config_path", "create_from_json", "HookSlot"]
 
 DEFAULT_CONFIG_FILE_PATH = "/opt/ml/input/config/debughookconfig.json"
 CONFIG_FILE_PATH_ENV = "SMDEBUG_CONFIG_FILE_PATH"
@@ -49,3 +49,49 @@ def create_from_json(hook_class, json_file_path, label):
         get_logger().error("%s: get_hook could not create a hook (%s: %s)", label,
                            type(e).__name__, e, exc_info=e)
         return None
+
+
+class HookSlot:
+    """The one hook of a framework in this process, behind its ``singleton_utils``
+    functions (:meth:`functions`). ``hook_class`` is called for the framework's ``Hook``
+    class only when one is made from the JSON configuration (the hook's module imports its
+    singleton, so the class cannot be imported here first)."""
+
+    def __init__(self, label, hook_class):
+        self.label = label
+        self.hook = None
+        self._hook_class = hook_class
+
+    def functions(self, create_by_default):
+        """``(set_hook, del_hook, get_hook, get_collection)`` of the framework's module;
+        ``get_hook``'s ``create_if_not_exists`` defaults to ``create_by_default`` (the
+        original's MXNet ``get_hook`` always creates, its PyTorch one only when asked)."""
+        slot = self
+
+        def set_hook(hook):
+            """Makes ``hook`` the one ``get_hook()`` returns."""
+            slot.hook = hook
+
+        def del_hook():
+            """Forgets the current hook."""
+            slot.hook = None
+
+        def get_hook(json_config_path=None, create_if_not_exists=create_by_default):
+            """The framework's hook of this process: the one created last; else, with
+            ``create_if_not_exists``, one made from the JSON configuration
+            (:func:`json_config_path`); else None. None as well when ``USE_SMDEBUG`` is
+            false. A configuration that cannot be used is logged and gives None."""
+            if not use_smdebug():
+                return None
+            if slot.hook is None and create_if_not_exists:
+                create_from_json(slot._hook_class(), json_config_path, slot.label)
+            return slot.hook
+
+        def get_collection(name):
+            """Collection ``name`` of the current hook (``get_hook()``)."""
+            hook = get_hook()
+            if hook is None:
+                raise RuntimeError(f"no {slot.label}.Hook has been created yet")
+            return hook.get_collection(name)
+
+        return set_hook, del_hook, get_hook, get_collection

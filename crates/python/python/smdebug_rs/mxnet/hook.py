@@ -54,11 +54,11 @@ from mxnet.gluon.parameter import DeferredInitializationError
 
 from smdebug_rs import modes
 from smdebug_rs.core.collection import CollectionKeys
-from smdebug_rs.core.faults import fail, guarded
+from smdebug_rs.core.faults import guarded
+from smdebug_rs.core.framework_hook import FrameworkHook
 from smdebug_rs.core.logger import get_logger
 from smdebug_rs.core.reduction_config import ReductionConfig  # noqa: F401 (re-exported)
 from smdebug_rs.core.save_config import SaveConfig  # noqa: F401 (re-exported)
-from smdebug_rs.hook import Hook as _NativeHook
 from smdebug_rs.mxnet import singleton_utils
 from smdebug_rs.mxnet.collection import Collection
 from smdebug_rs.mxnet.convert import is_ndarray, to_numpy
@@ -133,126 +133,64 @@ def _json_included_collections(path):
                                 _parse_bool(params.get("save_all", False)))
 
 
-class Hook:
+class Hook(FrameworkHook):
     """smdebug's MXNet hook: ``Hook(out_dir=None, export_tensorboard=False,
     tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
     include_regex=None, include_collections=None, save_all=False, include_workers="one")``,
     the original's arguments and defaults (only ``losses`` saved, every 500 steps, unless
     told otherwise). The collections, regexes and reductions are MXNet's
     (``smdebug_rs.Hook(framework="mxnet")``). See the module docstring for names and
-    semantics."""
+    semantics; what every framework hook has is :class:`FrameworkHook`'s."""
 
+    FRAMEWORK = "mxnet"
     _LOG_NAME = "smdebug_rs.mxnet"
+    _COLLECTION = Collection
 
     def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
                  dry_run=False, reduction_config=None, save_config=None, include_regex=None,
                  include_collections=None, save_all=False, include_workers="one", *,
                  _json_file=None):
-        self._fault = None
-        self._saving = None
-        self._native = None
-        self._closed = False
-        self._started = False
-        self._written = {}
-        self._handles = []
         self._root = None        # the block whose forward started the open step
         self._step_mode = modes.GLOBAL
         self._deferred = []      # its parameters not initialised when the step started
         self.registered_blocks = set()
         self.model = None
         self.last_block = None
-        self.out_dir = None if out_dir is None else str(out_dir)
-        self.worker = "worker_0"
         self.mode = modes.GLOBAL
         self.include_collections = included_collections(include_collections, include_regex,
                                                         save_all)
-        self._build(out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
-                    save_config, include_regex, include_collections, save_all,
-                    include_workers, _json_file)
-        singleton_utils.set_hook(self)
+        super().__init__(out_dir, export_tensorboard, tensorboard_dir, dry_run,
+                         reduction_config, save_config, include_regex, include_collections,
+                         save_all, include_workers, _json_file=_json_file)
         # As the original's _cleanup at exit: the last step's gradients, then the trial's end.
         atexit.register(_close_at_exit, weakref.ref(self))
 
-    @guarded()
-    def _build(self, out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
-               save_config, include_regex, include_collections, save_all, include_workers,
-               json_file):
-        worker, num_workers = mxnet_worker()
-        if json_file is not None:
-            self.include_collections = _json_included_collections(json_file[0])
-            native = _NativeHook.create_from_json_file(
-                json_file[0], framework="mxnet", worker=worker, num_workers=num_workers)
-        else:
-            native = _NativeHook(
-                out_dir, export_tensorboard=export_tensorboard,
-                tensorboard_dir=tensorboard_dir, dry_run=dry_run,
-                reduction_config=reduction_config, save_config=save_config,
-                include_regex=include_regex, include_collections=include_collections,
-                save_all=save_all, include_workers=include_workers, framework="mxnet",
-                worker=worker, num_workers=num_workers)
-        self._native = native
-        self.out_dir = native.out_dir
-        self.worker = native.worker
+    # Module-level names looked up at each call (tests count conversions by replacing them).
+    @staticmethod
+    def _framework_worker():
+        return mxnet_worker()
 
-    @classmethod
-    def create_from_json_file(cls, json_file_path=None):
-        """The hook of a SageMaker job, from ``json_file_path``, else
-        ``$SMDEBUG_CONFIG_FILE_PATH``, else ``/opt/ml/input/config/debughookconfig.json``.
-        ``FileNotFoundError`` if there is no such file (``get_hook`` relies on it); any other
-        problem with it is a fault (logged once, the hook off)."""
-        path = singleton_utils.json_config_path(json_file_path)
-        if path is None:
-            raise FileNotFoundError(
-                f"no hook configuration: {json_file_path or 'SMDEBUG_CONFIG_FILE_PATH'} "
-                "names no file and /opt/ml/input/config/debughookconfig.json is absent")
-        return cls(_json_file=(path,))
+    @staticmethod
+    def _framework_singleton():
+        return singleton_utils
 
-    # -- state ---------------------------------------------------------------------------
+    @staticmethod
+    def _framework_is_tensor(value):
+        return is_ndarray(value)
 
-    @property
-    def enabled(self):
-        """False once closed or switched off by a fault."""
-        return self._native is not None and not self._closed
+    @staticmethod
+    def _framework_to_numpy(value):
+        return to_numpy(value)
 
-    @property
-    def fault(self):
-        """The first failure (``.where``, ``.error``) that switched the hook off, or None."""
-        return self._fault
+    @staticmethod
+    def _framework_remove(handle):
+        handle.detach()
 
-    @property
-    def step(self):
-        """The global step (-1 before the first forward of a registered block)."""
-        native = self._native
-        if native is None or native.closed:
-            return -1
-        return native.step_num
+    def _framework_json_config(self, path):
+        self.include_collections = _json_included_collections(path)
 
-    @property
-    def dry_run(self):
-        return self._native is not None and self._native.dry_run
-
-    # -- collections ---------------------------------------------------------------------
-
-    def get_collection(self, name, create=True):
-        """Collection ``name`` (created if missing), a :class:`Collection`. Change it
-        before the first step. With the hook off, a detached collection."""
-        if self._native is not None:
-            try:
-                return Collection._adopt(self._native.get_collection(name))
-            except Exception as e:  # noqa: BLE001 - the fault policy
-                fail(self, "get_collection", e)
-        return Collection(name)
-
-    def get_collections(self):
-        """``{name: Collection}`` of the collections touched through this hook."""
-        if self._native is None:
-            return {}
-        return {k: Collection._adopt(c) for k, c in self._native._collections.items()}
-
-    @guarded()
-    def add_collection(self, collection):
-        """Adds (or replaces) a collection object (before the first step)."""
-        self._native._collections[collection.name] = Collection._adopt(collection)
+    def _framework_end_step(self):
+        self._end_step()
 
     def _is_recursive_needed(self):
         # The original's rule: hooks on every child when `default` has regexes and is
@@ -383,23 +321,6 @@ class Hook:
         self._native.save(name, to_numpy(value))
         self._saving = None
 
-    def _write_all(self, name, suffix, value):
-        key = name + suffix
-        self._written[key] = self._write(key, value, self._written.get(key, 0))
-
-    def _write(self, prefix, value, idx):
-        # The original's CallbackHook._write: NDArrays take the next index; tuples and lists
-        # are walked in order; anything else is passed over.
-        if is_ndarray(value):
-            name = prefix + str(idx)
-            if self._native.should_save_tensor(name):
-                self._save(name, value)
-            return idx + 1
-        if isinstance(value, (tuple, list)):
-            for v in value:
-                idx = self._write(prefix, v, idx)
-        return idx
-
     # -- calls from the training script --------------------------------------------------
 
     @guarded()
@@ -416,57 +337,6 @@ class Hook:
                                  "value", self._LOG_NAME, tensor_name)
             return
         self._native.save_tensor(tensor_name, value, collections_to_write)
-
-    @guarded()
-    def save_scalar(self, name, value, sm_metric=False, timestamp=None):
-        """``scalar/<name>``: a number or a one-element NDArray (its dtype and shape kept)."""
-        if self._closed:
-            return
-        if is_ndarray(value):
-            value = to_numpy(value)
-        self._native.save_scalar(name, value, sm_metric, timestamp)
-
-    @guarded()
-    def set_mode(self, mode):
-        """``smd.modes.TRAIN`` / ``EVAL`` / ``PREDICT`` / ``GLOBAL`` for the next steps. A
-        change of mode ends the open step's gradients first (saved in the mode they were
-        computed in)."""
-        if self._closed:
-            return
-        if mode != self.mode and self._started:
-            self._end_step()
-        self._native.set_mode(mode)
-        self.mode = mode
-
-    @guarded(default=False)
-    def should_stop(self):
-        """True once a rule (or a person) put the stop signal into the trial."""
-        return not self._closed and self._native.should_stop()
-
-    @guarded()
-    def flush(self):
-        """Waits until everything given so far is written."""
-        if not self._closed:
-            self._native.flush()
-
-    @guarded()
-    def close(self):
-        """Ends the trial (the last step's gradients, the step published, collections file,
-        end marker) and detaches the hook's block hooks. A second call does nothing."""
-        if self._closed:
-            return
-        if self._started:
-            self._end_step()
-        self._closed = True
-        for h in self._handles:
-            h.detach()
-        self._handles.clear()
-        self._native.close()
-
-    def __repr__(self):
-        state = "on" if self.enabled else ("off: " + repr(self._fault) if self._fault
-                                           else "closed")
-        return f"<smdebug_rs.mxnet.Hook out_dir={self.out_dir!r} worker={self.worker} {state}>"
 
 
 def _close_at_exit(ref):

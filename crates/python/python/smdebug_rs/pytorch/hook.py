@@ -40,11 +40,11 @@ Faults never break training: see :mod:`smdebug_rs.core.faults`.
 
 import torch
 
-from smdebug_rs.core.faults import fail, guarded
+from smdebug_rs.core.faults import guarded
+from smdebug_rs.core.framework_hook import FrameworkHook
 from smdebug_rs.core.logger import get_logger
 from smdebug_rs.core.reduction_config import ReductionConfig  # noqa: F401 (re-exported)
 from smdebug_rs.core.save_config import SaveConfig  # noqa: F401 (re-exported)
-from smdebug_rs.hook import Hook as _NativeHook
 from smdebug_rs.hook import worker_from_env
 from smdebug_rs.pytorch import singleton_utils
 from smdebug_rs.pytorch.collection import Collection
@@ -68,121 +68,52 @@ def torch_worker():
     return worker_from_env()
 
 
-class Hook:
+class Hook(FrameworkHook):
     """smdebug's PyTorch hook: ``Hook(out_dir=None, export_tensorboard=False,
     tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
     include_regex=None, include_collections=None, save_all=False, include_workers="one")``,
     the original's arguments and defaults (only ``losses`` saved, every 500 steps, unless
     told otherwise). The collections, regexes and reductions are PyTorch's
     (``smdebug_rs.Hook(framework="pytorch")``). See the module docstring for names and
-    semantics."""
+    semantics; what every framework hook has is :class:`FrameworkHook`'s."""
 
+    FRAMEWORK = "pytorch"
     _LOG_NAME = "smdebug_rs.pytorch"
+    _COLLECTION = Collection
 
     def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
                  dry_run=False, reduction_config=None, save_config=None, include_regex=None,
                  include_collections=None, save_all=False, include_workers="one", *,
                  _json_file=None):
-        self._fault = None
-        self._saving = None
-        self._native = None
-        self._closed = False
-        self._started = False
-        self._written = {}
-        self._handles = []
         self._roots = []
         self.module_set = set()
         self.has_registered_module = False
         self.has_registered_loss_module = False
-        self.out_dir = None if out_dir is None else str(out_dir)
-        self.worker = "worker_0"
         self.mode = None
-        self._build(out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
-                    save_config, include_regex, include_collections, save_all,
-                    include_workers, _json_file)
-        singleton_utils.set_hook(self)
+        super().__init__(out_dir, export_tensorboard, tensorboard_dir, dry_run,
+                         reduction_config, save_config, include_regex, include_collections,
+                         save_all, include_workers, _json_file=_json_file)
 
-    @guarded()
-    def _build(self, out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
-               save_config, include_regex, include_collections, save_all, include_workers,
-               json_file):
-        worker, num_workers = torch_worker()
-        if json_file is not None:
-            native = _NativeHook.create_from_json_file(
-                json_file[0], framework="pytorch", worker=worker, num_workers=num_workers)
-        else:
-            native = _NativeHook(
-                out_dir, export_tensorboard=export_tensorboard,
-                tensorboard_dir=tensorboard_dir, dry_run=dry_run,
-                reduction_config=reduction_config, save_config=save_config,
-                include_regex=include_regex, include_collections=include_collections,
-                save_all=save_all, include_workers=include_workers, framework="pytorch",
-                worker=worker, num_workers=num_workers)
-        self._native = native
-        self.out_dir = native.out_dir
-        self.worker = native.worker
+    # Module-level names looked up at each call (tests count conversions by replacing them).
+    @staticmethod
+    def _framework_worker():
+        return torch_worker()
 
-    @classmethod
-    def create_from_json_file(cls, json_file_path=None):
-        """The hook of a SageMaker job, from ``json_file_path``, else
-        ``$SMDEBUG_CONFIG_FILE_PATH``, else ``/opt/ml/input/config/debughookconfig.json``.
-        ``FileNotFoundError`` if there is no such file (``get_hook`` relies on it); any other
-        problem with it is a fault (logged once, the hook off)."""
-        path = singleton_utils.json_config_path(json_file_path)
-        if path is None:
-            raise FileNotFoundError(
-                f"no hook configuration: {json_file_path or 'SMDEBUG_CONFIG_FILE_PATH'} "
-                "names no file and /opt/ml/input/config/debughookconfig.json is absent")
-        return cls(_json_file=(path,))
+    @staticmethod
+    def _framework_singleton():
+        return singleton_utils
 
-    # -- state ---------------------------------------------------------------------------
+    @staticmethod
+    def _framework_is_tensor(value):
+        return is_tensor(value)
 
-    @property
-    def enabled(self):
-        """False once closed or switched off by a fault."""
-        return self._native is not None and not self._closed
+    @staticmethod
+    def _framework_to_numpy(value):
+        return to_numpy(value)
 
-    @property
-    def fault(self):
-        """The first failure (``.where``, ``.error``) that switched the hook off, or None."""
-        return self._fault
-
-    @property
-    def step(self):
-        """The global step (-1 before the first forward of a registered module)."""
-        native = self._native
-        if native is None or native.closed:
-            return -1
-        return native.step_num
-
-    @property
-    def dry_run(self):
-        return self._native is not None and self._native.dry_run
-
-    # -- collections ---------------------------------------------------------------------
-
-    def get_collection(self, name, create=True):
-        """Collection ``name`` (created if missing), a :class:`Collection`. Change it
-        before the first step. With the hook off, a detached collection."""
-        if self._native is not None:
-            try:
-                return Collection._adopt(self._native.get_collection(name))
-            except Exception as e:  # noqa: BLE001 - the fault policy
-                fail(self, "get_collection", e)
-        return Collection(name)
-
-    def get_collections(self):
-        """``{name: Collection}`` of the collections touched through this hook."""
-        if self._native is None:
-            return {}
-        return {k: Collection._adopt(c) for k, c in self._native._collections.items()}
-
-    @guarded()
-    def add_collection(self, collection):
-        """Adds (or replaces) a collection object (before the first step)."""
-        if not isinstance(collection, Collection):
-            collection = Collection._adopt(collection)
-        self._native._collections[collection.name] = collection
+    @staticmethod
+    def _framework_remove(handle):
+        handle.remove()
 
     def _prepare_collections(self):
         # The modules given to Collection.add_module_tensors become regexes now that they
@@ -281,29 +212,6 @@ class Hook:
             return
         self._offer(name, grad)
 
-    def _offer(self, name, tensor):
-        # The conversion (and any device → host copy) happens only when the name is due.
-        native = self._native
-        if native.should_save_tensor(name):
-            self._saving = name  # named in the log if converting or saving fails
-            native.save(name, to_numpy(tensor))
-            self._saving = None
-
-    def _write_all(self, name, suffix, value):
-        key = name + suffix
-        self._written[key] = self._write(name + suffix, value, self._written.get(key, 0))
-
-    def _write(self, prefix, value, idx):
-        # The original's CallbackHook._write: tensors take the next index; tuples and lists
-        # are walked in order; anything else is passed over.
-        if is_tensor(value):
-            self._offer(prefix + str(idx), value)
-            return idx + 1
-        if isinstance(value, (tuple, list)):
-            for v in value:
-                idx = self._write(prefix, v, idx)
-        return idx
-
     # -- calls from the training script --------------------------------------------------
 
     @guarded()
@@ -324,46 +232,3 @@ class Hook:
         if self._closed:
             return
         self._native.save_tensor(tensor_name, to_numpy(tensor_value), collections_to_write)
-
-    @guarded()
-    def save_scalar(self, name, value, sm_metric=False, timestamp=None):
-        """``scalar/<name>``: a number or a one-element tensor (its dtype and shape kept)."""
-        if self._closed:
-            return
-        if isinstance(value, torch.Tensor):
-            value = to_numpy(value)
-        self._native.save_scalar(name, value, sm_metric, timestamp)
-
-    @guarded()
-    def set_mode(self, mode):
-        """``smd.modes.TRAIN`` / ``EVAL`` / ``PREDICT`` / ``GLOBAL`` for the next steps."""
-        self._native.set_mode(mode)
-        self.mode = mode
-
-    @guarded(default=False)
-    def should_stop(self):
-        """True once a rule (or a person) put the stop signal into the trial."""
-        return not self._closed and self._native.should_stop()
-
-    @guarded()
-    def flush(self):
-        """Waits until everything given so far is written."""
-        if not self._closed:
-            self._native.flush()
-
-    @guarded()
-    def close(self):
-        """Ends the trial (last step published, collections file, end marker) and removes
-        the hook's module and tensor hooks. A second call does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        for h in self._handles:
-            h.remove()
-        self._handles.clear()
-        self._native.close()
-
-    def __repr__(self):
-        state = "on" if self.enabled else ("off: " + repr(self._fault) if self._fault
-                                           else "closed")
-        return f"<smdebug_rs.pytorch.Hook out_dir={self.out_dir!r} worker={self.worker} {state}>"

@@ -1,0 +1,245 @@
+"""What the framework module hooks share (``smdebug_rs.pytorch.Hook``,
+``smdebug_rs.mxnet.Hook``): the native hook behind them, the SageMaker JSON configuration,
+the state properties, collections, the calls a training script makes, the original's way of
+naming a module's tensors (``<name>_output_<n>``), and closing.
+
+A framework's hook subclasses :class:`FrameworkHook` and supplies what differs: the native
+framework name, its worker (``(name, count)``), its tensor type and conversion, its
+collection class, its singleton, and its callbacks on the framework's modules.
+
+Every public method is ``@guarded``: a failure is logged once and switches the hook off
+(:mod:`smdebug_rs.core.faults`); the training goes on.
+"""
+
+from smdebug_rs.core.faults import fail, guarded
+from smdebug_rs.core.singleton import json_config_path
+from smdebug_rs.hook import Hook as _NativeHook
+
+__all__ = ["FrameworkHook"]
+
+
+class FrameworkHook:
+    """The common part of a framework hook. Subclasses set the class attributes and
+    implement the ``_framework_*`` methods below."""
+
+    #: The native framework name (``smdebug_rs.Hook(framework=...)``).
+    FRAMEWORK = None
+    #: The logger label of this hook's messages.
+    _LOG_NAME = "smdebug_rs"
+    #: The framework's ``Collection`` class (``Collection._adopt`` wraps a native one).
+    _COLLECTION = None
+
+    def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
+                 dry_run=False, reduction_config=None, save_config=None, include_regex=None,
+                 include_collections=None, save_all=False, include_workers="one", *,
+                 _json_file=None):
+        self._fault = None
+        self._saving = None
+        self._native = None
+        self._closed = False
+        self._started = False
+        self._written = {}
+        self._handles = []
+        self.out_dir = None if out_dir is None else str(out_dir)
+        self.worker = "worker_0"
+        self._build(out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
+                    save_config, include_regex, include_collections, save_all,
+                    include_workers, _json_file)
+        self._framework_singleton().set_hook(self)
+
+    # -- what a framework supplies -------------------------------------------------------
+
+    @staticmethod
+    def _framework_worker():
+        """``(worker name, number of workers)`` of this process."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _framework_singleton():
+        """The framework's ``singleton_utils`` module (``set_hook``)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _framework_is_tensor(value):
+        """Whether ``value`` is one of the framework's tensors."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _framework_to_numpy(value):
+        """The numpy value of a framework tensor (copied off its device)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _framework_remove(handle):
+        """Removes one of the hook's registrations from the framework."""
+        raise NotImplementedError
+
+    def _framework_json_config(self, path):
+        """Reads what the framework's hook takes from the JSON configuration at ``path``
+        besides what the native hook reads (nothing by default)."""
+
+    def _framework_end_step(self):
+        """Finishes the open step before a change of mode or the end (nothing by default)."""
+
+    # -- construction --------------------------------------------------------------------
+
+    @guarded()
+    def _build(self, out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
+               save_config, include_regex, include_collections, save_all, include_workers,
+               json_file):
+        worker, num_workers = self._framework_worker()
+        if json_file is not None:
+            self._framework_json_config(json_file[0])
+            native = _NativeHook.create_from_json_file(
+                json_file[0], framework=self.FRAMEWORK, worker=worker,
+                num_workers=num_workers)
+        else:
+            native = _NativeHook(
+                out_dir, export_tensorboard=export_tensorboard,
+                tensorboard_dir=tensorboard_dir, dry_run=dry_run,
+                reduction_config=reduction_config, save_config=save_config,
+                include_regex=include_regex, include_collections=include_collections,
+                save_all=save_all, include_workers=include_workers, framework=self.FRAMEWORK,
+                worker=worker, num_workers=num_workers)
+        self._native = native
+        self.out_dir = native.out_dir
+        self.worker = native.worker
+
+    @classmethod
+    def create_from_json_file(cls, json_file_path=None):
+        """The hook of a SageMaker job, from ``json_file_path``, else
+        ``$SMDEBUG_CONFIG_FILE_PATH``, else ``/opt/ml/input/config/debughookconfig.json``.
+        ``FileNotFoundError`` if there is no such file (``get_hook`` relies on it); any other
+        problem with it is a fault (logged once, the hook off)."""
+        path = json_config_path(json_file_path)
+        if path is None:
+            raise FileNotFoundError(
+                f"no hook configuration: {json_file_path or 'SMDEBUG_CONFIG_FILE_PATH'} "
+                "names no file and /opt/ml/input/config/debughookconfig.json is absent")
+        return cls(_json_file=(path,))
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def enabled(self):
+        """False once closed or switched off by a fault."""
+        return self._native is not None and not self._closed
+
+    @property
+    def fault(self):
+        """The first failure (``.where``, ``.error``) that switched the hook off, or None."""
+        return self._fault
+
+    @property
+    def step(self):
+        """The global step (-1 before the first step)."""
+        native = self._native
+        if native is None or native.closed:
+            return -1
+        return native.step_num
+
+    @property
+    def dry_run(self):
+        """Whether the hook only logs what it would write."""
+        return self._native is not None and self._native.dry_run
+
+    # -- collections ---------------------------------------------------------------------
+
+    def get_collection(self, name, create=True):
+        """Collection ``name`` (created if missing), of the framework's ``Collection``
+        class. Change it before the first step. With the hook off, a detached collection."""
+        if self._native is not None:
+            try:
+                return self._COLLECTION._adopt(self._native.get_collection(name))
+            except Exception as e:  # noqa: BLE001 - the fault policy
+                fail(self, "get_collection", e)
+        return self._COLLECTION(name)
+
+    def get_collections(self):
+        """``{name: Collection}`` of the collections touched through this hook."""
+        if self._native is None:
+            return {}
+        return {k: self._COLLECTION._adopt(c) for k, c in self._native._collections.items()}
+
+    @guarded()
+    def add_collection(self, collection):
+        """Adds (or replaces) a collection object (before the first step)."""
+        if not isinstance(collection, self._COLLECTION):
+            collection = self._COLLECTION._adopt(collection)
+        self._native._collections[collection.name] = collection
+
+    # -- saving a module's tensors -------------------------------------------------------
+
+    def _offer(self, name, tensor):
+        # The conversion (and any device → host copy) happens only when the name is due.
+        native = self._native
+        if native.should_save_tensor(name):
+            self._saving = name  # named in the log if converting or saving fails
+            native.save(name, self._framework_to_numpy(tensor))
+            self._saving = None
+
+    def _write_all(self, name, suffix, value):
+        key = name + suffix
+        self._written[key] = self._write(key, value, self._written.get(key, 0))
+
+    def _write(self, prefix, value, idx):
+        # The original's CallbackHook._write: tensors take the next index; tuples and lists
+        # are walked in order; anything else is passed over.
+        if self._framework_is_tensor(value):
+            self._offer(prefix + str(idx), value)
+            return idx + 1
+        if isinstance(value, (tuple, list)):
+            for v in value:
+                idx = self._write(prefix, v, idx)
+        return idx
+
+    # -- calls from the training script --------------------------------------------------
+
+    @guarded()
+    def save_scalar(self, name, value, sm_metric=False, timestamp=None):
+        """``scalar/<name>``: a number or a one-element tensor (its dtype and shape kept)."""
+        if self._closed:
+            return
+        if self._framework_is_tensor(value):
+            value = self._framework_to_numpy(value)
+        self._native.save_scalar(name, value, sm_metric, timestamp)
+
+    @guarded()
+    def set_mode(self, mode):
+        """``smd.modes.TRAIN`` / ``EVAL`` / ``PREDICT`` / ``GLOBAL`` for the next steps."""
+        if self._closed:
+            return
+        if mode != self.mode and self._started:
+            self._framework_end_step()
+        self._native.set_mode(mode)
+        self.mode = mode
+
+    @guarded(default=False)
+    def should_stop(self):
+        """True once a rule (or a person) put the stop signal into the trial."""
+        return not self._closed and self._native.should_stop()
+
+    @guarded()
+    def flush(self):
+        """Waits until everything given so far is written."""
+        if not self._closed:
+            self._native.flush()
+
+    @guarded()
+    def close(self):
+        """Ends the trial (the open step finished and published, collections file, end
+        marker) and removes the hook's registrations. A second call does nothing."""
+        if self._closed:
+            return
+        if self._started:
+            self._framework_end_step()
+        self._closed = True
+        for h in self._handles:
+            self._framework_remove(h)
+        self._handles.clear()
+        self._native.close()
+
+    def __repr__(self):
+        state = "on" if self.enabled else ("off: " + repr(self._fault) if self._fault
+                                           else "closed")
+        return f"<{self._LOG_NAME}.Hook out_dir={self.out_dir!r} worker={self.worker} {state}>"
