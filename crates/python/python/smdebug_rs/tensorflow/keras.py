@@ -515,7 +515,7 @@ class KerasHook(keras.callbacks.Callback):
                 # Metric names are known only from the logs, after the first step: they
                 # join `metrics` through save_tensor (written at the end of this step).
                 self._saving = key
-                native.save_tensor(key, np.asarray(value), CollectionKeys.METRICS)
+                native.save_tensor(key, value, CollectionKeys.METRICS)
                 self._saving = None
 
     def _end_step_values(self):
