@@ -40,8 +40,11 @@ EVERY = dict(save_config=smd.SaveConfig(save_interval=1))
 ALL_PARAMS = ["weights", "biases", "gradients", "losses", "metrics"]
 BATCH, N, LR = 8, 32, 0.1
 
-tf.config.threading.set_intra_op_parallelism_threads(1)
-tf.config.threading.set_inter_op_parallelism_threads(1)
+try:  # one thread each: the machine's cores are shared with other builds
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+except RuntimeError:  # TensorFlow already ran something in this process
+    pass
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +78,7 @@ def data():
     return x, y
 
 
-def make_model(run_eagerly=False, optimizer=None):
+def make_model(run_eagerly=False, optimizer=None, jit_compile="auto"):
     keras.utils.set_random_seed(11)
     # Names given: Keras numbers layers per process (dense_7 …).
     model = keras.Sequential([keras.Input((4,)),
@@ -84,7 +87,7 @@ def make_model(run_eagerly=False, optimizer=None):
                              name="sequential")
     model.compile(optimizer=optimizer or keras.optimizers.SGD(learning_rate=LR),
                   loss="sparse_categorical_crossentropy", metrics=["accuracy"],
-                  run_eagerly=run_eagerly)
+                  run_eagerly=run_eagerly, jit_compile=jit_compile)
     return model
 
 
@@ -220,14 +223,17 @@ def test_the_original_reader_reads_the_trial(readme_trial, tmp_path):
 
 # -- what is saved at which step -------------------------------------------------------
 
-@pytest.mark.parametrize("run_eagerly", [False, True], ids=["compiled", "eager"])
-def test_saved_values_are_those_of_the_step(tmp_path, run_eagerly):
+@pytest.mark.parametrize("run_eagerly,jit_compile", [(False, "auto"), (True, "auto"),
+                                                     (False, True)],
+                         ids=["compiled", "eager", "xla"])
+def test_saved_values_are_those_of_the_step(tmp_path, run_eagerly, jit_compile):
     """Weights at s: those step s's forward used (the initial ones at 0, then each SGD
     update); gradients at s: step s's batch loss's at those weights (a GradientTape
     reference); loss at s: what Keras reported in step s's logs."""
     hook = smd.KerasHook(out_dir=str(tmp_path / "t"), include_collections=ALL_PARAMS,
                          **EVERY)
-    model, logs, initial = fit(hook, run_eagerly=run_eagerly)
+    model, logs, initial = fit(hook, run_eagerly=run_eagerly, jit_compile=jit_compile)
+    assert model.jit_compile == (jit_compile is True)
     hook.close()
     tr = create_trial(str(tmp_path / "t"))
     steps = 2 * (N // BATCH)
@@ -375,6 +381,13 @@ def test_names():
     assert [keras_module.keras2_name(v, fn) for v in fn.weights] == \
         ["hid/kernel:0", "hid/bias:0", "head/kernel:0", "head/bias:0"]
     assert keras_module.keras2_name(tf.Variable(1.0, name="plain")) == "plain:0"
+    # A Sequential inside a functional model keeps its own name.
+    inner = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="dense")],
+                             name="inner")
+    i = keras.Input((3,))
+    outer = keras.Model(i, keras.layers.Dense(1, name="top")(inner(i)), name="outer")
+    assert [keras_module.keras2_name(v, outer) for v in outer.weights] == \
+        ["inner/dense/kernel:0", "inner/dense/bias:0", "top/kernel:0", "top/bias:0"]
 
 
 # -- configuration --------------------------------------------------------------------

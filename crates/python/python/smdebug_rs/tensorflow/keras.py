@@ -86,7 +86,8 @@ def keras2_name(variable, model=None):
     ``<layer>/<name>:0`` (``dense/kernel:0``). The mapping: the path, without the leading
     ``<model.name>/`` of the model the hook watches when it is there, plus ``:0``. So
     ``sequential/dense/kernel`` → ``dense/kernel:0``, ``hid/kernel`` → ``hid/kernel:0``, a
-    nested model's ``outer/inner/dense/kernel`` → ``inner/dense/kernel:0``. Without a model
+    ``Sequential`` named ``inner`` inside a functional model: ``inner/dense/kernel`` →
+    ``inner/dense/kernel:0``. Without a model
     (a ``wrap_tape`` loop with no ``register_model``) the path stays whole
     (``sequential/dense/kernel:0``). A plain ``tf.Variable`` keeps its TensorFlow name."""
     path = getattr(variable, "path", None)
@@ -158,6 +159,7 @@ class KerasHook(keras.callbacks.Callback):
         self._prepared = False      # names given to the collections (before step 0)
         self._hooked_model = None   # the model whose optimizer and layers are wrapped
         self._optimizer = None
+        self._user_optimizer = None
         self._grad_slots = None     # {var key: (name, tf.Variable)} or None
         self._grad_due = None       # tf.Variable(bool): copy gradients this step
         self._step_mode = None
@@ -328,7 +330,7 @@ class KerasHook(keras.callbacks.Callback):
         self._detach()
         self._hooked_model = model
         retrace = False
-        opt = getattr(model, "optimizer", None)
+        opt = self._user_optimizer or getattr(model, "optimizer", None)
         if opt is not None and self._may_save(CollectionKeys.GRADIENTS) \
                 and model.trainable_weights:
             self._grad_due = tf.Variable(False, trainable=False,
@@ -578,17 +580,12 @@ class KerasHook(keras.callbacks.Callback):
 
     # -- custom loops --------------------------------------------------------------------
 
-    @guarded(default=None)
     def wrap_optimizer(self, optimizer):
-        """Returns ``optimizer`` with its ``apply`` (and so ``apply_gradients``) wrapped on
-        the instance, so that gradients are saved at TRAIN steps (``fit`` wraps the model's
-        optimizer by itself; this is for an optimizer a custom loop uses with a model given
-        to ``register_model``)."""
-        model = self._watched_model()
-        if model is not None and self._hooked_model is not model:
-            if not self._prepared:
-                self._prepare(model)
-            self._attach(model)
+        """Returns ``optimizer``; the hook wraps its ``apply`` (and so ``apply_gradients``)
+        on the instance at the next ``fit`` in place of ``model.optimizer`` (which ``fit``
+        wraps by itself). In a ``wrap_tape`` loop the gradients come from the tape."""
+        if self._fault is None:
+            self._user_optimizer = optimizer
         return optimizer
 
     def wrap_tape(self, tape):
