@@ -128,11 +128,10 @@ def _to_numpy(value):
 
 
 def _var_key(v):
-    # The tf.Variable behind a Keras variable identifies it in eager code and in a trace.
-    inner = getattr(v, "value", None)
-    if isinstance(inner, tf.Variable):
-        v = inner
-    return id(v)
+    # A Keras variable by its path (unique in a model; the same object in eager code and in
+    # a trace, and under mixed precision, where `.value` is a cast), a tf.Variable by itself.
+    path = getattr(v, "path", None)
+    return path if path is not None else id(v)
 
 
 class KerasHook(keras.callbacks.Callback):
@@ -428,7 +427,7 @@ class KerasHook(keras.callbacks.Callback):
 
     def _begin_mode(self, mode):
         model = self._watched_model()
-        if model is None:
+        if model is None or self._closed:
             return
         if not self._prepared:
             self._prepare(model)
