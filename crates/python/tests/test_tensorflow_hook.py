@@ -290,19 +290,33 @@ def test_modes_steps_and_validation(tmp_path):
     assert tr.tensor("val_accuracy").value(7)[0] == logs.epochs[0]["val_accuracy"]
 
 
-def test_layers_saved_when_run_eagerly(tmp_path):
-    hook = smd.KerasHook(out_dir=str(tmp_path / "t"), include_collections=["layers"],
-                         **EVERY)
-    model, _, _ = fit(hook, run_eagerly=True, epochs=1)
+@pytest.mark.parametrize("run_eagerly", [False, True], ids=["compiled", "eager"])
+def test_layer_inputs_and_outputs(tmp_path, run_eagerly):
+    hook = smd.KerasHook(out_dir=str(tmp_path / "t"),
+                         include_collections=["layers", "weights", "biases"],
+                         save_config=smd.SaveConfig(save_steps=[2]))
+    model, _, _ = fit(hook, run_eagerly=run_eagerly, epochs=1)
+    x, y = data()
+    model.evaluate(x, y, batch_size=BATCH, callbacks=[hook], verbose=0)
     hook.close()
     tr = create_trial(str(tmp_path / "t"))
+    assert tr.tensor("dense/outputs").steps() == [0, 2, 4, 6]  # TRAIN 0, 2; EVAL 0, 2
+    assert sorted(tr.tensor_names()) == sorted(
+        ["accuracy", "batch", "dense/inputs", "dense/outputs", "dense_1/inputs",
+         "dense_1/outputs", "loss"] + NAMES)
     assert {"dense/inputs", "dense/outputs", "dense_1/inputs", "dense_1/outputs"} <= \
         set(tr.tensor_names())
-    x, _ = batch_of(0)
-    np.testing.assert_array_equal(tr.tensor("dense/inputs").value(0), x)
-    assert tr.tensor("dense_1/outputs").value(0).shape == (BATCH, 2)
+    xb, _ = batch_of(2)
+    np.testing.assert_array_equal(tr.tensor("dense/inputs").value(2), xb)
+    np.testing.assert_array_equal(tr.tensor("dense/inputs").value(0, mode=smd.modes.EVAL),
+                                  batch_of(0)[0])
     np.testing.assert_array_equal(tr.tensor("dense_1/inputs").value(2),
                                   tr.tensor("dense/outputs").value(2))
+    # The outputs are those of the weights the step used.
+    w, b = tr.tensor("dense/kernel:0").value(2), tr.tensor("dense/bias:0").value(2)
+    np.testing.assert_allclose(tr.tensor("dense/outputs").value(2), np.tanh(xb @ w + b),
+                               rtol=1e-5, atol=1e-6)
+    assert tr.tensor("dense_1/outputs").value(2).shape == (BATCH, 2)
 
 
 def test_only_due_steps_are_saved_and_save_tensor(tmp_path):

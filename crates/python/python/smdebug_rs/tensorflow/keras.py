@@ -29,10 +29,12 @@ Keras 3 variable gets its Keras 2 name):
   …, collection ``metrics``), and ``batch`` (the batch index, as the original adds it):
   **what Keras reported in step s's logs**. At the end of an epoch, the ``val_*`` values of
   the epoch logs are saved at the current step if it saves.
-* ``<layer>/inputs``, ``<layer>/outputs`` (``_<n>`` for several) — a layer's input and
-  output (collection ``layers``), when ``layers``, ``inputs``, ``outputs`` or ``all`` is
-  saved and the model runs eagerly (``run_eagerly=True``), as the original (in a compiled
-  function they are symbolic and are passed over).
+* ``<layer>/inputs``, ``<layer>/outputs`` (``_<n>`` for several tensors) — the input and
+  output of each of ``model.layers`` (collection ``layers``; the first call in a step),
+  when ``layers`` (or ``all``) is saved: the layers' ``call`` is wrapped on the instance;
+  run eagerly, the values are taken directly; in a compiled function (not under XLA) a
+  ``tf.py_function``, run only when they are due, hands them over. The original took
+  them only when run eagerly.
 * ``save_tensor`` and ``save_scalar`` as ``smdebug_rs.Hook`` has them.
 
 ``wrap_tape(tape)`` serves custom ``tf.GradientTape`` loops: entering the tape starts a
@@ -164,6 +166,8 @@ class KerasHook(keras.callbacks.Callback):
         self._step_mode = None
         self._layer_values = []     # (layer name, inputs, outputs) of this step
         self._layers_due = False
+        self._layers_due_var = None  # tf.Variable(bool) read by traced layer calls
+        self._layers_traced = False  # taken from compiled functions (not under XLA)
         self._wrapped_layers = []
         self._tape_prepared = False
         self._tape_vars = None
@@ -342,6 +346,11 @@ class KerasHook(keras.callbacks.Callback):
             self._wrap_optimizer_apply(opt)
             retrace = True
         if self._may_save(CollectionKeys.LAYERS):
+            # In a compiled function (not under XLA, which cannot call back into Python)
+            # a due layer call hands its values over through tf.py_function.
+            self._layers_traced = getattr(model, "jit_compile", False) is not True
+            self._layers_due_var = tf.Variable(False, trainable=False,
+                                               name="smdebug_rs_layers_due")
             for layer in model.layers:
                 self._wrap_layer(layer)
             retrace = True
@@ -416,14 +425,44 @@ class KerasHook(keras.callbacks.Callback):
         def call(*args, **kwargs):
             out = original(*args, **kwargs)
             hook = hook_ref()
-            if hook is not None and hook._layers_due and hook._fault is None \
-                    and tf.executing_eagerly():
-                inputs = args[0] if args else next(iter(kwargs.values()), None)
-                hook._layer_values.append((name, inputs, out))
+            if hook is None or hook._fault is not None:
+                return out
+            inputs = args[0] if args else next(iter(kwargs.values()), None)
+            if tf.executing_eagerly():
+                if hook._layers_due:
+                    hook._layer_values.append((name, inputs, out))
+            elif hook._layers_traced:
+                hook._tap_layer(name, inputs, out)
             return out
 
         object.__setattr__(layer, "call", call)
         self._wrapped_layers.append(layer)
+
+    def _tap_layer(self, name, inputs, outputs):
+        # While a compiled function is traced: when `_layers_due_var`, a py_function hands
+        # the layer call's tensors to the hook as numpy arrays. A failure leaves training
+        # alone (the fault policy).
+        try:
+            flat_in = [t for t in tf.nest.flatten(inputs) if isinstance(t, tf.Tensor)]
+            flat_out = [t for t in tf.nest.flatten(outputs) if isinstance(t, tf.Tensor)]
+            if not flat_in and not flat_out:
+                return
+            n_in = len(flat_in)
+            hook_ref = weakref.ref(self)
+
+            def record(*values):
+                hook = hook_ref()
+                if hook is not None and hook._fault is None:
+                    arrays = [v.numpy() for v in values]
+                    hook._layer_values.append((name, arrays[:n_in], arrays[n_in:]))
+                return True
+
+            def tap():
+                return tf.py_function(record, flat_in + flat_out, Tout=tf.bool)
+
+            tf.cond(self._layers_due_var, tap, lambda: tf.constant(False))
+        except Exception as e:  # noqa: BLE001 - the fault policy
+            fail(self, "layer call", e)
 
     def _begin_mode(self, mode):
         model = self._watched_model()
@@ -484,7 +523,11 @@ class KerasHook(keras.callbacks.Callback):
         self._layers_due = bool(self._wrapped_layers) and any(
             native.should_save_tensor(f"{layer.name}/outputs")
             or native.should_save_tensor(f"{layer.name}/inputs")
+            or native.should_save_tensor(f"{layer.name}/outputs_0")
+            or native.should_save_tensor(f"{layer.name}/inputs_0")
             for layer in self._wrapped_layers)
+        if self._layers_due_var is not None:
+            self._layers_due_var.assign(self._layers_due)
 
     def _batch_end(self, batch, logs):
         if self._closed:
@@ -528,7 +571,7 @@ class KerasHook(keras.callbacks.Callback):
         for name, inputs, outputs in values:
             for kind, v in (("inputs", inputs), ("outputs", outputs)):
                 flat = tf.nest.flatten(v)
-                flat = [t for t in flat if hasattr(t, "numpy")]
+                flat = [t for t in flat if hasattr(t, "numpy") or isinstance(t, np.ndarray)]
                 base = f"{name}/{kind}"
                 names = [base] if len(flat) == 1 else [f"{base}_{i}" for i in range(len(flat))]
                 for n, t in zip(names, flat):
