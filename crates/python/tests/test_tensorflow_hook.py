@@ -319,6 +319,34 @@ def test_layer_inputs_and_outputs(tmp_path, run_eagerly):
     assert tr.tensor("dense_1/outputs").value(2).shape == (BATCH, 2)
 
 
+@pytest.mark.parametrize("run_eagerly", [False, True], ids=["compiled", "eager"])
+def test_model_inputs_labels_and_predictions(tmp_path, run_eagerly):
+    hook = smd.KerasHook(out_dir=str(tmp_path / "t"),
+                         include_collections=["inputs", "outputs", "weights", "biases"],
+                         save_config=smd.SaveConfig(save_steps=[1]))
+    model, _, _ = fit(hook, run_eagerly=run_eagerly, epochs=1)
+    x, y = data()
+    pred = model.predict(x, batch_size=BATCH, callbacks=[hook], verbose=0)
+    hook.close()
+    tr = create_trial(str(tmp_path / "t"))
+    assert tr.tensor("inputs").steps() == [0, 1]  # TRAIN 0, 1 (PREDICT: no inputs)
+    assert tr.tensor("predictions").steps() == [0, 1, 4, 5]  # and PREDICT 0, 1
+    xb, yb = batch_of(1)
+    np.testing.assert_array_equal(tr.tensor("inputs").value(1), xb)
+    np.testing.assert_array_equal(tr.tensor("labels").value(1), yb)
+    # The predictions of step 1's forward, at the weights it used.
+    w = [np.array(tr.tensor(n).value(1)) for n in NAMES]
+    ref = make_model()
+    ref.set_weights(w)
+    np.testing.assert_allclose(tr.tensor("predictions").value(1), ref(xb).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(tr.tensor("predictions").value(1, mode=smd.modes.PREDICT),
+                                  pred[BATCH:2 * BATCH])
+    cols = tr.collections()
+    assert "inputs" in cols["inputs"].tensor_names
+    assert {"labels", "predictions"} <= cols["outputs"].tensor_names
+
+
 def test_only_due_steps_are_saved_and_save_tensor(tmp_path):
     hook = smd.KerasHook(out_dir=str(tmp_path / "t"), include_collections=ALL_PARAMS,
                          save_config=smd.SaveConfig(save_steps=[1, 6]))

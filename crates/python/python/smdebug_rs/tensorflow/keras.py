@@ -35,6 +35,10 @@ Keras 3 variable gets its Keras 2 name):
   run eagerly, the values are taken directly; in a compiled function (not under XLA) a
   ``tf.py_function``, run only when they are due, hands them over. The original took
   them only when run eagerly.
+* ``inputs``, ``labels``, ``predictions`` (``_<n>`` for several; collections ``inputs`` and
+  ``outputs``) — the batch's inputs, labels and predictions, from ``model.compute_metrics``
+  (wrapped on the model instance, handed over as the layers' values), and in PREDICT
+  steps the predictions of the batch's logs.
 * ``save_tensor`` and ``save_scalar`` as ``smdebug_rs.Hook`` has them.
 
 ``wrap_tape(tape)`` serves custom ``tf.GradientTape`` loops: entering the tape starts a
@@ -164,11 +168,13 @@ class KerasHook(keras.callbacks.Callback):
         self._grad_slots = None     # {var key: (name, tf.Variable)} or None
         self._grad_due = None       # tf.Variable(bool): copy gradients this step
         self._step_mode = None
-        self._layer_values = []     # (layer name, inputs, outputs) of this step
-        self._layers_due = False
-        self._layers_due_var = None  # tf.Variable(bool) read by traced layer calls
-        self._layers_traced = False  # taken from compiled functions (not under XLA)
+        self._pending = []          # (name, value) handed over during this step
+        self._tap_names = []        # names the layer and model wrappers hand over
+        self._tap_due = False       # any of them due at this step
+        self._tap_due_var = None    # the same as a tf.Variable(bool), for traced functions
+        self._tap_traced = False    # taken from compiled functions (not under XLA)
         self._wrapped_layers = []
+        self._wrapped_model = None
         self._tape_prepared = False
         self._tape_vars = None
         self.tape = None
@@ -324,6 +330,13 @@ class KerasHook(keras.callbacks.Callback):
             # An empty `layers` collection means every layer (the original's rule).
             for layer in model.layers:
                 layers.include("^" + re.escape(layer.name) + "/(inputs|outputs)(_[0-9]+)?$")
+        # The model's inputs, labels and predictions (the original's names).
+        inputs = self.get_collection(CollectionKeys.INPUTS)
+        if not inputs.include_regex and self._may_save(CollectionKeys.INPUTS):
+            inputs.include("^inputs(_[0-9]+)?$")
+        outputs = self.get_collection(CollectionKeys.OUTPUTS)
+        if not outputs.include_regex and self._may_save(CollectionKeys.OUTPUTS):
+            outputs.include("^(labels|predictions)(_[0-9]+)?$")
 
     def _attach(self, model):
         """Wraps the optimizer's ``apply`` (gradients) and, when saved, the layers' calls,
@@ -345,15 +358,23 @@ class KerasHook(keras.callbacks.Callback):
                 self._grad_slots[_var_key(v)] = (gradient_name(v, model), slot)
             self._wrap_optimizer_apply(opt)
             retrace = True
-        if self._may_save(CollectionKeys.LAYERS):
+        layers = self._may_save(CollectionKeys.LAYERS)
+        model_io = self._may_save(CollectionKeys.INPUTS, CollectionKeys.OUTPUTS)
+        if layers or model_io:
             # In a compiled function (not under XLA, which cannot call back into Python)
-            # a due layer call hands its values over through tf.py_function.
-            self._layers_traced = getattr(model, "jit_compile", False) is not True
-            self._layers_due_var = tf.Variable(False, trainable=False,
-                                               name="smdebug_rs_layers_due")
+            # due values are handed over through tf.py_function.
+            self._tap_traced = getattr(model, "jit_compile", False) is not True
+            self._tap_due_var = tf.Variable(False, trainable=False, name="smdebug_rs_tap_due")
+            retrace = True
+        if layers:
             for layer in model.layers:
                 self._wrap_layer(layer)
-            retrace = True
+                self._tap_names += [f"{layer.name}/inputs", f"{layer.name}/inputs_0",
+                                    f"{layer.name}/outputs", f"{layer.name}/outputs_0"]
+        if model_io:
+            self._wrap_compute_metrics(model)
+            self._tap_names += ["inputs", "inputs_0", "labels", "labels_0", "predictions",
+                                "predictions_0"]
         return retrace
 
     def _detach(self):
@@ -370,6 +391,13 @@ class KerasHook(keras.callbacks.Callback):
                 except AttributeError:
                     pass
         self._wrapped_layers = []
+        model, self._wrapped_model = self._wrapped_model, None
+        if model is not None and "compute_metrics" in model.__dict__:
+            try:
+                object.__delattr__(model, "compute_metrics")
+            except AttributeError:
+                pass
+        self._tap_names = []
         self._hooked_model = None
 
     def _wrap_optimizer_apply(self, opt):
@@ -428,41 +456,73 @@ class KerasHook(keras.callbacks.Callback):
             if hook is None or hook._fault is not None:
                 return out
             inputs = args[0] if args else next(iter(kwargs.values()), None)
-            if tf.executing_eagerly():
-                if hook._layers_due:
-                    hook._layer_values.append((name, inputs, out))
-            elif hook._layers_traced:
-                hook._tap_layer(name, inputs, out)
+            hook._hand_over([(f"{name}/inputs", inputs), (f"{name}/outputs", out)])
             return out
 
         object.__setattr__(layer, "call", call)
         self._wrapped_layers.append(layer)
 
-    def _tap_layer(self, name, inputs, outputs):
-        # While a compiled function is traced: when `_layers_due_var`, a py_function hands
-        # the layer call's tensors to the hook as numpy arrays. A failure leaves training
-        # alone (the fault policy).
+    def _wrap_compute_metrics(self, model):
+        # Keras's train and test steps call model.compute_metrics(x, y, y_pred, …): the
+        # model's inputs, labels and predictions, named as the original names them.
+        if "compute_metrics" in model.__dict__:
+            return
+        original = model.compute_metrics
+        hook_ref = weakref.ref(self)
+
+        @functools.wraps(original)
+        def compute_metrics(*args, **kwargs):
+            hook = hook_ref()
+            if hook is not None and hook._fault is None:
+                names = ("x", "y", "y_pred")
+                vals = list(args[:3]) + [kwargs.get(n) for n in names[len(args[:3]):]]
+                hook._hand_over([("inputs", vals[0]), ("labels", vals[1]),
+                                 ("predictions", vals[2])])
+            return original(*args, **kwargs)
+
+        object.__setattr__(model, "compute_metrics", compute_metrics)
+        self._wrapped_model = model
+
+    def _hand_over(self, groups):
+        """Hands ``[(prefix, structure)]`` of this step's tensors to the hook under the
+        original's names (``prefix`` for one tensor, ``prefix_<i>`` for several): run
+        eagerly, directly when due; while a compiled function is traced, a py_function
+        under ``tf.cond(_tap_due_var)``, so a step that saves none of them runs none. A
+        failure leaves training alone (the fault policy)."""
+        if self._fault is not None:
+            return
         try:
-            flat_in = [t for t in tf.nest.flatten(inputs) if isinstance(t, tf.Tensor)]
-            flat_out = [t for t in tf.nest.flatten(outputs) if isinstance(t, tf.Tensor)]
-            if not flat_in and not flat_out:
+            names, tensors = [], []
+            for prefix, value in groups:
+                flat = [t for t in tf.nest.flatten(value)
+                        if isinstance(t, (tf.Tensor, tf.Variable, np.ndarray))]
+                if len(flat) == 1:
+                    names.append(prefix)
+                else:
+                    names += [f"{prefix}_{i}" for i in range(len(flat))]
+                tensors += flat
+            if not tensors:
                 return
-            n_in = len(flat_in)
+            if tf.executing_eagerly():
+                if self._tap_due:
+                    self._pending.extend(zip(names, tensors))
+                return
+            if not self._tap_traced or self._tap_due_var is None:
+                return
             hook_ref = weakref.ref(self)
 
             def record(*values):
                 hook = hook_ref()
                 if hook is not None and hook._fault is None:
-                    arrays = [v.numpy() for v in values]
-                    hook._layer_values.append((name, arrays[:n_in], arrays[n_in:]))
+                    hook._pending.extend(zip(names, [v.numpy() for v in values]))
                 return True
 
             def tap():
-                return tf.py_function(record, flat_in + flat_out, Tout=tf.bool)
+                return tf.py_function(record, tensors, Tout=tf.bool)
 
-            tf.cond(self._layers_due_var, tap, lambda: tf.constant(False))
+            tf.cond(self._tap_due_var, tap, lambda: tf.constant(False))
         except Exception as e:  # noqa: BLE001 - the fault policy
-            fail(self, "layer call", e)
+            fail(self, "handing over " + ", ".join(p for p, _ in groups), e)
 
     def _begin_mode(self, mode):
         model = self._watched_model()
@@ -520,14 +580,9 @@ class KerasHook(keras.callbacks.Callback):
             due = mode == modes.TRAIN and any(
                 native.should_save_tensor(n) for n, _ in self._grad_slots.values())
             self._grad_due.assign(due)
-        self._layers_due = bool(self._wrapped_layers) and any(
-            native.should_save_tensor(f"{layer.name}/outputs")
-            or native.should_save_tensor(f"{layer.name}/inputs")
-            or native.should_save_tensor(f"{layer.name}/outputs_0")
-            or native.should_save_tensor(f"{layer.name}/inputs_0")
-            for layer in self._wrapped_layers)
-        if self._layers_due_var is not None:
-            self._layers_due_var.assign(self._layers_due)
+        self._tap_due = any(native.should_save_tensor(n) for n in self._tap_names)
+        if self._tap_due_var is not None:
+            self._tap_due_var.assign(self._tap_due)
 
     def _batch_end(self, batch, logs):
         if self._closed:
@@ -539,6 +594,9 @@ class KerasHook(keras.callbacks.Callback):
                 if native.should_save_tensor(name):
                     self._save(name, slot)
             self._grad_due.assign(False)
+        if self._step_mode == modes.PREDICT and logs and "outputs" in logs:
+            # predict_step has no compute_metrics: the batch's predictions come in the logs.
+            self._hand_over([("predictions", logs["outputs"])])
         self._save_logs(batch, logs)
         self._end_step_values()
 
@@ -563,23 +621,18 @@ class KerasHook(keras.callbacks.Callback):
                 self._saving = None
 
     def _end_step_values(self):
-        # Layer inputs and outputs seen during the step.
-        values, self._layer_values = self._layer_values, []
-        if not values or self._native is None:
+        # What the layer and model wrappers handed over during the step: the first value
+        # of each name (a layer called twice keeps its first call's).
+        pending, self._pending = self._pending, []
+        if not pending or self._native is None:
             return
-        seen = {}
-        for name, inputs, outputs in values:
-            for kind, v in (("inputs", inputs), ("outputs", outputs)):
-                flat = tf.nest.flatten(v)
-                flat = [t for t in flat if hasattr(t, "numpy") or isinstance(t, np.ndarray)]
-                base = f"{name}/{kind}"
-                names = [base] if len(flat) == 1 else [f"{base}_{i}" for i in range(len(flat))]
-                for n, t in zip(names, flat):
-                    if n in seen:
-                        continue
-                    seen[n] = True
-                    if self._native.should_save_tensor(n):
-                        self._save(n, t)
+        seen = set()
+        for name, value in pending:
+            if name in seen:
+                continue
+            seen.add(name)
+            if self._native.should_save_tensor(name):
+                self._save(name, value)
 
     @guarded()
     def on_train_batch_begin(self, batch, logs=None):
