@@ -176,7 +176,6 @@ class KerasHook(keras.callbacks.Callback):
         self._wrapped_layers = []
         self._wrapped_model = None
         self._tape_prepared = False
-        self._tape_vars = None
         self.tape = None
         self.registered_model = None
         self.out_dir = None if out_dir is None else str(out_dir)
