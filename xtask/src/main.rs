@@ -71,7 +71,13 @@ fn main() -> Result<()> {
         Task::BenchReport(args) => bench::report_only(args),
         Task::BenchStores => bench_stores::run_alone(),
         Task::Peer => {
-            for venv in [&peer::PEER, &peer::TORCH, &peer::MXNET, &peer::TF, &peer::TOOLS] {
+            for venv in [
+                &peer::PEER,
+                &peer::TORCH,
+                &peer::MXNET,
+                &peer::TF,
+                &peer::TOOLS,
+            ] {
                 println!("{}: {}", venv.purpose, venv.ensure()?.display());
             }
             Ok(())
