@@ -55,7 +55,7 @@ enum Task {
     /// Regenerates the checked-in protobuf code of smdebug-record (`--check`: fail on a diff).
     GenProto(proto::GenProtoArgs),
     /// Installs (or verifies) the Python venvs of the tests (the smdebug peer, with PyTorch,
-    /// with MXNet; the test tools); prints their interpreters.
+    /// with MXNet; TensorFlow; the test tools); prints their interpreters.
     Peer,
     /// Starts the test services (S3 server, GCS and Azure emulators) and prints the environment to use them; runs
     /// until interrupted.
@@ -71,7 +71,13 @@ fn main() -> Result<()> {
         Task::BenchReport(args) => bench::report_only(args),
         Task::BenchStores => bench_stores::run_alone(),
         Task::Peer => {
-            for venv in [&peer::PEER, &peer::TORCH, &peer::MXNET, &peer::TOOLS] {
+            for venv in [
+                &peer::PEER,
+                &peer::TORCH,
+                &peer::MXNET,
+                &peer::TF,
+                &peer::TOOLS,
+            ] {
                 println!("{}: {}", venv.purpose, venv.ensure()?.display());
             }
             Ok(())

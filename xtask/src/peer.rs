@@ -1,8 +1,8 @@
 //! Installs the Python parts the tests compare against, into virtualenvs outside the repo,
 //! each from lock files in `tests/peer` ([`Venv`]): the real smdebug 1.0.34 with XGBoost
 //! for its hook ([`PEER`]), the same with PyTorch ([`TORCH`]) and with MXNet ([`MXNET`])
-//! for the module hooks, and the test tools ([`TOOLS`]: moto's S3 server, TensorBoard,
-//! the dataframe libraries).
+//! for the module hooks, TensorFlow with Keras 3 ([`TF`], without smdebug), and the test
+//! tools ([`TOOLS`]: moto's S3 server, TensorBoard, the dataframe libraries).
 //!
 //! The frameworks live in venvs of their own because smdebug imports every framework it
 //! finds whenever it is imported (`smdebug.core.utils` imports `torch.distributed`): with
@@ -57,6 +57,18 @@ pub const MXNET: Venv = Venv {
     reqs: &["mxnet-requirements.txt"],
     locked: true,
     smoke: "import smdebug, mxnet, smdebug.mxnet",
+    after_install: |_| Ok(()),
+};
+
+/// TensorFlow 2.21 with Keras 3 (numpy 2, protobuf 7), without smdebug, which does not run
+/// there: smdebug_rs.tensorflow's tests, which read its trials with the original's reader
+/// in [`PEER`].
+pub const TF: Venv = Venv {
+    name: "peer-tf-venv",
+    purpose: "TensorFlow with Keras 3",
+    reqs: &["tf-requirements.txt"],
+    locked: true,
+    smoke: "import tensorflow, keras",
     after_install: |_| Ok(()),
 };
 

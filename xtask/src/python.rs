@@ -162,9 +162,10 @@ fn summary_line(out: &str) -> Option<&str> {
 /// Which venv runs which files of crates/python/tests: a framework's hook tests run where
 /// that framework is installed (by file name prefix), every other file beside the plain
 /// peer (the last row). Each venv gets the development install first.
-pub const SUITES: [(&Venv, &str); 3] = [
+pub const SUITES: [(&Venv, &str); 4] = [
     (&crate::peer::TORCH, "test_pytorch_"),
     (&crate::peer::MXNET, "test_mxnet_"),
+    (&crate::peer::TF, "test_tensorflow_"),
     (&crate::peer::PEER, "test_"),
 ];
 

@@ -20,6 +20,7 @@ class CollectionKeys:
     ALL = "all"
     INPUTS = "inputs"
     OUTPUTS = "outputs"
+    LAYERS = "layers"
     WEIGHTS = "weights"
     GRADIENTS = "gradients"
     BIASES = "biases"

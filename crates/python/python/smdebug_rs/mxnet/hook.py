@@ -46,7 +46,6 @@ Faults never break training: see :mod:`smdebug_rs.core.faults`.
 """
 
 import atexit
-import json
 import weakref
 
 import mxnet as mx
@@ -56,6 +55,8 @@ from smdebug_rs import modes
 from smdebug_rs.core.collection import CollectionKeys
 from smdebug_rs.core.faults import guarded
 from smdebug_rs.core.framework_hook import FrameworkHook
+from smdebug_rs.core.include import included_collections as _included_collections
+from smdebug_rs.core.include import json_included_collections
 from smdebug_rs.core.logger import get_logger
 from smdebug_rs.core.reduction_config import ReductionConfig  # noqa: F401 (re-exported)
 from smdebug_rs.core.save_config import SaveConfig  # noqa: F401 (re-exported)
@@ -93,44 +94,17 @@ def mxnet_worker():
     return "worker_0", 1
 
 
-def _parse_bool(v):
-    if isinstance(v, bool):
-        return v
-    return str(v).strip().lower() in ("true", "1", "yes", "y", "t")
-
-
 def included_collections(include_collections=None, include_regex=None, save_all=False):
     """The collections a hook saves, as the original computes them: those given (default
     ``losses``) plus ``losses``, ``default`` with ``include_regex``, ``all`` with
     ``save_all``."""
-    if include_collections is None:
-        names = list(DEFAULT_INCLUDE_COLLECTIONS)
-    elif isinstance(include_collections, str):
-        names = [include_collections]
-    else:
-        names = []
-        for c in include_collections:
-            names.extend([c] if isinstance(c, str) else list(c))
-    out = list(dict.fromkeys(names + DEFAULT_INCLUDE_COLLECTIONS))
-    if include_regex and CollectionKeys.DEFAULT not in out:
-        out.append(CollectionKeys.DEFAULT)
-    if save_all and CollectionKeys.ALL not in out:
-        out.append(CollectionKeys.ALL)
-    return out
+    return _included_collections(include_collections, include_regex, save_all,
+                                 DEFAULT_INCLUDE_COLLECTIONS)
 
 
 def _json_included_collections(path):
-    """``included_collections`` of a SageMaker JSON configuration (its
-    ``CollectionConfigurations`` names, ``HookParameters.include_regex`` / ``save_all``)."""
-    with open(path) as f:
-        d = json.load(f)
-    params = d.get("HookParameters") or {}
-    configs = d.get("CollectionConfigurations")
-    names = None
-    if configs is not None:
-        names = [c["CollectionName"] for c in configs if "CollectionName" in c]
-    return included_collections(names, params.get("include_regex"),
-                                _parse_bool(params.get("save_all", False)))
+    """``included_collections`` of a SageMaker JSON configuration."""
+    return json_included_collections(path, DEFAULT_INCLUDE_COLLECTIONS)
 
 
 class Hook(FrameworkHook):

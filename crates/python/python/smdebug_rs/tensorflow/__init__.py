@@ -1,0 +1,47 @@
+"""``smdebug_rs.tensorflow``: a drop-in for ``smdebug.tensorflow``'s ``KerasHook`` on
+TensorFlow 2 with Keras 3, writing through the Rust hook. See
+:mod:`smdebug_rs.tensorflow.keras` and docs/src/python.md ("TensorFlow / Keras").
+
+    import smdebug_rs.tensorflow as smd
+    hook = smd.KerasHook(out_dir="/tmp/run")
+    model.fit(x_train, y_train, epochs=2, callbacks=[hook])
+    model.evaluate(x_test, y_test, callbacks=[hook])
+    trial = smd.create_trial(out_dir="/tmp/run")
+
+``SessionHook`` and ``EstimatorHook`` (TF1 sessions and estimators) are not provided.
+"""
+
+from smdebug_rs import modes
+from smdebug_rs.core.reduction_config import ReductionConfig
+from smdebug_rs.core.save_config import SaveConfig, SaveConfigMode
+from smdebug_rs.tensorflow.collection import Collection, CollectionKeys
+from smdebug_rs.tensorflow.keras import KerasHook
+from smdebug_rs.tensorflow.singleton_utils import del_hook, get_collection, get_hook, set_hook
+from smdebug_rs.trials import create_trial as _create_trial
+
+__all__ = [
+    "KerasHook",
+    "SaveConfig",
+    "SaveConfigMode",
+    "ReductionConfig",
+    "Collection",
+    "CollectionKeys",
+    "modes",
+    "create_trial",
+    "get_hook",
+    "set_hook",
+    "del_hook",
+    "get_collection",
+]
+
+
+def create_trial(path=None, name=None, *, out_dir=None, **kwargs):
+    """``smdebug_rs.trials.create_trial``; also takes the trial's location as ``out_dir=``
+    (the keyword the original's README example passes)."""
+    if path is None:
+        path = out_dir
+    elif out_dir is not None:
+        raise TypeError("create_trial() got both path and out_dir")
+    if path is None:
+        raise TypeError("create_trial() needs path (or out_dir)")
+    return _create_trial(path, name=name, **kwargs)
