@@ -6,6 +6,7 @@ smdebug writer classes (tests/peer/fixture.py).
 """
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -127,3 +128,29 @@ def preset_dir(tmp_path_factory):
         return done[preset]
 
     return get
+
+
+@pytest.fixture
+def smdebug_log():
+    """The ERROR records of logger ``smdebug_rs`` (it does not propagate to root): what a
+    hook's fault policy logs."""
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            if record.levelno >= logging.ERROR:
+                records.append(record)
+
+    h = Keep()
+    logger = logging.getLogger("smdebug_rs")
+    logger.addHandler(h)
+    yield records
+    logger.removeHandler(h)
+
+
+def assert_one_fault_logged(records, *needles):
+    """Exactly one error was logged, and it names each of ``needles``."""
+    assert len(records) == 1, [r.getMessage() for r in records]
+    msg = records[0].getMessage()
+    for n in needles:
+        assert n in msg, msg

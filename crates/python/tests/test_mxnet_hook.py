@@ -3,7 +3,6 @@ timing), which blocks get hooks, conversions only when due, the fault policy and
 The side-by-side runs with the original are in test_mxnet_vs_original.py."""
 
 import json
-import logging
 import os
 import re
 
@@ -22,6 +21,7 @@ except Exception as e:  # not installed, or installed but broken (numpy too new:
 from mxnet import autograd, gluon  # noqa: E402
 from mxnet.gluon import nn  # noqa: E402
 
+from conftest import assert_one_fault_logged  # noqa: E402
 import smdebug_rs.mxnet as smd  # noqa: E402
 from smdebug_rs.mxnet import hook as hook_module  # noqa: E402
 from smdebug_rs.mxnet import singleton_utils  # noqa: E402
@@ -38,23 +38,6 @@ def fresh_singleton():
     smd.del_hook()
     yield
     smd.del_hook()
-
-
-@pytest.fixture
-def smdebug_log():
-    """The ERROR records of logger ``smdebug_rs`` (it does not propagate to root)."""
-    records = []
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            if record.levelno >= logging.ERROR:
-                records.append(record)
-
-    h = Keep()
-    logger = logging.getLogger("smdebug_rs")
-    logger.addHandler(h)
-    yield records
-    logger.removeHandler(h)
 
 
 def make_net(deferred=False):
@@ -273,12 +256,6 @@ def test_register_what_is_not_a_block_or_twice(tmp_path, smdebug_log):
 # -- faults -------------------------------------------------------------------------------
 
 
-def _assert_one_fault_logged(records, *needles):
-    assert len(records) == 1, [r.getMessage() for r in records]
-    msg = records[0].getMessage()
-    for n in needles:
-        assert n in msg, msg
-
 
 def test_fault_unwritable_out_dir(tmp_path, smdebug_log):
     reference = train(None)
@@ -287,7 +264,7 @@ def test_fault_unwritable_out_dir(tmp_path, smdebug_log):
     hook = smd.Hook(out_dir=str(blocker / "trial"), save_all=True, **EVERY)
     assert train(hook) == reference
     assert not hook.enabled and hook.fault is not None
-    _assert_one_fault_logged(smdebug_log, "smdebug_rs.mxnet", "the hook is off",
+    assert_one_fault_logged(smdebug_log, "smdebug_rs.mxnet", "the hook is off",
                              type(hook.fault.error).__name__)
 
 
@@ -304,7 +281,7 @@ def test_fault_converting_a_value(tmp_path, smdebug_log, monkeypatch):
     hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True, **EVERY)
     assert train(hook) == reference
     assert hook.fault is not None and hook.fault.where.startswith("_forward_hook saving ")
-    _assert_one_fault_logged(smdebug_log, "_forward_hook saving", "MXNetError",
+    assert_one_fault_logged(smdebug_log, "_forward_hook saving", "MXNetError",
                              "device lost (injected)")
     # What was saved before the fault is a readable, finished trial.
     tr = create_trial(str(tmp_path / "t"))
@@ -324,7 +301,7 @@ def test_fault_in_the_native_hook(tmp_path, smdebug_log):
 
     hook._native = Exploding()
     assert train(hook) == reference
-    _assert_one_fault_logged(smdebug_log, "_forward_pre_hook", "RuntimeError",
+    assert_one_fault_logged(smdebug_log, "_forward_pre_hook", "RuntimeError",
                              "native hook exploded (injected)")
     real.close()
 
@@ -340,7 +317,7 @@ def test_fault_reading_gradients(tmp_path, smdebug_log, monkeypatch):
 
     monkeypatch.setattr(mx.gluon.Parameter, "grad", boom)
     assert train(hook, eval_steps=1) == reference
-    _assert_one_fault_logged(smdebug_log, "_forward_pre_hook saving gradient/",
+    assert_one_fault_logged(smdebug_log, "_forward_pre_hook saving gradient/",
                              "no gradients (injected)")
 
 

@@ -4,7 +4,6 @@ torch.distributed workers. The side-by-side runs with the original are in
 test_pytorch_vs_original.py."""
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ except ImportError as e:  # not installed, or installed but broken
 
 import torch.nn as nn  # noqa: E402
 
+from conftest import assert_one_fault_logged  # noqa: E402
 import smdebug_rs.pytorch as smd  # noqa: E402
 from smdebug_rs import exceptions, rules  # noqa: E402
 from smdebug_rs.pytorch import autohook, singleton_utils  # noqa: E402
@@ -38,23 +38,6 @@ def fresh_singleton():
     smd.del_hook()
     yield
     smd.del_hook()
-
-
-@pytest.fixture
-def smdebug_log():
-    """The ERROR records of logger ``smdebug_rs`` (it does not propagate to root)."""
-    records = []
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            if record.levelno >= logging.ERROR:
-                records.append(record)
-
-    h = Keep()
-    logger = logging.getLogger("smdebug_rs")
-    logger.addHandler(h)
-    yield records
-    logger.removeHandler(h)
 
 
 class Net(nn.Module):
@@ -192,12 +175,6 @@ def test_a_module_called_twice_continues_the_count(tmp_path):
 # -- faults -------------------------------------------------------------------------------
 
 
-def _assert_one_fault_logged(records, *needles):
-    assert len(records) == 1, [r.getMessage() for r in records]
-    msg = records[0].getMessage()
-    for n in needles:
-        assert n in msg, msg
-
 
 def test_fault_unwritable_out_dir(tmp_path, smdebug_log):
     reference = train(None)
@@ -206,7 +183,7 @@ def test_fault_unwritable_out_dir(tmp_path, smdebug_log):
     hook = smd.Hook(out_dir=str(blocker / "trial"), save_all=True, **EVERY)
     assert train(hook) == reference
     assert not hook.enabled and hook.fault is not None
-    _assert_one_fault_logged(smdebug_log, "the hook is off", type(hook.fault.error).__name__)
+    assert_one_fault_logged(smdebug_log, "the hook is off", type(hook.fault.error).__name__)
 
 
 def test_fault_value_that_cannot_be_converted(tmp_path, smdebug_log):
@@ -214,7 +191,7 @@ def test_fault_value_that_cannot_be_converted(tmp_path, smdebug_log):
     hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True, **EVERY)
     assert train(hook, aux=True) == reference
     assert hook.fault is not None and hook.fault.where == "_forward_hook saving Net_output_1"
-    _assert_one_fault_logged(smdebug_log, "_forward_hook saving Net_output_1", "TypeError",
+    assert_one_fault_logged(smdebug_log, "_forward_hook saving Net_output_1", "TypeError",
                              "ComplexHalf")
     # What was saved before the fault is a readable, finished trial.
     tr = create_trial(str(tmp_path / "t"))
@@ -234,7 +211,7 @@ def test_fault_in_the_native_hook(tmp_path, smdebug_log):
 
     hook._native = Exploding()
     assert train(hook) == reference
-    _assert_one_fault_logged(smdebug_log, "_forward_pre_hook", "RuntimeError",
+    assert_one_fault_logged(smdebug_log, "_forward_pre_hook", "RuntimeError",
                              "native hook exploded (injected)")
     real.close()
 

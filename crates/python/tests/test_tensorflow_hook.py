@@ -7,7 +7,6 @@ configuration and get_hook, faults, and the trial read by the original's reader 
 subprocess)."""
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -28,7 +27,13 @@ from smdebug_rs.tensorflow import keras as keras_module  # noqa: E402
 from smdebug_rs.tensorflow import singleton_utils  # noqa: E402
 from smdebug_rs.trials import create_trial  # noqa: E402
 
-from conftest import NUMERIC_IGNORES, PEER, compare, mode_keyerror_ignores  # noqa: E402
+from conftest import (  # noqa: E402
+    NUMERIC_IGNORES,
+    PEER,
+    assert_one_fault_logged,
+    compare,
+    mode_keyerror_ignores,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "examples")
@@ -52,23 +57,6 @@ def fresh_singleton():
     smd.del_hook()
     yield
     smd.del_hook()
-
-
-@pytest.fixture
-def smdebug_log():
-    """The ERROR records of logger ``smdebug_rs`` (it does not propagate to root)."""
-    records = []
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            if record.levelno >= logging.ERROR:
-                records.append(record)
-
-    h = Keep()
-    logger = logging.getLogger("smdebug_rs")
-    logger.addHandler(h)
-    yield records
-    logger.removeHandler(h)
 
 
 def data():
@@ -485,12 +473,6 @@ def test_exports():
 
 # -- faults ---------------------------------------------------------------------------
 
-def _assert_one_fault_logged(records, *needles):
-    assert len(records) == 1, [r.getMessage() for r in records]
-    msg = records[0].getMessage()
-    for n in needles:
-        assert n in msg, msg
-
 
 def _losses(logs):
     return [d["loss"] for d in logs.train]
@@ -528,7 +510,7 @@ def test_a_fault_does_not_break_training(tmp_path, smdebug_log, run_eagerly):
     model, logs, _ = fit(hook, run_eagerly=run_eagerly)
     assert _losses(logs) == reference_losses(run_eagerly)
     assert not hook.enabled and hook.fault is not None
-    _assert_one_fault_logged(smdebug_log, "smdebug_rs.tensorflow", "RuntimeError",
+    assert_one_fault_logged(smdebug_log, "smdebug_rs.tensorflow", "RuntimeError",
                              "native hook exploded (injected)", "saving ")
     real.close()
     hook.close()  # off: does nothing
@@ -548,7 +530,7 @@ def test_a_fault_in_the_gradient_tap_does_not_break_training(tmp_path, smdebug_l
                          **EVERY)
     _, logs, _ = fit(hook)
     assert _losses(logs) == reference_losses()
-    _assert_one_fault_logged(smdebug_log, "optimizer.apply", "tap failed (injected)")
+    assert_one_fault_logged(smdebug_log, "optimizer.apply", "tap failed (injected)")
 
 
 def test_unwritable_out_dir(tmp_path, smdebug_log):
@@ -559,7 +541,7 @@ def test_unwritable_out_dir(tmp_path, smdebug_log):
     _, logs, _ = fit(hook)
     assert _losses(logs) == reference_losses()
     assert not hook.enabled and hook.fault is not None
-    _assert_one_fault_logged(smdebug_log, "smdebug_rs.tensorflow", "the hook is off")
+    assert_one_fault_logged(smdebug_log, "smdebug_rs.tensorflow", "the hook is off")
 
 
 def test_close_takes_the_wrappers_off(tmp_path):

@@ -8,7 +8,6 @@ original writes them.
 
 import json
 import re
-from enum import Enum
 
 __all__ = ["Collection", "CollectionKeys"]
 

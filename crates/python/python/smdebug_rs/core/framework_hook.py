@@ -1,11 +1,13 @@
-"""What the framework module hooks share (``smdebug_rs.pytorch.Hook``,
-``smdebug_rs.mxnet.Hook``): the native hook behind them, the SageMaker JSON configuration,
-the state properties, collections, the calls a training script makes, the original's way of
-naming a module's tensors (``<name>_output_<n>``), and closing.
+"""What the framework hooks share (``smdebug_rs.pytorch.Hook``, ``smdebug_rs.mxnet.Hook``,
+``smdebug_rs.tensorflow.KerasHook``): the native hook behind them, the SageMaker JSON
+configuration, the state properties, collections, the calls a training script makes, the
+original's way of naming a module's tensors (``<name>_output_<n>``), and closing.
 
 A framework's hook subclasses :class:`FrameworkHook` and supplies what differs: the native
 framework name, its worker (``(name, count)``), its tensor type and conversion, its
-collection class, its singleton, and its callbacks on the framework's modules.
+collection class, its singleton, how its registrations come off, and its callbacks on the
+framework's modules (``smdebug_rs.tensorflow.KerasHook`` too, beside
+``keras.callbacks.Callback``).
 
 Every public method is ``@guarded``: a failure is logged once and switches the hook off
 (:mod:`smdebug_rs.core.faults`); the training goes on.
@@ -69,9 +71,8 @@ class FrameworkHook:
         """The numpy value of a framework tensor (copied off its device)."""
         raise NotImplementedError
 
-    @staticmethod
-    def _framework_remove(handle):
-        """Removes one of the hook's registrations from the framework."""
+    def _framework_detach(self):
+        """Takes the hook's registrations (module hooks, wrappers) off the framework."""
         raise NotImplementedError
 
     def _framework_json_config(self, path):
@@ -234,12 +235,11 @@ class FrameworkHook:
         if self._started:
             self._framework_end_step()
         self._closed = True
-        for h in self._handles:
-            self._framework_remove(h)
-        self._handles.clear()
+        self._framework_detach()
         self._native.close()
 
     def __repr__(self):
         state = "on" if self.enabled else ("off: " + repr(self._fault) if self._fault
                                            else "closed")
-        return f"<{self._LOG_NAME}.Hook out_dir={self.out_dir!r} worker={self.worker} {state}>"
+        return (f"<{self._LOG_NAME}.{type(self).__name__} out_dir={self.out_dir!r} "
+                f"worker={self.worker} {state}>")

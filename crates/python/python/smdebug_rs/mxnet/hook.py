@@ -156,9 +156,10 @@ class Hook(FrameworkHook):
     def _framework_to_numpy(value):
         return to_numpy(value)
 
-    @staticmethod
-    def _framework_remove(handle):
-        handle.detach()
+    def _framework_detach(self):
+        for h in self._handles:
+            h.detach()
+        self._handles.clear()
 
     def _framework_json_config(self, path):
         self.include_collections = _json_included_collections(path)

@@ -111,9 +111,10 @@ class Hook(FrameworkHook):
     def _framework_to_numpy(value):
         return to_numpy(value)
 
-    @staticmethod
-    def _framework_remove(handle):
-        handle.remove()
+    def _framework_detach(self):
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
 
     def _prepare_collections(self):
         # The modules given to Collection.add_module_tensors become regexes now that they

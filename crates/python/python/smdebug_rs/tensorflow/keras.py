@@ -60,9 +60,9 @@ import tensorflow as tf
 from smdebug_rs import modes
 from smdebug_rs.core.collection import CollectionKeys
 from smdebug_rs.core.faults import fail, guarded
+from smdebug_rs.core.framework_hook import FrameworkHook
 from smdebug_rs.core.include import included_collections, json_included_collections
 from smdebug_rs.core.logger import get_logger
-from smdebug_rs.hook import Hook as _NativeHook
 from smdebug_rs.tensorflow import singleton_utils
 from smdebug_rs.tensorflow.collection import Collection
 
@@ -140,7 +140,7 @@ def _var_key(v):
     return path if path is not None else id(v)
 
 
-class KerasHook(keras.callbacks.Callback):
+class KerasHook(FrameworkHook, keras.callbacks.Callback):
     """smdebug's Keras hook: ``KerasHook(out_dir, export_tensorboard=False,
     tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
     include_regex=None, include_collections=None, save_all=False, include_workers="one")``,
@@ -148,19 +148,17 @@ class KerasHook(keras.callbacks.Callback):
     saved, every 500 steps, unless told otherwise). A ``keras.callbacks.Callback``: pass it
     to ``fit``, ``evaluate`` and ``predict``. The collections and regexes are TensorFlow 2's
     (``smdebug_rs.Hook(framework="tensorflow2")``). See the module docstring for names and
-    semantics."""
+    semantics; what every framework hook has is :class:`FrameworkHook`'s."""
 
+    FRAMEWORK = "tensorflow2"
     _LOG_NAME = "smdebug_rs.tensorflow"
+    _COLLECTION = Collection
 
     def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
                  dry_run=False, reduction_config=None, save_config=None, include_regex=None,
                  include_collections=None, save_all=False, include_workers="one", *,
                  _json_file=None):
-        super().__init__()
-        self._fault = None
-        self._saving = None
-        self._native = None
-        self._closed = False
+        keras.callbacks.Callback.__init__(self)
         self._prepared = False      # names given to the collections (before step 0)
         self._hooked_model = None   # the model whose optimizer and layers are wrapped
         self._optimizer = None
@@ -178,98 +176,39 @@ class KerasHook(keras.callbacks.Callback):
         self._tape_prepared = False
         self.tape = None
         self.registered_model = None
-        self.out_dir = None if out_dir is None else str(out_dir)
-        self.worker = "worker_0"
         self.mode = modes.GLOBAL
         self.include_collections = included_collections(
             include_collections, include_regex, save_all, DEFAULT_INCLUDE_COLLECTIONS)
-        self._build(out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
-                    save_config, include_regex, include_collections, save_all,
-                    include_workers, _json_file)
-        singleton_utils.set_hook(self)
+        FrameworkHook.__init__(self, out_dir, export_tensorboard, tensorboard_dir, dry_run,
+                               reduction_config, save_config, include_regex,
+                               include_collections, save_all, include_workers,
+                               _json_file=_json_file)
         atexit.register(_close_at_exit, weakref.ref(self))
 
-    @guarded()
-    def _build(self, out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
-               save_config, include_regex, include_collections, save_all, include_workers,
-               json_file):
-        worker, num_workers = tf_worker()
-        if json_file is not None:
-            self.include_collections = json_included_collections(
-                json_file[0], DEFAULT_INCLUDE_COLLECTIONS)
-            native = _NativeHook.create_from_json_file(
-                json_file[0], framework="tensorflow2", worker=worker, num_workers=num_workers)
-        else:
-            native = _NativeHook(
-                out_dir, export_tensorboard=export_tensorboard,
-                tensorboard_dir=tensorboard_dir, dry_run=dry_run,
-                reduction_config=reduction_config, save_config=save_config,
-                include_regex=include_regex, include_collections=include_collections,
-                save_all=save_all, include_workers=include_workers, framework="tensorflow2",
-                worker=worker, num_workers=num_workers)
-        self._native = native
-        self.out_dir = native.out_dir
-        self.worker = native.worker
+    @staticmethod
+    def _framework_worker():
+        return tf_worker()
 
-    @classmethod
-    def create_from_json_file(cls, json_file_path=None):
-        """The hook of a SageMaker job, from ``json_file_path``, else
-        ``$SMDEBUG_CONFIG_FILE_PATH``, else ``/opt/ml/input/config/debughookconfig.json``.
-        ``FileNotFoundError`` if there is no such file (``get_hook`` relies on it); any other
-        problem with it is a fault (logged once, the hook off)."""
-        path = singleton_utils.json_config_path(json_file_path)
-        if path is None:
-            raise FileNotFoundError(
-                f"no hook configuration: {json_file_path or 'SMDEBUG_CONFIG_FILE_PATH'} "
-                "names no file and /opt/ml/input/config/debughookconfig.json is absent")
-        return cls(_json_file=(path,))
+    @staticmethod
+    def _framework_singleton():
+        return singleton_utils
 
-    # -- state ---------------------------------------------------------------------------
+    @staticmethod
+    def _framework_is_tensor(value):
+        return hasattr(value, "numpy") or isinstance(value, tf.IndexedSlices)
 
-    @property
-    def enabled(self):
-        """False once closed or switched off by a fault."""
-        return self._native is not None and not self._closed
+    @staticmethod
+    def _framework_to_numpy(value):
+        return _to_numpy(value)
 
-    @property
-    def fault(self):
-        """The first failure (``.where``, ``.error``) that switched the hook off, or None."""
-        return self._fault
+    def _framework_json_config(self, path):
+        self.include_collections = json_included_collections(path, DEFAULT_INCLUDE_COLLECTIONS)
 
-    @property
-    def step(self):
-        """The global step (-1 before the first batch)."""
-        native = self._native
-        if native is None or native.closed:
-            return -1
-        return native.step_num
+    def _framework_end_step(self):
+        self._end_step_values()
 
-    @property
-    def dry_run(self):
-        return self._native is not None and self._native.dry_run
-
-    # -- collections ---------------------------------------------------------------------
-
-    def get_collection(self, name, create=True):
-        """Collection ``name`` (created if missing), a :class:`Collection`. Change it
-        before the first step. With the hook off, a detached collection."""
-        if self._native is not None:
-            try:
-                return Collection._adopt(self._native.get_collection(name))
-            except Exception as e:  # noqa: BLE001 - the fault policy
-                fail(self, "get_collection", e)
-        return Collection(name)
-
-    def get_collections(self):
-        """``{name: Collection}`` of the collections touched through this hook."""
-        if self._native is None:
-            return {}
-        return {k: Collection._adopt(c) for k, c in self._native._collections.items()}
-
-    @guarded()
-    def add_collection(self, collection):
-        """Adds (or replaces) a collection object (before the first step)."""
-        self._native._collections[collection.name] = Collection._adopt(collection)
+    def _framework_detach(self):
+        self._detach()
 
     def _may_save(self, *collections):
         inc = self.include_collections
@@ -567,6 +506,7 @@ class KerasHook(keras.callbacks.Callback):
             native.set_mode(mode)
             self.mode = mode
         native.step()
+        self._started = True
         self._step_mode = mode
         model = self._watched_model()
         if model is None:
@@ -741,6 +681,7 @@ class KerasHook(keras.callbacks.Callback):
             self._native.set_mode(modes.TRAIN)
             self.mode = modes.TRAIN
         self._native.step()
+        self._started = True
         self._step_mode = modes.TRAIN
 
     @guarded()
@@ -781,56 +722,11 @@ class KerasHook(keras.callbacks.Callback):
             return
         self._native.save_tensor(tensor_name, value, collections_to_write)
 
-    @guarded()
-    def save_scalar(self, name, value, sm_metric=False, timestamp=None):
-        """``scalar/<name>``: a number or a one-element tensor."""
-        if self._closed:
-            return
-        self._native.save_scalar(name, _to_numpy(value), sm_metric, timestamp)
-
-    @guarded()
-    def set_mode(self, mode):
-        """``smd.modes.TRAIN`` / ``EVAL`` / ``PREDICT`` / ``GLOBAL`` for the next steps
-        (the Keras callbacks set it themselves)."""
-        if self._closed:
-            return
-        self._native.set_mode(mode)
-        self.mode = mode
-
     @guarded(default=False)
     def should_save_layer(self, layer_name):
         """Whether the layer's outputs are due at this step."""
         return not self._closed and self._native.step_num >= 0 and (
             self._native.should_save_tensor(f"{layer_name}/outputs"))
-
-    @guarded(default=False)
-    def should_stop(self):
-        """True once a rule (or a person) put the stop signal into the trial."""
-        return not self._closed and self._native.should_stop()
-
-    @guarded()
-    def flush(self):
-        """Waits until everything given so far is written."""
-        if not self._closed:
-            self._native.flush()
-
-    @guarded()
-    def close(self):
-        """Ends the trial (the last step published, collections file, end marker) and
-        takes the wrappers off the optimizer and the layers. A second call does nothing."""
-        if self._closed:
-            return
-        if self._native.step_num >= 0:
-            self._end_step_values()
-        self._closed = True
-        self._detach()
-        self._native.close()
-
-    def __repr__(self):
-        state = "on" if self.enabled else ("off: " + repr(self._fault) if self._fault
-                                           else "closed")
-        return (f"<smdebug_rs.tensorflow.KerasHook out_dir={self.out_dir!r} "
-                f"worker={self.worker} {state}>")
 
 
 def _close_at_exit(ref):

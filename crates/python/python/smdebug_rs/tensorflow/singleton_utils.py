@@ -2,10 +2,11 @@
 jobs use (``SMDEBUG_CONFIG_FILE_PATH``, ``USE_SMDEBUG``) are those of
 :mod:`smdebug_rs.core.singleton`."""
 
+from smdebug_rs.core.logger import get_logger
 from smdebug_rs.core.singleton import (  # noqa: F401 (re-exported)
     CONFIG_FILE_PATH_ENV,
     DEFAULT_CONFIG_FILE_PATH,
-    create_from_json,
+    HookSlot,
     json_config_path,
     use_smdebug,
 )
@@ -13,19 +14,15 @@ from smdebug_rs.core.singleton import (  # noqa: F401 (re-exported)
 __all__ = ["get_hook", "get_collection", "set_hook", "del_hook", "use_smdebug",
            "json_config_path"]
 
-_hook = None
+
+def _hook_class():
+    from smdebug_rs.tensorflow.keras import KerasHook
+
+    return KerasHook
 
 
-def set_hook(hook):
-    """Makes ``hook`` the one ``get_hook()`` returns."""
-    global _hook
-    _hook = hook
-
-
-def del_hook():
-    """Forgets the current hook."""
-    global _hook
-    _hook = None
+_slot = HookSlot("smdebug_rs.tensorflow", _hook_class)
+set_hook, del_hook, _get_keras_hook, get_collection = _slot.functions(create_by_default=False)
 
 
 def get_hook(hook_type=None, json_config_path=None, create_if_not_exists=False):
@@ -36,25 +33,8 @@ def get_hook(hook_type=None, json_config_path=None, create_if_not_exists=False):
 
     The original's signature: ``hook_type`` may be ``"keras"`` or None (the only hook
     here); ``"session"`` and ``"estimator"`` (TF1 hooks, not provided) give None."""
-    if not use_smdebug():
-        return None
-    if _hook is not None or not create_if_not_exists:
-        return _hook
-    if hook_type not in (None, "keras"):
-        from smdebug_rs.core.logger import get_logger
-
+    if create_if_not_exists and hook_type not in (None, "keras") and _slot.hook is None:
         get_logger().error("smdebug_rs.tensorflow: hook_type=%r is not provided (only "
                            "'keras')", hook_type)
         return None
-    from smdebug_rs.tensorflow.keras import KerasHook
-
-    create_from_json(KerasHook, json_config_path, "smdebug_rs.tensorflow")
-    return _hook
-
-
-def get_collection(name):
-    """Collection ``name`` of the current hook (``get_hook()``)."""
-    hook = get_hook()
-    if hook is None:
-        raise RuntimeError("no smdebug_rs.tensorflow.KerasHook has been created yet")
-    return hook.get_collection(name)
+    return _get_keras_hook(json_config_path, create_if_not_exists)
