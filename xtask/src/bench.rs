@@ -491,6 +491,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         &smdebug_bin(),
         1,
     ));
+    if !args.no_run {
+        rows.extend(crate::bench_frameworks::rows(args.quick));
+    }
     rows.extend(crate::bench_report::report_rows(
         &large_trial_dir(),
         &smdebug_bin(),

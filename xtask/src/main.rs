@@ -11,6 +11,7 @@
 
 mod bench;
 mod bench_doc;
+mod bench_frameworks;
 mod bench_health;
 mod bench_paired;
 mod bench_report;
