@@ -68,6 +68,9 @@ pub struct BenchArgs {
     /// Only the many-small-tensors rows (see xtask/src/bench_small.rs).
     #[arg(long)]
     pub small: bool,
+    /// Only the framework hooks' step times (see xtask/src/bench_frameworks.rs).
+    #[arg(long)]
+    pub frameworks: bool,
     /// Only the scaling table (docs/src/scale.md): open time and peak RSS of trials of 10k
     /// to 1M index entries, ours and the Python smdebug's (minutes; not in the default run).
     #[arg(long)]
@@ -355,6 +358,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     if args.small {
         return crate::bench_small::run_only(args.quick);
+    }
+    if args.frameworks {
+        let rows = crate::bench_frameworks::rows(args.quick);
+        print_rows(&rows);
+        return Ok(());
     }
     let started = SystemTime::now();
     let mut services = None;
