@@ -435,3 +435,12 @@ def test_save_tensor_goes_to_the_step_it_was_given_in(tmp_path):
     assert t.steps() == [0, 1, 2]
     for s in range(3):
         np.testing.assert_array_equal(t.value(s), np.full(2, s, np.float32))
+
+
+def test_the_pytorch_loop_example_runs(tmp_path):
+    """examples/pytorch_loop.py (hand-saved tensors through smdebug_rs.Hook) runs."""
+    example = os.path.join(HERE, "..", "examples", "pytorch_loop.py")
+    p = subprocess.run([sys.executable, example, str(tmp_path / "o")], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (tmp_path / "o" / "training_job_end.ts").exists()
