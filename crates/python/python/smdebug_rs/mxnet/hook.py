@@ -252,7 +252,7 @@ class Hook:
     @guarded()
     def add_collection(self, collection):
         """Adds (or replaces) a collection object (before the first step)."""
-        self._native._collections[collection.name] = Collection._adopt(collection)
+        self._native.add_collection(Collection._adopt(collection))
 
     def _is_recursive_needed(self):
         # The original's rule: hooks on every child when `default` has regexes and is

@@ -182,7 +182,7 @@ class Hook:
         """Adds (or replaces) a collection object (before the first step)."""
         if not isinstance(collection, Collection):
             collection = Collection._adopt(collection)
-        self._native._collections[collection.name] = collection
+        self._native.add_collection(collection)
 
     def _prepare_collections(self):
         # The modules given to Collection.add_module_tensors become regexes now that they
