@@ -216,6 +216,13 @@ impl PySaveConfigMode {
 
 #[pymethods]
 impl PySaveConfigMode {
+    /// smdebug's default `save_interval`.
+    #[classattr]
+    #[allow(non_snake_case)]
+    fn DEFAULT_SAVE_INTERVAL() -> i64 {
+        smdebug_config::DEFAULT_SAVE_INTERVAL
+    }
+
     /// Unset arguments take smdebug's defaults (every 500 steps from 0, no end, no listed
     /// steps); numbers go through `int()`; `save_steps` must be a list of ints
     /// (`SMDebugValueError`).
@@ -758,6 +765,26 @@ impl PyReductionConfig {
 
 #[pymethods]
 impl PyReductionConfig {
+    /// The names `reductions` and `abs_reductions` take.
+    #[classattr]
+    #[allow(non_snake_case)]
+    fn ALLOWED_REDUCTIONS() -> Vec<&'static str> {
+        ReductionConfig::ALLOWED_REDUCTIONS
+            .iter()
+            .map(|r| r.name())
+            .collect()
+    }
+
+    /// The names `norms` and `abs_norms` take.
+    #[classattr]
+    #[allow(non_snake_case)]
+    fn ALLOWED_NORMS() -> Vec<&'static str> {
+        ReductionConfig::ALLOWED_NORMS
+            .iter()
+            .map(|r| r.name())
+            .collect()
+    }
+
     #[new]
     #[pyo3(signature = (reductions=None, abs_reductions=None, norms=None, abs_norms=None, save_raw_tensor=None, save_shape=None))]
     fn new(

@@ -51,6 +51,16 @@ def test_json_as_the_original_writes_it():
 
 
 def test_defaults_and_save_decision_are_native():
+    import smdebug.core.reduction_config as orc
+    import smdebug.core.save_config as osc
+    from smdebug_rs.core import reduction_config as rrc
+    from smdebug_rs.core import save_config as rsc
+
+    for k in ("DEFAULT_SAVE_CONFIG_INTERVAL", "DEFAULT_SAVE_CONFIG_START_STEP",
+              "DEFAULT_SAVE_CONFIG_END_STEP"):
+        assert getattr(rsc, k) == getattr(osc, k)
+    assert rrc.ALLOWED_REDUCTIONS == orc.ALLOWED_REDUCTIONS
+    assert rrc.ALLOWED_NORMS == orc.ALLOWED_NORMS
     m = smd.SaveConfigMode()
     assert (m.save_interval, m.start_step, m.end_step, m.save_steps) == (500, 0, None, [])
     m = smd.SaveConfigMode(save_interval="100", start_step=150, save_steps=[3])

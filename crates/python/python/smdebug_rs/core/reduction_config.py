@@ -10,8 +10,8 @@ from smdebug_rs.core._views import ListView, live
 
 __all__ = ["ReductionConfig"]
 
-ALLOWED_REDUCTIONS = ["min", "max", "mean", "std", "variance", "sum", "prod"]
-ALLOWED_NORMS = ["l1", "l2"]
+ALLOWED_REDUCTIONS = list(_native.ReductionConfig.ALLOWED_REDUCTIONS)
+ALLOWED_NORMS = list(_native.ReductionConfig.ALLOWED_NORMS)
 
 
 class ReductionConfig(_native.ReductionConfig):

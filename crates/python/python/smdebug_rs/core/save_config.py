@@ -15,9 +15,12 @@ from smdebug_rs.modes import ModeKeys
 
 __all__ = ["SaveConfig", "SaveConfigMode"]
 
-DEFAULT_SAVE_CONFIG_INTERVAL = 500
-DEFAULT_SAVE_CONFIG_START_STEP = 0
-DEFAULT_SAVE_CONFIG_END_STEP = None
+# The original's module constants, read from the native defaults (the only ones).
+_DEFAULT = _native.SaveConfigMode()
+DEFAULT_SAVE_CONFIG_INTERVAL = _native.SaveConfigMode.DEFAULT_SAVE_INTERVAL
+DEFAULT_SAVE_CONFIG_START_STEP = _DEFAULT.start_step
+DEFAULT_SAVE_CONFIG_END_STEP = _DEFAULT.end_step
+del _DEFAULT
 ALLOWED_PARAMS = ["save_interval", "save_steps", "start_step", "end_step"]
 
 
