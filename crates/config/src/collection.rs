@@ -142,6 +142,17 @@ impl Collection {
         Ok(())
     }
 
+    /// Replaces the include regexes; nothing changes if one of them cannot be compiled (the
+    /// error names it).
+    pub fn set_include_regex(&mut self, patterns: Vec<String>) -> Result<(), ConfigError> {
+        for p in &patterns {
+            PyRegex::new(p)?;
+        }
+        self.include_regex = patterns;
+        self.compiled = OnceLock::new();
+        Ok(())
+    }
+
     /// Adds a tensor name.
     pub fn add_tensor_name(&mut self, name: impl Into<String>) {
         self.tensor_names.insert(name.into());
@@ -638,6 +649,17 @@ impl CollectionManager {
 mod tests {
     use super::*;
     use crate::{Mode, SaveConfigMode};
+
+    #[test]
+    fn set_include_regex_replaces_or_refuses_whole() {
+        let mut c = Collection::new("c");
+        c.include("^a").unwrap();
+        assert!(c.contains("ab").unwrap());
+        c.set_include_regex(vec!["^b".into()]).unwrap();
+        assert!(!c.contains("ab").unwrap() && c.contains("ba").unwrap());
+        assert!(c.set_include_regex(vec!["^c".into(), "(".into()]).is_err());
+        assert_eq!(c.include_regex(), ["^b"]);
+    }
 
     #[test]
     fn an_unknown_reduction_in_a_collections_file_names_the_collection() {

@@ -224,6 +224,15 @@ impl SaveConfig {
             .and_then(|(_, c)| c.as_ref())
     }
 
+    /// The rule of a mode, if configured, to change in place (a handle that writes through to
+    /// this config, as the Python `SaveConfig.mode_save_configs[mode]` is).
+    pub fn get_mut(&mut self, mode: Mode) -> Option<&mut SaveConfigMode> {
+        self.modes
+            .iter_mut()
+            .find(|(m, _)| *m == mode)
+            .and_then(|(_, c)| c.as_mut())
+    }
+
     /// Sets (or clears) the rule of a mode, keeping its position.
     pub fn set(&mut self, mode: Mode, config: Option<SaveConfigMode>) {
         if let Some(slot) = self.modes.iter_mut().find(|(m, _)| *m == mode) {
@@ -436,6 +445,14 @@ mod tests {
             "{\"TRAIN\": {\"save_interval\": 7, \"save_steps\": [], \"start_step\": 0, \"end_step\": null}, \
              \"EVAL\": null, \"PREDICT\": null, \"GLOBAL\": null}"
         );
+    }
+
+    #[test]
+    fn get_mut_changes_one_configured_mode() {
+        let mut c = SaveConfig::from_modes([(Mode::Eval, Some(SaveConfigMode::every(3)))]);
+        assert!(c.get_mut(Mode::Train).is_none());
+        c.get_mut(Mode::Eval).unwrap().save_interval = 7;
+        assert_eq!(c.get(Mode::Eval), Some(&SaveConfigMode::every(7)));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! array whose raw value is all that is due is lent instead (`save_lent`): the writer
 //! encodes the record from its buffer, with the GIL released, before `save` returns.
 
+use crate::config::{PyCollection, PyReductionConfig, PySaveConfig};
 use crate::trial::mode_arg;
 use crate::NativeError;
 use numpy::{
@@ -15,7 +16,9 @@ use numpy::{
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyString};
-use smdebug_config::{Collection, Framework, IncludeWorkers, ReductionConfig, SaveConfig};
+use smdebug_config::{
+    Collection, CollectionManager, Framework, IncludeWorkers, ReductionConfig, SaveConfig,
+};
 use smdebug_hook::{Bytes, DType, Hook, HookBuilder, HookError, Saved};
 use smdebug_record::TensorValue;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -271,10 +274,14 @@ pub(crate) fn tensor_value(value: &Bound<'_, PyAny>) -> PyResult<TensorValue> {
 
 /// The native hook. `smdebug_rs.Hook` (python/smdebug_rs/hook.py) subclasses it with the
 /// original's constructor and the collection objects.
-#[pyclass(subclass, module = "smdebug_rs._native", name = "Hook")]
+// `weakref`: collection handles refer to their hook weakly (see `config::InHook`).
+#[pyclass(subclass, weakref, module = "smdebug_rs._native", name = "Hook")]
 pub(crate) struct PyHook {
     /// `None` once closed.
     inner: Mutex<Option<Hook>>,
+    /// The collections as they were when the hook closed: handles of them still read and
+    /// change a collection after `close`, as the original's objects outlive its hook.
+    closed_collections: Mutex<Option<CollectionManager>>,
     /// `dry_run`: nothing is written, saves are accepted and ignored.
     dry_run: bool,
     /// The out_dir as given.
@@ -323,10 +330,38 @@ impl PyHook {
         };
         Ok(PyHook {
             inner: Mutex::new(hook),
+            closed_collections: Mutex::new(None),
             dry_run,
             out_dir,
             worker,
         })
+    }
+
+    /// Runs `f` on collection `name` of the hook (created if missing), or of its
+    /// collections as they were at `close`. `f` runs with the hook's lock held, so it must
+    /// not call Python; its error becomes the Python exception once the lock is released.
+    pub(crate) fn with_collection<R>(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        f: impl FnOnce(&mut Collection) -> Result<R, NativeError>,
+    ) -> PyResult<R> {
+        let r = {
+            let mut guard = self.lock(py);
+            match guard.as_mut() {
+                Some(h) => f(h.get_collection(name)),
+                None => {
+                    let mut closed = self
+                        .closed_collections
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner());
+                    f(closed
+                        .get_or_insert_with(CollectionManager::new)
+                        .get_or_create(name))
+                }
+            }
+        };
+        r.map_err(|e| e.into_pyerr(py))
     }
 }
 
@@ -337,9 +372,8 @@ fn configure(
     mut b: HookBuilder,
     framework: Option<&str>,
     worker: Option<(String, i64)>,
-    collections: Option<Vec<String>>,
-    save_config: Option<&str>,
-    reduction_config: Option<&str>,
+    save_config: Option<SaveConfig>,
+    reduction_config: Option<ReductionConfig>,
     wall_time_base: Option<f64>,
 ) -> PyResult<HookBuilder> {
     if let Some(f) = framework {
@@ -351,15 +385,10 @@ fn configure(
         b = b.worker(name, n).include_workers(include);
     }
     if let Some(s) = save_config {
-        b = b.save_config(SaveConfig::from_json(s).map_err(|e| value_err(py, e.to_string()))?);
+        b = b.save_config(s);
     }
     if let Some(r) = reduction_config {
-        b = b.reduction_config(
-            ReductionConfig::from_json(r).map_err(|e| value_err(py, e.to_string()))?,
-        );
-    }
-    for text in collections.into_iter().flatten() {
-        b = b.collection(Collection::from_json(&text).map_err(|e| value_err(py, e.to_string()))?);
+        b = b.reduction_config(r);
     }
     if let Some(base) = wall_time_base {
         b = b.wall_time(smdebug_hook::WallTime::PerStep(std::sync::Arc::new(
@@ -371,8 +400,9 @@ fn configure(
 
 #[pymethods]
 impl PyHook {
-    /// `Hook(out_dir, ...)`: see `smdebug_rs.Hook`. Configs arrive as their JSON text
-    /// (`to_json()` of the Python objects), collections as a list of JSON texts. With
+    /// `Hook(out_dir, ...)`: see `smdebug_rs.Hook`. The configs are `SaveConfig` and
+    /// `ReductionConfig` objects (copied; a dict in their JSON form is read as one);
+    /// collections are given afterwards with `_add_collection`. With
     /// `from_json_file`, everything but the framework and the worker comes from the
     /// SageMaker hook configuration at `json_file_path` (a missing file is
     /// `FileNotFoundError`).
@@ -380,7 +410,7 @@ impl PyHook {
     #[pyo3(signature = (out_dir, *, framework="numpy", export_tensorboard=false,
         tensorboard_dir=None, dry_run=false, reduction_config=None, save_config=None,
         include_regex=None, include_collections=None, save_all=false, include_workers="one",
-        worker=None, num_workers=1, collections=None, wall_time_base=None,
+        worker=None, num_workers=1, wall_time_base=None,
         from_json_file=false, json_file_path=None, stop_check_interval=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -390,15 +420,14 @@ impl PyHook {
         export_tensorboard: bool,
         tensorboard_dir: Option<String>,
         dry_run: bool,
-        reduction_config: Option<&str>,
-        save_config: Option<&str>,
+        reduction_config: Option<&Bound<'_, PyAny>>,
+        save_config: Option<&Bound<'_, PyAny>>,
         include_regex: Option<Vec<String>>,
         include_collections: Option<Vec<String>>,
         save_all: bool,
         include_workers: &str,
         worker: Option<String>,
         num_workers: i64,
-        collections: Option<Vec<String>>,
         wall_time_base: Option<f64>,
         from_json_file: bool,
         json_file_path: Option<std::path::PathBuf>,
@@ -416,7 +445,7 @@ impl PyHook {
             // `$SMDEBUG_CONFIG_FILE_PATH`, else /opt/ml/input/config/debughookconfig.json.
             let path = smdebug_config::hook_config_path(json_file_path.as_deref());
             let b = HookBuilder::from_config_file(&path).map_err(|e| hook_err(py, e))?;
-            let mut b = configure(py, b, Some(framework), worker, None, None, None, None)?;
+            let mut b = configure(py, b, Some(framework), worker, None, None, None)?;
             if let Some(i) = stop_interval {
                 b = b.stop_check_interval(i);
             }
@@ -435,12 +464,19 @@ impl PyHook {
         if let Some(c) = include_collections {
             b = b.include_collections(c);
         }
+        let save_config = save_config
+            .filter(|s| !s.is_none())
+            .map(PySaveConfig::from_py)
+            .transpose()?;
+        let reduction_config = reduction_config
+            .filter(|r| !r.is_none())
+            .map(PyReductionConfig::from_py)
+            .transpose()?;
         let b = configure(
             py,
             b,
             Some(framework),
             worker,
-            collections,
             save_config,
             reduction_config,
             wall_time_base,
@@ -509,25 +545,39 @@ impl PyHook {
         self.with(py, |h| h.step())
     }
 
-    /// Replaces collection `name` by its JSON form (before the first step).
-    fn _set_collection(&self, py: Python<'_>, text: &str) -> PyResult<()> {
-        let c = Collection::from_json(text).map_err(|e| value_err(py, e.to_string()))?;
-        if self.dry_run {
+    /// Gives `collection` to the hook (replacing its collection of that name; before the
+    /// first step): its value is copied into the hook once, and the object becomes a handle
+    /// of the hook's collection. A dry-run hook keeps nothing; the object stays as it is.
+    fn _add_collection(
+        slf: &Bound<'_, Self>,
+        collection: &Bound<'_, PyCollection>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        if slf.borrow().dry_run {
             return Ok(());
         }
-        self.with(py, |h| {
-            let name = c.name.clone();
+        let c = collection.get().value(py)?;
+        let name = c.name.clone();
+        slf.borrow().with(py, |h| {
             *h.get_collection(&name) = c;
             Ok(())
-        })
+        })?;
+        collection.get().bind_to(slf, name)
     }
 
-    /// The JSON form of collection `name`, created if missing.
-    fn _collection_json(&self, py: Python<'_>, name: &str) -> PyResult<String> {
-        if self.dry_run {
-            return Ok(Collection::new(name).to_json());
+    /// Collection `name` (created if missing): a handle of the hook's collection, or, for a
+    /// dry run, a collection of its own.
+    fn _collection<'py>(slf: &Bound<'py, Self>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        if slf.borrow().dry_run {
+            return crate::config::collection_to_py(py, Collection::new(name));
         }
-        self.with(py, |h| Ok(h.get_collection(name).to_json()))
+        // Created now, so that the collection exists even if the handle is never used.
+        slf.borrow().with(py, |h| {
+            h.get_collection(name);
+            Ok(())
+        })?;
+        crate::config::hook_collection_to_py(slf, name)
     }
 
     /// Adds a collection to the saved ones (before the first step).
@@ -678,6 +728,10 @@ impl PyHook {
         let hook = self.lock(py).take();
         let d = PyDict::new(py);
         if let Some(h) = hook {
+            *self
+                .closed_collections
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(h.collections().clone());
             let stats = py.detach(|| h.close()).map_err(|e| hook_err(py, e))?;
             d.set_item("records", stats.records)?;
             d.set_item("event_bytes", stats.event_bytes)?;

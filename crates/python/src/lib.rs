@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 mod arrow;
+mod config;
 mod errors;
 mod hook;
 mod rules;
@@ -71,5 +72,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     rules::register(m)?;
     arrow::register(m)?;
     hook::register(m)?;
+    config::register(m)?;
     Ok(())
 }

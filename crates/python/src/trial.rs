@@ -16,7 +16,6 @@ use std::time::Duration;
 
 static MODE_KEYS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static STEP_STATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static COLLECTION: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 fn cached<'py>(
     py: Python<'py>,
@@ -96,14 +95,6 @@ fn collection_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
     }
     // A Collection object, as the original accepts.
     Ok(Some(obj.getattr("name")?.extract()?))
-}
-
-fn collection_to_py<'py>(
-    py: Python<'py>,
-    c: &smdebug_config::Collection,
-) -> PyResult<Bound<'py, PyAny>> {
-    cached(py, &COLLECTION, "smdebug_rs.core.collection", "Collection")?
-        .call_method1("_from_json", (c.to_json(),))
 }
 
 /// The trial (`smdebug.trials.trial.Trial`): created by `smdebug_rs.trials.create_trial`.
@@ -331,14 +322,14 @@ impl PyTrial {
     fn collections<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         for (name, c) in self.inner.collections() {
-            d.set_item(name, collection_to_py(py, &c)?)?;
+            d.set_item(name, crate::config::collection_to_py(py, c)?)?;
         }
         Ok(d)
     }
 
     /// The collection `coll_name` (an empty one if the trial has none of that name).
     fn collection<'py>(&self, py: Python<'py>, coll_name: &str) -> PyResult<Bound<'py, PyAny>> {
-        collection_to_py(py, &self.inner.collection(coll_name))
+        crate::config::collection_to_py(py, self.inner.collection(coll_name))
     }
 
     /// Whether `step` of `mode` has been written: a `StepState`.

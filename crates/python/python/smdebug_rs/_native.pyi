@@ -1,10 +1,9 @@
 """Type stubs of the native module (the Rust half of smdebug_rs)."""
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
-from smdebug_rs.core.collection import Collection
 from smdebug_rs.core.tensor import StepState
 from smdebug_rs.modes import ModeKeys
 
@@ -127,15 +126,14 @@ class Hook:
         export_tensorboard: bool = False,
         tensorboard_dir: Optional[str] = None,
         dry_run: bool = False,
-        reduction_config: Optional[str] = None,
-        save_config: Optional[str] = None,
+        reduction_config: Union[ReductionConfig, Dict[str, Any], None] = None,
+        save_config: Union[SaveConfig, Dict[str, Any], None] = None,
         include_regex: Optional[List[str]] = None,
         include_collections: Optional[List[str]] = None,
         save_all: bool = False,
         include_workers: str = "one",
         worker: Optional[str] = None,
         num_workers: int = 1,
-        collections: Optional[List[str]] = None,
         wall_time_base: Optional[float] = None,
         from_json_file: bool = False,
         json_file_path: Optional[str] = None,
@@ -157,8 +155,8 @@ class Hook:
     def closed(self) -> bool: ...
     def set_mode(self, mode: _Mode) -> None: ...
     def _step(self) -> None: ...
-    def _set_collection(self, text: str) -> None: ...
-    def _collection_json(self, name: str) -> str: ...
+    def _add_collection(self, collection: Collection) -> None: ...
+    def _collection(self, name: str) -> Collection: ...
     def _include_collection(self, name: str) -> None: ...
     def should_save_tensor(self, name: str) -> bool: ...
     def save(self, name: str, value: Any) -> bool: ...
@@ -178,3 +176,97 @@ class Hook:
     def should_stop(self) -> bool: ...
     def flush(self) -> None: ...
     def close(self) -> Dict[str, int]: ...
+
+class SaveConfigMode:
+    """The save rule of one mode (``smdebug_config::SaveConfigMode``)."""
+
+    save_interval: int
+    start_step: int
+    end_step: Optional[int]
+    save_steps: List[int]
+    def __init__(
+        self,
+        save_interval: Optional[int] = None,
+        start_step: Optional[int] = None,
+        end_step: Optional[int] = None,
+        save_steps: Optional[List[int]] = None,
+    ) -> None: ...
+    def should_save_step(self, step_num: int) -> bool: ...
+    def to_json_dict(self) -> Dict[str, Any]: ...
+
+class SaveConfig:
+    """The save rules of the four modes (``smdebug_config::SaveConfig``)."""
+
+    mode_save_configs: Dict[ModeKeys, Optional[SaveConfigMode]]
+    def __init__(
+        self,
+        mode_save_configs: Optional[Mapping[Any, Optional[SaveConfigMode]]] = None,
+        save_interval: Optional[int] = None,
+        start_step: Optional[int] = None,
+        end_step: Optional[int] = None,
+        save_steps: Optional[List[int]] = None,
+    ) -> None: ...
+    def get_save_config(self, mode: _Mode) -> Optional[SaveConfigMode]: ...
+    def set_save_config(self, mode: _Mode, save_config_mode: SaveConfigMode) -> None: ...
+    def should_save_step(self, mode: _Mode, step_num: int) -> bool: ...
+    def merge_default_save_config(self, default_save_config: "SaveConfig") -> None: ...
+    def to_json_dict(self) -> Dict[str, Any]: ...
+    def to_json(self) -> str: ...
+    @classmethod
+    def from_json(cls, text: str) -> "SaveConfig": ...
+
+class ReductionConfig:
+    """Which reductions of a tensor are saved (``smdebug_config::ReductionConfig``)."""
+
+    reductions: List[str]
+    abs_reductions: List[str]
+    norms: List[str]
+    abs_norms: List[str]
+    save_raw_tensor: bool
+    save_shape: bool
+    def __init__(
+        self,
+        reductions: Optional[List[str]] = None,
+        abs_reductions: Optional[List[str]] = None,
+        norms: Optional[List[str]] = None,
+        abs_norms: Optional[List[str]] = None,
+        save_raw_tensor: bool = False,
+        save_shape: bool = False,
+    ) -> None: ...
+    def to_json_dict(self) -> Dict[str, Any]: ...
+    def to_json(self) -> str: ...
+    @classmethod
+    def from_dict(cls, params: Optional[Dict[str, Any]]) -> Optional["ReductionConfig"]: ...
+    @classmethod
+    def from_json(cls, text: str) -> "ReductionConfig": ...
+
+class Collection:
+    """A named group of tensors (``smdebug_config::Collection``); a hook's are handles of
+    the hook's own."""
+
+    @property
+    def name(self) -> str: ...
+    include_regex: List[str]
+    tensor_names: Set[str]
+    reduction_config: Optional[ReductionConfig]
+    save_config: Optional[SaveConfig]
+    save_histogram: bool
+    def __init__(
+        self,
+        name: str,
+        include_regex: Optional[List[str]] = None,
+        tensor_names: Union[List[str], Set[str], None] = None,
+        reduction_config: Optional[ReductionConfig] = None,
+        save_config: Union[SaveConfig, Dict[Any, SaveConfigMode], None] = None,
+        save_histogram: bool = True,
+    ) -> None: ...
+    def include(self, t: Union[str, List[str]]) -> None: ...
+    def add_tensor_name(self, name: str) -> None: ...
+    def remove_tensor_name(self, name: str) -> None: ...
+    def has_tensor_name(self, name: str) -> bool: ...
+    def matches(self, name: str) -> bool: ...
+    def to_json_dict(self) -> Dict[str, Any]: ...
+    def to_json(self) -> str: ...
+    @classmethod
+    def from_json(cls, text: str) -> "Collection": ...
+    def __hash__(self) -> int: ...

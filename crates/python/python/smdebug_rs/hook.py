@@ -26,9 +26,8 @@ import os
 import weakref
 
 from smdebug_rs import _native
-from smdebug_rs.core.collection import Collection, CollectionKeys
 from smdebug_rs.core.reduction_config import ReductionConfig
-from smdebug_rs.core.save_config import SaveConfig, SaveConfigMode
+from smdebug_rs.core.save_config import SaveConfig
 
 __all__ = ["Hook", "get_hook", "get_collection", "worker_from_env"]
 
@@ -57,25 +56,17 @@ def worker_from_env(environ=None):
     return "worker_0", 1
 
 
-def _json(obj, kind):
-    if obj is None:
-        return None
-    if kind is SaveConfig:
-        obj = SaveConfig.parse(obj)
+def _save_config(obj):
+    # The original's SaveConfig.parse: a SaveConfigMode or a dict of mode configs also do.
+    return None if obj is None else SaveConfig.parse(obj)
+
+
+def _reduction_config(obj):
+    if obj is None or isinstance(obj, ReductionConfig):
+        return obj
     if isinstance(obj, dict):
-        return json.dumps(obj)
-    if hasattr(obj, "to_json_dict"):
-        return json.dumps(obj.to_json_dict())
-    raise TypeError(f"expected a {kind.__name__}, got {type(obj).__name__}")
-
-
-def _collection_json(c):
-    d = c.to_json_dict()
-    for key, kind in (("save_config", SaveConfig), ("reduction_config", ReductionConfig)):
-        v = d.get(key)
-        if v is not None and hasattr(v, "to_json_dict") or isinstance(v, SaveConfigMode):
-            d[key] = json.loads(_json(v, kind))
-    return json.dumps(d)
+        return ReductionConfig.from_dict(obj)
+    raise TypeError(f"expected a ReductionConfig, got {type(obj).__name__}")
 
 
 class _Step:
@@ -152,17 +143,18 @@ class Hook(_native.Hook):
         self = super().__new__(
             cls, os.path.expanduser(str(out_dir)), framework=framework,
             export_tensorboard=export_tensorboard, tensorboard_dir=tensorboard_dir,
-            dry_run=dry_run, reduction_config=_json(reduction_config, ReductionConfig),
-            save_config=_json(save_config, SaveConfig), include_regex=include_regex,
+            dry_run=dry_run, reduction_config=_reduction_config(reduction_config),
+            save_config=_save_config(save_config), include_regex=include_regex,
             include_collections=include_collections, save_all=save_all,
             include_workers=include_workers, worker=worker, num_workers=num_workers,
-            collections=[_collection_json(c) for c in (collections or [])],
             wall_time_base=wall_time_base, stop_check_interval=stop_check_interval)
-        return self._setup()
+        self._setup()
+        for c in collections or []:
+            self.add_collection(c)
+        return self
 
     def _setup(self):
         self._collections = {}
-        self._started = False
         global _CURRENT
         _CURRENT = self
         # As the original registers _cleanup: a hook still open when Python exits is closed
@@ -186,34 +178,29 @@ class Hook(_native.Hook):
     # -- collections -------------------------------------------------------------------
 
     def get_collection(self, name):
-        """The collection ``name`` (created if missing). Change it before the first step:
-        its regexes, tensor names and configs are taken then."""
+        """The collection ``name`` (created if missing): a handle of the hook's own
+        collection, the same object on every call. Change it before the first step: its
+        regexes, tensor names and configs are taken then."""
         c = self._collections.get(name)
         if c is None:
-            c = Collection._from_json(self._collection_json(name))
-            if c.save_config is not None and not isinstance(c.save_config, SaveConfig):
-                c.save_config = SaveConfig.from_dict(c.save_config)
-            if c.reduction_config is not None and not isinstance(c.reduction_config,
-                                                                 ReductionConfig):
-                c.reduction_config = ReductionConfig.from_dict(c.reduction_config)
-            self._collections[name] = c
+            c = self._collections[name] = self._collection(name)
         return c
+
+    def add_collection(self, collection):
+        """Gives ``collection`` to the hook, replacing its collection of that name (before
+        the first step): the object becomes a handle of the hook's copy, so later changes
+        through it reach the hook."""
+        self._add_collection(collection)
+        self._collections[collection.name] = collection
 
     def include_collection(self, name):
         """Saves collection ``name`` too (before the first step)."""
         self._include_collection(name)
 
-    def _push_collections(self):
-        for c in self._collections.values():
-            self._set_collection(_collection_json(c))
-
     # -- steps -------------------------------------------------------------------------
 
     def step(self):
         """Starts the next step; returns a context manager (``with hook.step(): ...``)."""
-        if not self._started:
-            self._push_collections()
-            self._started = True
         self._step()
         return _STEP
 

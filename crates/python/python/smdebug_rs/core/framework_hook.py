@@ -165,9 +165,7 @@ class FrameworkHook:
     @guarded()
     def add_collection(self, collection):
         """Adds (or replaces) a collection object (before the first step)."""
-        if not isinstance(collection, self._COLLECTION):
-            collection = self._COLLECTION._adopt(collection)
-        self._native._collections[collection.name] = collection
+        self._native.add_collection(self._COLLECTION._adopt(collection))
 
     # -- saving a module's tensors -------------------------------------------------------
 
