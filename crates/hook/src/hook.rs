@@ -4,7 +4,7 @@
 //! stop-signal watch ([`StopSignalWatch`]) — and ties them together. Everything it decides
 //! is handed to the writer thread as a job.
 
-use crate::builder::{HookBuilder, ReductionShape, WallTime};
+use crate::builder::{HookBuilder, WallTime};
 use crate::decisions::SaveDecisions;
 use crate::error::{HookError, Result};
 use crate::lent::LentTensor;
@@ -15,8 +15,7 @@ use crate::tensorboard::clean_tag;
 use crate::writer::{self, BytesJob, Job, RecorderWiring, TbTarget, TensorJob, WriterConfig};
 use smdebug_config::HealthSummary;
 use smdebug_config::{
-    is_sagemaker_job, Collection, CollectionManager, Framework, IncludeWorkers, Mode,
-    ReductionConfig,
+    is_sagemaker_job, Collection, CollectionManager, IncludeWorkers, Mode, ReductionConfig,
 };
 use smdebug_index::{
     collections_file_key, flight_recorder_manifest_key, stop_signal_key, tensorboard_worker,
@@ -24,7 +23,6 @@ use smdebug_index::{
     RULE_STOP_SIGNAL_ENV,
 };
 use smdebug_record::{DType, TensorValue};
-use smdebug_reduce::Flavor;
 use smdebug_storage::{BlockingStore, Bytes, Location};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -247,18 +245,8 @@ impl Hook {
             IncludeWorkers::All => b.num_workers,
             IncludeWorkers::One => 1,
         };
-        let pytorch = b.framework == Framework::PyTorch;
-        let flavor = b.flavor.unwrap_or(if pytorch {
-            Flavor::PyTorch
-        } else {
-            Flavor::Numpy
-        });
-        let reduction_shape = b.reduction_shape.unwrap_or(match b.framework {
-            Framework::PyTorch | Framework::TensorFlow | Framework::TensorFlow2Eager => {
-                ReductionShape::Scalar
-            }
-            _ => ReductionShape::OneElement,
-        });
+        let flavor = b.flavor.unwrap_or(b.framework.reduction_flavor());
+        let reduction_shape = b.reduction_shape.unwrap_or(b.framework.reduction_shape());
 
         let tb_target = match (&b.tensorboard_dir, b.export_tensorboard) {
             (Some(dir), _) => {

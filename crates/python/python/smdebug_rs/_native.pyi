@@ -1,6 +1,6 @@
 """Type stubs of the native module (the Rust half of smdebug_rs)."""
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -11,6 +11,13 @@ from smdebug_rs.modes import ModeKeys
 __version__: str
 
 _Mode = Union[ModeKeys, str, int, None]
+
+# The names ``framework=`` accepts (any ASCII case), as ``smdebug_config::Framework`` owns
+# them; ``FRAMEWORKS`` lists them at run time and test_native.py checks that the two agree.
+FrameworkName = Literal[
+    "numpy", "pytorch", "torch", "mxnet", "tensorflow", "tensorflow2", "tf2", "xgboost"
+]
+FRAMEWORKS: List[str]
 
 class Trial:
     def __init__(
@@ -123,7 +130,7 @@ class Hook:
         cls,
         out_dir: str,
         *,
-        framework: str = "numpy",
+        framework: FrameworkName = "numpy",
         export_tensorboard: bool = False,
         tensorboard_dir: Optional[str] = None,
         dry_run: bool = False,
