@@ -118,6 +118,31 @@ def test_set_mode_after_the_last_step_keeps_its_mode(tmp_path, step_first):
         assert t.mode_modestep(s) == (ModeKeys.TRAIN, s)
 
 
+def test_the_original_stamps_the_last_step_with_the_new_mode(tmp_path):
+    """The same loop (``step()`` first) through the original's ``CallbackHook`` made a numpy
+    hook (same_calls.py): its last TRAIN step's index file says EVAL, mode step -1, and its
+    own reader refuses the trial. The difference docs/src/python.md names."""
+    import same_calls
+    import smdebug
+    from smdebug.core.modes import ModeKeys
+    from smdebug.exceptions import SMDebugValueError
+
+    out = tmp_path / "trial"
+    hook = same_calls.original_hook_class()(
+        str(out), save_config=smdebug.SaveConfig(save_interval=1))
+    hook.set_mode(ModeKeys.TRAIN)
+    for s in range(10):
+        hook.next_step()
+        hook.save_tensor("loss", np.float32(1.0 / (s + 1)), "losses")
+    hook.set_mode(ModeKeys.EVAL)
+    hook.close()
+    last = sorted((out / "index").rglob("*.json"))[-1]
+    assert json.loads(last.read_text())["meta"]["mode"] == "EVAL"
+    assert json.loads(last.read_text())["meta"]["mode_step"] == -1
+    with pytest.raises(SMDebugValueError, match="mode step number -1"):
+        smdebug_trial(out)
+
+
 def test_values_from_array_likes_and_scalars(tmp_path):
     class Like:
         def __array__(self, dtype=None, copy=None):
