@@ -549,8 +549,10 @@ fn tensorboard_files_load_in_tensorboard() {
             "{p}"
         );
     }
-    // Cached scalars are flushed at the start of the next step, after set_mode: the lr of
-    // the last TRAIN step lands in the EVAL folder (as in smdebug), the last one at close.
+    // Cached scalars are flushed at the start of the next step, after set_mode, and at
+    // close: each still lands in the folder of the mode its step ran in (smdebug puts the
+    // last TRAIN step's in the EVAL folder, the mode current when it flushes them).
+    // docs/src/semantics.md §1.2.
     let steps = |mode: &str| -> Vec<u64> {
         v[mode]["scalars"]["scalar/lr"]
             .as_array()
@@ -559,8 +561,8 @@ fn tensorboard_files_load_in_tensorboard() {
             .map(|p| p["step"].as_u64().unwrap())
             .collect()
     };
-    assert_eq!(steps("TRAIN"), [0, 1, 2, 3]);
-    assert_eq!(steps("EVAL"), [4, 5, 6]);
+    assert_eq!(steps("TRAIN"), [0, 1, 2, 3, 4]);
+    assert_eq!(steps("EVAL"), [5, 6]);
     let hist = train["histograms"]["weights/fc1.weight"]
         .as_array()
         .unwrap();

@@ -4,7 +4,7 @@
 use crate::error::{invalid, ConfigError};
 use crate::pyjson::{self, PyValue};
 use crate::pyregex::PyRegex;
-use crate::{ReductionConfig, SaveConfig};
+use crate::{Framework, ReductionConfig, SaveConfig};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
 
@@ -305,110 +305,6 @@ impl Collection {
     /// Parses the JSON text form of one collection.
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
         Self::from_json_value(&pyjson::parse(text)?, "collection")
-    }
-}
-
-/// The frameworks whose default collections smdebug creates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Framework {
-    /// PyTorch.
-    PyTorch,
-    /// MXNet.
-    MXNet,
-    /// TensorFlow in graph mode (TF1 / TF2 non-eager): biases regex `bias`.
-    TensorFlow,
-    /// TensorFlow 2 executing eagerly: biases regex `^(?!gradient).*bias`.
-    TensorFlow2Eager,
-    /// XGBoost.
-    XGBoost,
-}
-
-impl Framework {
-    /// Every framework.
-    pub const ALL: [Framework; 5] = [
-        Framework::PyTorch,
-        Framework::MXNet,
-        Framework::TensorFlow,
-        Framework::TensorFlow2Eager,
-        Framework::XGBoost,
-    ];
-
-    /// The default collections and their regexes, in the order this crate creates them.
-    /// (Python iterates a `set`, so its order changes from run to run.)
-    pub fn default_collections(self) -> Vec<(&'static str, Vec<&'static str>)> {
-        use keys::*;
-        const PT_WEIGHTS: &str = "^(?!gradient).*weight";
-        const PT_BIASES: &str = "^(?!gradient).*bias";
-        match self {
-            Framework::PyTorch | Framework::MXNet => {
-                let loss = if self == Framework::PyTorch {
-                    "[Ll]oss_(?!input).*output"
-                } else {
-                    ".*loss._(?!input).*output"
-                };
-                vec![
-                    (ALL, vec![]),
-                    (DEFAULT, vec![]),
-                    (WEIGHTS, vec![PT_WEIGHTS]),
-                    (BIASES, vec![PT_BIASES]),
-                    (GRADIENTS, vec!["^gradient"]),
-                    (LOSSES, vec![loss]),
-                ]
-            }
-            Framework::TensorFlow | Framework::TensorFlow2Eager => {
-                let bias = if self == Framework::TensorFlow {
-                    "bias"
-                } else {
-                    PT_BIASES
-                };
-                vec![
-                    (ALL, vec![]),
-                    (DEFAULT, vec![]),
-                    (WEIGHTS, vec![]),
-                    (BIASES, vec![bias]),
-                    (GRADIENTS, vec![]),
-                    (LOSSES, vec![]),
-                    (METRICS, vec![]),
-                    (INPUTS, vec![]),
-                    (OUTPUTS, vec![]),
-                    (LAYERS, vec![]),
-                    (SM_METRICS, vec![]),
-                    (OPTIMIZER_VARIABLES, vec![]),
-                ]
-            }
-            Framework::XGBoost => vec![
-                (ALL, vec![]),
-                (DEFAULT, vec![]),
-                (HYPERPARAMETERS, vec!["^hyperparameters/.*$"]),
-                (PREDICTIONS, vec!["^predictions$"]),
-                (LABELS, vec!["^labels$"]),
-                (FEATURE_IMPORTANCE, vec!["^feature_importance/.*"]),
-                (AVERAGE_SHAP, vec!["^average_shap/.*[^/bias]$"]),
-                (FULL_SHAP, vec!["^full_shap/.*[^/bias]$"]),
-                (TREES, vec!["^trees/.*"]),
-                (METRICS, vec!["^[a-zA-z]+-[a-zA-z0-9]+$"]),
-                (LOSSES, vec!["^[a-zA-z]+-.+(?<!(auc|map))$"]),
-            ],
-        }
-    }
-
-    /// The collections always saved (`DEFAULT_INCLUDE_COLLECTIONS`).
-    pub fn default_include_collections(self) -> &'static [&'static str] {
-        match self {
-            Framework::PyTorch | Framework::MXNet => &[keys::LOSSES],
-            Framework::TensorFlow | Framework::TensorFlow2Eager => {
-                &[keys::METRICS, keys::LOSSES, keys::SM_METRICS]
-            }
-            Framework::XGBoost => &[keys::METRICS],
-        }
-    }
-
-    /// The save interval when the hook gets no save config (XGBoost 10, others 500).
-    pub fn default_save_interval(self) -> i64 {
-        match self {
-            Framework::XGBoost => 10,
-            _ => crate::DEFAULT_SAVE_INTERVAL,
-        }
     }
 }
 

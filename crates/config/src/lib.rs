@@ -25,6 +25,7 @@
 
 mod collection;
 mod error;
+mod framework;
 mod hook_config;
 mod mode;
 pub mod pyjson;
@@ -36,8 +37,9 @@ mod save_config;
 #[cfg(test)]
 mod proptests;
 
-pub use collection::{keys, Collection, CollectionManager, Framework};
+pub use collection::{keys, Collection, CollectionManager};
 pub use error::{ConfigError, ShouldSaveError};
+pub use framework::{Framework, ParseFrameworkError, ReductionShape};
 pub use hook_config::{
     hook_config_path, is_sagemaker_job, tensorboard_config_path, CollectionConfig, HookConfig,
     HookParameters, IncludeWorkers, ModeSaveParams, SaveParams, TensorBoardConfig,

@@ -4,7 +4,8 @@ use crate::error::{HookError, Result};
 use crate::hook::Hook;
 use smdebug_config::{
     is_sagemaker_job, tensorboard_config_path, Collection, CollectionManager, Framework,
-    HookConfig, IncludeWorkers, ReductionConfig, SaveConfig, SaveConfigMode, TensorBoardConfig,
+    HookConfig, IncludeWorkers, ReductionConfig, ReductionShape, SaveConfig, SaveConfigMode,
+    TensorBoardConfig,
 };
 use smdebug_reduce::Flavor;
 use smdebug_storage::{LocalSync, Storage, StorageOptions};
@@ -23,15 +24,6 @@ pub enum QueuePolicy {
     /// loop never waits, and the trial misses those tensors. Step boundaries, scalars,
     /// collections files and the end marker are never dropped.
     DropNewest,
-}
-
-/// The shape of a saved reduction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReductionShape {
-    /// 0-d, as the PyTorch and TensorFlow hooks save them (a 0-d framework tensor).
-    Scalar,
-    /// Shape `[1]`, as smdebug's numpy path stores a numpy scalar (MXNet, numpy callers).
-    OneElement,
 }
 
 /// The `wall_time` written in each event.
@@ -200,8 +192,10 @@ impl HookBuilder {
         Self::from_hook_config(&config)
     }
 
-    /// The framework whose default collections (and always-included collections) the hook
-    /// starts with; PyTorch by default.
+    /// The framework whose defaults the hook starts with (PyTorch by default): its default
+    /// and always-included collections, save interval, and the shape and flavor of its
+    /// reductions (each overridable: [`HookBuilder::reduction_flavor`],
+    /// [`HookBuilder::reduction_shape`]).
     pub fn framework(mut self, framework: Framework) -> Self {
         self.framework = framework;
         self
@@ -289,15 +283,15 @@ impl HookBuilder {
         self
     }
 
-    /// How reductions are computed: [`Flavor::PyTorch`] (default for PyTorch) or
-    /// [`Flavor::Numpy`] (smdebug's numpy path; default for the other frameworks).
+    /// How reductions are computed (default: the framework's,
+    /// [`Framework::reduction_flavor`]).
     pub fn reduction_flavor(mut self, flavor: Flavor) -> Self {
         self.flavor = Some(flavor);
         self
     }
 
-    /// The shape of saved reductions (default: 0-d for PyTorch and TensorFlow, `[1]` for the
-    /// others).
+    /// The shape of saved reductions (default: the framework's,
+    /// [`Framework::reduction_shape`]).
     pub fn reduction_shape(mut self, shape: ReductionShape) -> Self {
         self.reduction_shape = Some(shape);
         self

@@ -4,7 +4,7 @@
 //! stop-signal watch ([`StopSignalWatch`]) — and ties them together. Everything it decides
 //! is handed to the writer thread as a job.
 
-use crate::builder::{HookBuilder, ReductionShape, WallTime};
+use crate::builder::{HookBuilder, WallTime};
 use crate::decisions::SaveDecisions;
 use crate::error::{HookError, Result};
 use crate::lent::LentTensor;
@@ -15,8 +15,7 @@ use crate::tensorboard::clean_tag;
 use crate::writer::{self, BytesJob, Job, RecorderWiring, TbTarget, TensorJob, WriterConfig};
 use smdebug_config::HealthSummary;
 use smdebug_config::{
-    is_sagemaker_job, Collection, CollectionManager, Framework, IncludeWorkers, Mode,
-    ReductionConfig,
+    is_sagemaker_job, Collection, CollectionManager, IncludeWorkers, Mode, ReductionConfig,
 };
 use smdebug_index::{
     collections_file_key, flight_recorder_manifest_key, stop_signal_key, tensorboard_worker,
@@ -24,7 +23,6 @@ use smdebug_index::{
     RULE_STOP_SIGNAL_ENV,
 };
 use smdebug_record::{DType, TensorValue};
-use smdebug_reduce::Flavor;
 use smdebug_storage::{BlockingStore, Bytes, Location};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -247,18 +245,8 @@ impl Hook {
             IncludeWorkers::All => b.num_workers,
             IncludeWorkers::One => 1,
         };
-        let pytorch = b.framework == Framework::PyTorch;
-        let flavor = b.flavor.unwrap_or(if pytorch {
-            Flavor::PyTorch
-        } else {
-            Flavor::Numpy
-        });
-        let reduction_shape = b.reduction_shape.unwrap_or(match b.framework {
-            Framework::PyTorch | Framework::TensorFlow | Framework::TensorFlow2Eager => {
-                ReductionShape::Scalar
-            }
-            _ => ReductionShape::OneElement,
-        });
+        let flavor = b.flavor.unwrap_or(b.framework.reduction_flavor());
+        let reduction_shape = b.reduction_shape.unwrap_or(b.framework.reduction_shape());
 
         let tb_target = match (&b.tensorboard_dir, b.export_tensorboard) {
             (Some(dir), _) => {
@@ -347,7 +335,8 @@ impl Hook {
         self.clock.step()
     }
 
-    /// The current mode (GLOBAL until [`Hook::set_mode`]).
+    /// The current mode (GLOBAL until [`Hook::set_mode`]): right after a switch, the mode
+    /// of the steps to come, not the one the step in progress is saved in.
     pub fn mode(&self) -> Mode {
         self.clock.mode()
     }
@@ -379,11 +368,16 @@ impl Hook {
         self.queue.dropped()
     }
 
-    /// Switches the mode (`set_mode`). A mode seen for the first time starts its step
-    /// counter at `init_step`, so its first step is mode step `init_step + 1`.
+    /// Switches the mode (`set_mode`) for the steps that follow. A mode seen for the first
+    /// time starts its step counter at `init_step`, so its first step is mode step
+    /// `init_step + 1`. The current step keeps the mode and mode step it began in: what it
+    /// saves after the switch (and its `save_tensor` values and scalars, written when it
+    /// ends) is decided by and stamped with them, since an index file has one mode for
+    /// the whole step and the new mode has no step yet.
     pub fn set_mode(&mut self, mode: Mode) {
+        // The step's due collections stay cached: they depend on the step's mode, which
+        // this does not change.
         self.clock.set_mode(mode);
-        self.decisions.new_step();
     }
 
     /// Starts a new step (the PyTorch hook's `forward_pre_hook`): ends the previous step
@@ -398,7 +392,7 @@ impl Hook {
         self.decisions.new_step();
         let due = !self
             .decisions
-            .due(self.clock.mode(), self.clock.mode_step())?
+            .due(self.clock.step_mode().0, self.clock.step_mode().1)?
             .is_empty();
         self.step_saves = due && self.outputs.writes;
         if !self.exported {
@@ -459,7 +453,7 @@ impl Hook {
                         tag: clean_tag(&s.name),
                         value: v[0] as f32,
                         step: self.clock.step(),
-                        mode: self.clock.mode(),
+                        mode: self.clock.step_mode().0,
                         wall_time,
                     })?;
                 }
@@ -470,8 +464,8 @@ impl Hook {
                 value: s.value,
                 deferred: None,
                 step: self.clock.step(),
-                mode: self.clock.mode(),
-                mode_step: self.clock.mode_step(),
+                mode: self.clock.step_mode().0,
+                mode_step: self.clock.step_mode().1,
                 wall_time,
                 shape: false,
                 reductions: Vec::new(),
@@ -505,7 +499,7 @@ impl Hook {
             return Ok(Vec::new());
         }
         self.decisions
-            .saving(name, self.clock.mode(), self.clock.mode_step())
+            .saving(name, self.clock.step_mode().0, self.clock.step_mode().1)
     }
 
     /// Whether a tensor of this name would be saved at this step. Cheap after the first
@@ -625,8 +619,8 @@ impl Hook {
             deferred,
             len,
             step: self.clock.step(),
-            mode: self.clock.mode(),
-            mode_step: self.clock.mode_step(),
+            mode: self.clock.step_mode().0,
+            mode_step: self.clock.step_mode().1,
             wall_time: self.wall(),
             shape: plan.shape,
             reductions: plan.reductions,
@@ -691,8 +685,8 @@ impl Hook {
             shape: shape.to_vec(),
             data,
             step: self.clock.step(),
-            mode: self.clock.mode(),
-            mode_step: self.clock.mode_step(),
+            mode: self.clock.step_mode().0,
+            mode_step: self.clock.step_mode().1,
             wall_time: self.wall(),
             write_shape: plan.shape,
         };
@@ -719,8 +713,8 @@ impl Hook {
             value,
             deferred: None,
             step: self.clock.step(),
-            mode: self.clock.mode(),
-            mode_step: self.clock.mode_step(),
+            mode: self.clock.step_mode().0,
+            mode_step: self.clock.step_mode().1,
             wall_time: self.wall(),
             shape: false,
             reductions: Vec::new(),

@@ -76,7 +76,7 @@ mod stop;
 pub mod tensorboard;
 mod writer;
 
-pub use builder::{HookBuilder, QueuePolicy, ReductionShape, WallTime};
+pub use builder::{HookBuilder, QueuePolicy, WallTime};
 pub use error::{HookError, Result, WriterError};
 pub use hook::{Hook, HookStats, Saved};
 pub use lent::LentTensor;
@@ -85,7 +85,8 @@ pub use recorder::FlightRecorder;
 
 /// Re-exported so a training loop needs no other smdebug crate for the common calls.
 pub use smdebug_config::{
-    Collection, Framework, IncludeWorkers, Mode, ReductionConfig, SaveConfig, SaveConfigMode,
+    Collection, Framework, IncludeWorkers, Mode, ReductionConfig, ReductionShape, SaveConfig,
+    SaveConfigMode,
 };
 pub use smdebug_record::{DType, TensorValue};
 pub use smdebug_reduce::{Flavor, TensorView};

@@ -46,23 +46,11 @@ fn value_err(py: Python<'_>, msg: impl Into<String>) -> PyErr {
     NativeError::Other("SMDebugValueError", msg.into()).into_pyerr(py)
 }
 
+/// A framework by any of its names (`smdebug_config::Framework` owns them and their
+/// aliases); an unknown name is an `SMDebugValueError` listing the accepted ones.
 fn framework_arg(py: Python<'_>, name: &str) -> PyResult<Framework> {
-    Ok(match name.to_ascii_lowercase().as_str() {
-        "pytorch" | "torch" => Framework::PyTorch,
-        // The original's numpy path: MXNet's collections and numpy reductions of shape [1].
-        "numpy" | "mxnet" => Framework::MXNet,
-        "tensorflow" => Framework::TensorFlow,
-        "tensorflow2" | "tf2" => Framework::TensorFlow2Eager,
-        "xgboost" => Framework::XGBoost,
-        other => {
-            return Err(value_err(
-                py,
-                format!(
-                "framework {other:?}: expected numpy, pytorch, mxnet, tensorflow, tensorflow2 or xgboost"
-            ),
-            ))
-        }
-    })
+    name.parse::<Framework>()
+        .map_err(|e| value_err(py, e.to_string()))
 }
 
 fn include_workers_arg(py: Python<'_>, s: &str) -> PyResult<IncludeWorkers> {
@@ -752,5 +740,7 @@ impl PyHook {
 
 /// Registers `Hook`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The stubs' `FrameworkName` spells these out for type checkers; a test compares them.
+    m.add("FRAMEWORKS", Framework::accepted_names())?;
     m.add_class::<PyHook>()
 }

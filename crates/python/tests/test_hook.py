@@ -80,6 +80,69 @@ def test_calls_are_read_by_smdebug_as_written(tmp_path):
     assert "act/relu" in t.collection("custom").tensor_names
 
 
+@pytest.mark.parametrize("step_first", [False, True])
+def test_set_mode_after_the_last_step_keeps_its_mode(tmp_path, step_first):
+    """A new user's loop: ``save_tensor`` and ``step()`` (in either order) for 10 TRAIN
+    steps, then ``set_mode(EVAL)`` and close. The last TRAIN step's ``save_tensor`` value
+    is flushed after the switch (at close, when ``step()`` came first); its files must
+    still say TRAIN and its mode step (they said EVAL, mode step -1, and the original's
+    reader refused the whole trial). Read back with the ORIGINAL smdebug."""
+    from smdebug.core.modes import ModeKeys
+
+    out = tmp_path / "trial"
+    hook = smd.Hook(str(out), save_config=smd.SaveConfig(save_interval=1),
+                    worker="worker_0", num_workers=1)
+    hook.set_mode(smd.modes.TRAIN)
+    for s in range(10):
+        if step_first:
+            hook.step()
+        hook.save_tensor("loss", np.float32(1.0 / (s + 1)), "losses")
+        if not step_first:
+            hook.step()
+    hook.set_mode(smd.modes.EVAL)
+    hook.close()
+    for path in sorted((out / "index").rglob("*.json")):
+        meta = json.loads(path.read_text())["meta"]
+        assert meta["mode"] == "TRAIN" and meta["mode_step"] >= 0, (path.name, meta)
+    t = smdebug_trial(out)
+    # The value given in step s is written at step s; one given before the first step()
+    # has no step to go into.
+    steps = list(range(10)) if step_first else list(range(9))
+    assert t.steps() == steps
+    assert t.steps(mode=ModeKeys.TRAIN) == steps
+    assert t.steps(mode=ModeKeys.EVAL) == []
+    loss = t.tensor("loss")
+    for s in steps:
+        want = 1.0 / (s + 1) if step_first else 1.0 / (s + 2)
+        assert loss.value(s, mode=ModeKeys.TRAIN) == pytest.approx(want)
+        assert t.mode_modestep(s) == (ModeKeys.TRAIN, s)
+
+
+def test_the_original_stamps_the_last_step_with_the_new_mode(tmp_path):
+    """The same loop (``step()`` first) through the original's ``CallbackHook`` made a numpy
+    hook (same_calls.py): its last TRAIN step's index file says EVAL, mode step -1, and its
+    own reader refuses the trial. The difference docs/src/python.md names."""
+    import same_calls
+    import smdebug
+    from smdebug.core.modes import ModeKeys
+    from smdebug.exceptions import SMDebugValueError
+
+    out = tmp_path / "trial"
+    hook = same_calls.original_hook_class()(
+        str(out), save_config=smdebug.SaveConfig(save_interval=1))
+    hook.set_mode(ModeKeys.TRAIN)
+    for s in range(10):
+        hook.next_step()
+        hook.save_tensor("loss", np.float32(1.0 / (s + 1)), "losses")
+    hook.set_mode(ModeKeys.EVAL)
+    hook.close()
+    last = sorted((out / "index").rglob("*.json"))[-1]
+    assert json.loads(last.read_text())["meta"]["mode"] == "EVAL"
+    assert json.loads(last.read_text())["meta"]["mode_step"] == -1
+    with pytest.raises(SMDebugValueError, match="mode step number -1"):
+        smdebug_trial(out)
+
+
 def test_values_from_array_likes_and_scalars(tmp_path):
     class Like:
         def __array__(self, dtype=None, copy=None):
@@ -330,33 +393,75 @@ def test_same_calls_read_as_the_original_hooks_trial(same_calls_trials, tmp_path
     assert equal, report
 
 
+def _record_mode(event):
+    """(mode number, mode step) of a tensor event, from its summary metadata."""
+    plugins = {p.plugin_name: p.content  # a string field in smdebug's proto
+               for p in event.summary.value[0].metadata.plugin_data}
+    return int(plugins["mode"]), int(plugins["mode_step"])
+
+
+MODE_NUMBERS = {"TRAIN": 1, "EVAL": 2, "PREDICT": 3, "GLOBAL": 4}
+
+
 def test_same_calls_write_the_original_hooks_bytes(same_calls_trials):
     """Collections and events files byte for byte (event wall times are `base + step` on
-    both sides); index files equal but for our `payload_crc32c` (docs/src/format.md)."""
+    both sides); index files equal but for our `payload_crc32c` (docs/src/format.md). One
+    deliberate difference: the ``save_tensor`` value and the scalar of the last step before
+    a ``set_mode`` are written when that step ends, after the switch; the original stamps
+    their records with the new mode and its mode step (-1 for a mode not yet entered, which
+    its own reader refuses in an index file), ours with the mode and mode step their step
+    ran in, as its index file says."""
     a, b = same_calls_trials["smdebug"], same_calls_trials["smdebug_rs"]
     files = lambda root: sorted(str(p.relative_to(root)) for p in root.rglob("*")  # noqa: E731
                                 if p.is_file())
     assert files(a) == files(b)
+    metas = {}
+    for rel in files(b):
+        if rel.startswith("index/"):
+            meta = json.loads((b / rel).read_bytes())["meta"]
+            metas[meta["event_file_name"]] = meta
     identical = 0
+    stamped = set()
+    restamped = set()
+    # Sorted, events/ comes before index/: an index file is compared knowing whether its
+    # events file had restamped records.
     for rel in files(a):
         x, y = (a / rel).read_bytes(), (b / rel).read_bytes()
         if rel.startswith("index/"):
             strip = lambda d: [{k: v for k, v in e.items() if k != "payload_crc32c"}  # noqa
                                for e in d["tensor_payload"]]
             ja, jb = json.loads(x), json.loads(y)
-            assert ja["meta"] == jb["meta"] and strip(ja) == strip(jb), rel
+            assert ja["meta"] == jb["meta"], rel
+            if ja["meta"].get("event_file_name") in restamped:
+                # A restamped record's mode step has another number of digits: lengths
+                # and offsets move, the entries are the same tensors.
+                names = lambda d: [e["tensorname"] for e in d["tensor_payload"]]  # noqa
+                assert names(ja) == names(jb), rel
+            else:
+                assert strip(ja) == strip(jb), rel
         elif rel.endswith(".tfevents") and x != y:
             # Only an l2 norm may differ, in its last bits (BLAS dot, see above).
             ra, rb = _records(a / rel), _records(b / rel)
             assert [t for t, _, _ in ra] == [t for t, _, _ in rb], rel
             for (tag, ba, ea), (_, bb, eb) in zip(ra, rb):
                 if ba != bb:
-                    assert "/l2/" in tag, (rel, tag)
                     assert ea.wall_time == eb.wall_time and ea.step == eb.step
+                    if _record_mode(ea) != _record_mode(eb):
+                        assert tag in ("custom/lr", "scalar/accuracy"), (rel, tag)
+                        meta = metas[rel]
+                        assert _record_mode(eb) == (MODE_NUMBERS[meta["mode"]],
+                                                    meta["mode_step"]), (rel, tag)
+                        stamped.add((ea.step, tag))
+                        restamped.add(rel)
+                    else:
+                        # Only an l2 norm may differ, in its last bits (BLAS dot, above).
+                        assert "/l2/" in tag, (rel, tag)
         else:
             assert x == y, rel
             identical += 1
-    assert identical >= len(files(a)) // 2 - 2
+    assert identical >= len(files(a)) // 2 - 2 - len(restamped)
+    # TRAIN 0-3, EVAL 4-5, TRAIN 6-8 (same_calls.STEPS): two switches.
+    assert stamped == {(s, t) for s in (3, 5) for t in ("custom/lr", "scalar/accuracy")}
 
 
 # -- the examples ----------------------------------------------------------------------

@@ -319,3 +319,23 @@ def test_values_and_reductions_match_the_original(trial_path):
                     assert got[0] == got[1], (name, red, got)
                 else:
                     np.testing.assert_allclose(got[0], got[1], rtol=1e-6)
+
+
+def test_the_framework_names_of_the_stubs_are_the_native_ones(tmp_path):
+    """``FrameworkName`` in _native.pyi spells out for type checkers the names
+    ``smdebug_config::Framework`` accepts; the two must not drift apart."""
+    import ast
+
+    stub = os.path.join(os.path.dirname(smdebug_rs.__file__), "_native.pyi")
+    with open(stub) as f:
+        tree = ast.parse(f.read())
+    literal = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                   and [t.id for t in node.targets] == ["FrameworkName"])
+    names = [e.value for e in literal.slice.elts]
+    assert names == list(smdebug_rs._native.FRAMEWORKS)
+    for name in names:
+        smdebug_rs.Hook(str(tmp_path / name), framework=name.upper(), dry_run=True,
+                        worker="worker_0", num_workers=1).close()
+    with pytest.raises(exceptions.SMDebugValueError, match="expected one of numpy, pytorch"):
+        smdebug_rs.Hook(str(tmp_path / "jax"), framework="jax", dry_run=True,
+                        worker="worker_0", num_workers=1)

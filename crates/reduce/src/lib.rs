@@ -12,6 +12,8 @@
 //!   singular value) and errors for 0-d and ≥3-d input.
 //! * [`Flavor::PyTorch`] is what the PyTorch hook saves: unbiased std/variance and norms of
 //!   the flattened tensor.
+//! * [`Flavor::MXNet`] is what the MXNet hook saves: [`Flavor::Numpy`] but `l1`/`l2` of the
+//!   flattened tensor (`mx.nd.norm`), for any rank.
 //!
 //! Failures are typed ([`ReduceError`]) and name the Python exception the original raises
 //! ([`ReduceError::python_class`]).
@@ -103,6 +105,23 @@ fn contiguous<'a, T: Element, D: Dimension>(view: &ArrayView<'a, T, D>) -> Cow<'
     }
 }
 
+/// Runs `flavor`'s kernels on the contiguous `data` of an array of `shape`.
+fn dispatch<T: Element>(
+    data: &[T],
+    shape: &[usize],
+    requests: &[ReductionRequest],
+    flavor: Flavor,
+    plain: Option<&kernel::Fused<T>>,
+) -> Vec<Result<Scalar, ReduceError>> {
+    match flavor {
+        Flavor::Numpy => numpy::reduce(data, shape, requests, plain),
+        // `mx.nd.norm` flattens: numpy's semantics on the same elements seen as a vector,
+        // which changes only the norms (the one place numpy looks at the shape).
+        Flavor::MXNet => numpy::reduce(data, &[data.len()], requests, plain),
+        Flavor::PyTorch => torch::reduce(data, requests, plain),
+    }
+}
+
 /// Computes every request on `view` with `flavor`'s semantics; one result per request, in
 /// order. One fused pass serves all requests on `x` and one all requests on `abs(x)`
 /// (`prod` and `median`, whose semantics need their own order, take their own pass).
@@ -112,10 +131,7 @@ pub fn reduce<T: Element, D: Dimension>(
     flavor: Flavor,
 ) -> Vec<Result<Scalar, ReduceError>> {
     let data = contiguous(&view);
-    match flavor {
-        Flavor::Numpy => numpy::reduce(&data, view.shape(), requests, None),
-        Flavor::PyTorch => torch::reduce(&data, requests, None),
-    }
+    dispatch(&data, view.shape(), requests, flavor, None)
 }
 
 /// One reduction (see [`reduce`]).
@@ -138,10 +154,7 @@ pub fn reduce_with_stats<T: Element, D: Dimension>(
     let data = contiguous(&view);
     let plain = kernel::fused::<T, false, true>(&data);
     let stats = stats::from_fused(&data, &plain, true);
-    let out = match flavor {
-        Flavor::Numpy => numpy::reduce(&data, view.shape(), requests, Some(&plain)),
-        Flavor::PyTorch => torch::reduce(&data, requests, Some(&plain)),
-    };
+    let out = dispatch(&data, view.shape(), requests, flavor, Some(&plain));
     (out, stats)
 }
 
@@ -175,10 +188,7 @@ pub fn reduce_with_health<T: Element, D: Dimension>(
     let data = contiguous(&view);
     let mut scan = health::Scan::new(histogram);
     let plain = kernel::fused_with::<T, false, true, true>(&data, |b| scan.buffer(b));
-    let out = match flavor {
-        Flavor::Numpy => numpy::reduce(&data, view.shape(), requests, Some(&plain)),
-        Flavor::PyTorch => torch::reduce(&data, requests, Some(&plain)),
-    };
+    let out = dispatch(&data, view.shape(), requests, flavor, Some(&plain));
     (out, health::from_fused(&data, &plain, scan))
 }
 

@@ -180,4 +180,11 @@ pub enum Flavor {
     /// tensors): unbiased (N − 1) std/variance, `torch.norm(p)` of the *flattened* tensor,
     /// float-only mean/std/variance/norms, integer sums/products in `int64`.
     PyTorch,
+    /// What smdebug's MXNet hook saves (`mxnet/utils.py::get_reduction_of_data`):
+    /// [`Flavor::Numpy`] in everything but `l1`/`l2`, which are `mx.nd.norm(x, ord)`, the
+    /// entrywise norm of the *flattened* array whatever its rank (`Σ|x|` and `sqrt(Σx²)`;
+    /// no matrix norms, no error for 0-d or ≥3-d input). `min`, `max`, `mean`, `sum` and
+    /// `prod` go through `mx.nd` operators there, which agree with numpy for float
+    /// tensors; `std` and `variance` (absent from `mx.nd`) fall back to numpy.
+    MXNet,
 }

@@ -306,7 +306,7 @@ fn abs_requests_derived_from_the_plain_pass_agree() {
         let n: usize = shape.iter().product();
         let a = ArrayD::from_shape_vec(IxDyn(&shape), data[..n].to_vec()).unwrap();
         let h = a.mapv(f16::from_f32);
-        for flavor in [Flavor::Numpy, Flavor::PyTorch] {
+        for flavor in [Flavor::Numpy, Flavor::PyTorch, Flavor::MXNet] {
             let x = reduce(a.view(), &derived, flavor);
             let y = reduce(a.view(), &full, flavor);
             assert_eq!(x[..], y[..derived.len()], "{shape:?} {flavor:?}");
@@ -315,4 +315,61 @@ fn abs_requests_derived_from_the_plain_pass_agree() {
             assert_eq!(x[..], y[..derived.len()], "f16 {shape:?} {flavor:?}");
         }
     }
+}
+
+fn mx<T: smdebug_reduce::Element, D: ndarray::Dimension>(
+    a: &Array<T, D>,
+    name: &str,
+) -> Result<Scalar, ReduceError> {
+    reduce_one(a.view(), req(name), Flavor::MXNet)
+}
+
+/// `mx.nd.norm(x, ord)` is the entrywise norm of the flattened array at every rank (values
+/// from mxnet 1.9.1): `[[1, -2, 3], [4, 5, -6]]` gives l1 21 and l2 9.5393915 (float32),
+/// where numpy's matrix norms give 9 (largest column sum) and the largest singular value.
+#[test]
+fn mxnet_norms_flatten_every_rank() {
+    let m = array![[1f32, -2., 3.], [4., 5., -6.]];
+    assert_eq!(mx(&m, "l1"), Ok(Scalar::F32(21.0)));
+    assert_eq!(mx(&m, "l2"), Ok(Scalar::F32(91f32.sqrt())));
+    assert_eq!(mx(&m, "abs_l1"), Ok(Scalar::F32(21.0)));
+    assert_eq!(mx(&m, "abs_l2"), Ok(Scalar::F32(91f32.sqrt())));
+    assert_eq!(np(&m, "l1"), Ok(Scalar::F32(9.0)));
+    assert_ne!(np(&m, "l2"), mx(&m, "l2"));
+    // The flattened norm is numpy's vector norm of the same elements, bit for bit.
+    let flat = Array::from_iter(m.iter().copied());
+    for name in ["l1", "l2", "abs_l1", "abs_l2"] {
+        assert_eq!(mx(&m, name), np(&flat, name), "{name}");
+    }
+    // numpy refuses 0-d and ≥3-d input; mx.nd.norm reduces it.
+    let cube = Array::from_shape_fn((2, 3, 4), |(i, j, k)| (i * 12 + j * 4 + k) as f32 - 5.0);
+    assert!(np(&cube, "l1").is_err());
+    assert_eq!(mx(&cube, "l1"), Ok(Scalar::F32(186.0)));
+    let l2 = mx(&cube, "l2").unwrap().to_f64();
+    assert!((l2 - 46.518_814).abs() < 1e-5, "{l2}");
+    assert!(np(&arr0(-3f64), "l2").is_err());
+    assert_eq!(mx(&arr0(-3f64), "l2"), Ok(Scalar::F64(3.0)));
+    assert_eq!(mx(&arr0(-3f64), "l1"), Ok(Scalar::F64(3.0)));
+}
+
+/// Everything but the norms is numpy's: population std/variance (`mx.nd` has no `std`, so
+/// the original falls back to numpy), numpy's dtypes and errors.
+#[test]
+fn mxnet_is_numpy_but_for_the_norms() {
+    let m = array![[1f32, -2., 3.], [4., 5., -6.]];
+    let cube = Array::from_shape_fn((2, 3, 4), |(i, j, k)| {
+        (i * 12 + j * 4 + k) as f64 * 0.5 - 3.0
+    });
+    let ints = array![[1i32, -2], [3, 4]];
+    for r in ReductionRequest::all() {
+        let name = r.name();
+        if matches!(r.reduction, Reduction::L1 | Reduction::L2) {
+            continue;
+        }
+        assert_eq!(mx(&m, &name), np(&m, &name), "{name}");
+        assert_eq!(mx(&cube, &name), np(&cube, &name), "{name}");
+        assert_eq!(mx(&ints, &name), np(&ints, &name), "{name}");
+    }
+    let empty = Array::<f32, _>::zeros((0, 3));
+    assert_eq!(mx(&empty, "max"), np(&empty, "max"));
 }

@@ -1,6 +1,6 @@
 """Type stubs of the native module (the Rust half of smdebug_rs)."""
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
@@ -10,6 +10,13 @@ from smdebug_rs.modes import ModeKeys
 __version__: str
 
 _Mode = Union[ModeKeys, str, int, None]
+
+# The names ``framework=`` accepts (any ASCII case), as ``smdebug_config::Framework`` owns
+# them; ``FRAMEWORKS`` lists them at run time and test_native.py checks that the two agree.
+FrameworkName = Literal[
+    "numpy", "pytorch", "torch", "mxnet", "tensorflow", "tensorflow2", "tf2", "xgboost"
+]
+FRAMEWORKS: List[str]
 
 class Trial:
     def __init__(
@@ -122,7 +129,7 @@ class Hook:
         cls,
         out_dir: str,
         *,
-        framework: str = "numpy",
+        framework: FrameworkName = "numpy",
         export_tensorboard: bool = False,
         tensorboard_dir: Optional[str] = None,
         dry_run: bool = False,

@@ -91,12 +91,14 @@ class Hook(_native.Hook):
     include_regex=None, include_collections=None, save_all=False, include_workers="one")``.
 
     The default collections, reductions and save interval are those of ``framework``:
-    ``"numpy"`` (default; the original's numpy path, as its MXNet hook: collections
+    ``"numpy"`` (default; the original's numpy path, with its MXNet hook's collections:
     weights ``^(?!gradient).*weight``, biases ``^(?!gradient).*bias``, gradients
     ``^gradient``, losses ``.*loss._(?!input).*output`` (always saved); reductions computed
-    as numpy does, stored with shape ``[1]``; every 500 steps), ``"pytorch"`` (PyTorch's
-    losses regex ``[Ll]oss_(?!input).*output``, 0-d reductions computed as torch does),
-    ``"tensorflow"``, ``"tensorflow2"``, ``"xgboost"``. The
+    as numpy does, stored with shape ``[1]``; every 500 steps), ``"mxnet"`` (the same, but
+    ``l1``/``l2`` of the flattened array, as ``mx.nd.norm`` computes them), ``"pytorch"``
+    or ``"torch"`` (PyTorch's losses regex ``[Ll]oss_(?!input).*output``, 0-d reductions
+    computed as torch does), ``"tensorflow"``, ``"tensorflow2"`` or ``"tf2"``,
+    ``"xgboost"`` (any case; ``smdebug_rs._native.FRAMEWORKS`` lists them). The
     worker comes from the environment (:func:`worker_from_env`) unless ``worker`` and
     ``num_workers`` are given. ``wall_time_base`` makes event wall times ``base + step``
     (reproducible trials); ``stop_check_interval`` (seconds, default 1) is the least time

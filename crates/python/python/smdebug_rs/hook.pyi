@@ -2,6 +2,7 @@
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from smdebug_rs._native import FrameworkName
 from smdebug_rs._native import Hook as _NativeHook
 from smdebug_rs.core.collection import Collection
 from smdebug_rs.core.reduction_config import ReductionConfig
@@ -27,7 +28,7 @@ class Hook(_NativeHook):
         save_all: bool = False,
         include_workers: str = "one",
         *,
-        framework: str = "numpy",
+        framework: FrameworkName = "numpy",
         worker: Optional[str] = None,
         num_workers: Optional[int] = None,
         collections: Optional[Sequence[Collection]] = None,
@@ -39,7 +40,7 @@ class Hook(_NativeHook):
         cls,
         json_file_path: Optional[str] = None,
         *,
-        framework: str = "numpy",
+        framework: FrameworkName = "numpy",
         worker: Optional[str] = None,
         num_workers: Optional[int] = None,
     ) -> "Hook": ...
