@@ -175,7 +175,7 @@ impl HookBuilder {
     }
 
     /// Start with no collections at all (and none always included): only collections added
-    /// with [`HookBuilder::collection`] or [`Hook::get_collection`] exist. The framework
+    /// with [`HookBuilder::collection`] or [`Hook::get_collection`](crate::Hook::get_collection) exist. The framework
     /// still chooses the default save interval and the reduction flavour.
     pub fn without_default_collections(mut self) -> Self {
         self.default_collections = false;
@@ -284,8 +284,8 @@ impl HookBuilder {
     }
 
     /// The scheduling priority of the writer and I/O threads (default
-    /// [`WriterPriority::Normal`](WriterPriority::Normal);
-    /// [`WriterPriority::Background`](WriterPriority::Background) makes them run in
+    /// [`WriterPriority::Normal`];
+    /// [`WriterPriority::Background`] makes them run in
     /// the gaps the training leaves instead of preempting its threads).
     pub fn writer_priority(mut self, priority: WriterPriority) -> Self {
         self.writer_priority = priority;

@@ -703,8 +703,7 @@ impl Drop for Hook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::{MAX_PENDING_ELEMENTS, MAX_PENDING_JOBS};
-    use crate::QueuePolicy;
+    use crate::queue::{QueuePolicy, MAX_PENDING_ELEMENTS, MAX_PENDING_JOBS};
     use smdebug_config::SaveConfig;
     use smdebug_config::SaveConfigMode;
 
