@@ -1,11 +1,11 @@
 //! Benchmarks of the hook.
 //!
 //! * `hook/save_small_tensor`: training-thread cost of saving one small tensor (a 4×3 f32
-//!   copied from the caller's tensor and queued); goal ≤ 2 µs.
+//!   copied from the caller's tensor and queued).
 //! * `hook/save_1mib_tensor`: training-thread cost of saving a 1 MiB f32 tensor (copy +
 //!   queue); the throughput is reported.
 //! * `hook/encode_1mib_record`: the writer thread's per-tensor work for 1 MiB: protobuf
-//!   encoding, framing, the length CRC and the payload CRC (goal ≥ 3 GB/s).
+//!   encoding, framing, the length CRC and the payload CRC.
 //! * `hook/write_trial_large`: a whole trial of the `large` preset's shape (steps × 100
 //!   tensors of 100×100 f32 + a 0-d loss, every step saved, files on local disk), from the
 //!   first step to `close()`, each tensor lent to the hook (`save_lent`, as smdebug-candle

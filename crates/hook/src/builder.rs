@@ -1,7 +1,12 @@
-//! [`HookBuilder`]: a hook from code or from the SageMaker JSON configuration.
+//! [`HookBuilder`]: the settings of a hook, from code or from the SageMaker JSON
+//! configuration. [`HookBuilder::build`], which checks them and assembles the hook, is in
+//! `start.rs`.
 
 use crate::error::{HookError, Result};
-use crate::hook::Hook;
+use crate::priority::WriterPriority;
+use crate::queue::QueuePolicy;
+use crate::recorder::FlightRecorder;
+use crate::wall_time::WallTime;
 use smdebug_config::{
     is_sagemaker_job, tensorboard_config_path, Collection, CollectionManager, Framework,
     HookConfig, IncludeWorkers, ReductionConfig, ReductionShape, SaveConfig, SaveConfigMode,
@@ -13,39 +18,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What the training thread does when the writer thread's queue is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum QueuePolicy {
-    /// Wait until the writer thread has taken a job (the default): nothing is lost, and the
-    /// training loop slows down to the writer's pace.
-    #[default]
-    Block,
-    /// Drop the tensor being saved and count it ([`Hook::dropped_tensors`]): the training
-    /// loop never waits, and the trial misses those tensors. Step boundaries, scalars,
-    /// collections files and the end marker are never dropped.
-    DropNewest,
-}
-
-/// The `wall_time` written in each event.
-#[derive(Clone, Default)]
-pub enum WallTime {
-    /// The time of the save, as smdebug writes it.
-    #[default]
-    Now,
-    /// A function of the global step (for reproducible trials, e.g. `base + step`).
-    PerStep(Arc<dyn Fn(i64) -> f64 + Send + Sync>),
-}
-
-impl std::fmt::Debug for WallTime {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WallTime::Now => f.write_str("Now"),
-            WallTime::PerStep(_) => f.write_str("PerStep(..)"),
-        }
-    }
-}
-
-/// Builds a [`Hook`].
+/// Builds a [`Hook`](crate::Hook).
 ///
 /// Defaults are smdebug's PyTorch hook: the PyTorch default collections, only `losses`
 /// always included, save interval 500, raw tensors only, `init_step` −1, worker `worker_0`
@@ -94,8 +67,8 @@ pub struct HookBuilder {
     pub(crate) stop_check_interval: Duration,
     pub(crate) storage_options: StorageOptions,
     pub(crate) storage: Option<Arc<dyn Storage>>,
-    pub(crate) recorder: Option<crate::FlightRecorder>,
-    pub(crate) writer_priority: crate::WriterPriority,
+    pub(crate) recorder: Option<FlightRecorder>,
+    pub(crate) writer_priority: WriterPriority,
 }
 
 impl HookBuilder {
@@ -121,7 +94,7 @@ impl HookBuilder {
             reduction_shape: None,
             queue_capacity: 256,
             queue_policy: QueuePolicy::Block,
-            writer_priority: crate::WriterPriority::Normal,
+            writer_priority: WriterPriority::Normal,
             wall_time: WallTime::Now,
             export_tensorboard: false,
             tensorboard_dir: None,
@@ -202,7 +175,7 @@ impl HookBuilder {
     }
 
     /// Start with no collections at all (and none always included): only collections added
-    /// with [`HookBuilder::collection`] or [`Hook::get_collection`] exist. The framework
+    /// with [`HookBuilder::collection`] or [`Hook::get_collection`](crate::Hook::get_collection) exist. The framework
     /// still chooses the default save interval and the reduction flavour.
     pub fn without_default_collections(mut self) -> Self {
         self.default_collections = false;
@@ -277,7 +250,7 @@ impl HookBuilder {
     }
 
     /// The step counters' initial value: −1 for callback hooks (the first
-    /// [`Hook::step`] makes it 0), 0 for TensorFlow session hooks.
+    /// [`Hook::step`](crate::Hook::step) makes it 0), 0 for TensorFlow session hooks.
     pub fn init_step(mut self, init_step: i64) -> Self {
         self.init_step = init_step;
         self
@@ -311,10 +284,10 @@ impl HookBuilder {
     }
 
     /// The scheduling priority of the writer and I/O threads (default
-    /// [`WriterPriority::Normal`](crate::WriterPriority::Normal);
-    /// [`WriterPriority::Background`](crate::WriterPriority::Background) makes them run in
+    /// [`WriterPriority::Normal`];
+    /// [`WriterPriority::Background`] makes them run in
     /// the gaps the training leaves instead of preempting its threads).
-    pub fn writer_priority(mut self, priority: crate::WriterPriority) -> Self {
+    pub fn writer_priority(mut self, priority: WriterPriority) -> Self {
         self.writer_priority = priority;
         self
     }
@@ -362,7 +335,7 @@ impl HookBuilder {
         self
     }
 
-    /// Turns the flight recorder on ([`crate::FlightRecorder`]): the last
+    /// Turns the flight recorder on ([`FlightRecorder`]): the last
     /// `recorder.steps` steps of the recorded collections are kept in full in memory, even
     /// at steps the save config does not save, and written into the trial as ordinary steps
     /// when a trigger fires (a NaN or infinity seen by the writer thread, the stop signal or
@@ -370,7 +343,7 @@ impl HookBuilder {
     /// [`crate::Hook::trigger_flight_recorder`]), with a manifest at
     /// [`smdebug_index::flight_recorder_manifest_key`]. [`crate::Hook::should_save`] then
     /// answers yes for recorded tensors at every step.
-    pub fn flight_recorder(mut self, recorder: crate::FlightRecorder) -> Self {
+    pub fn flight_recorder(mut self, recorder: FlightRecorder) -> Self {
         self.recorder = Some(recorder);
         self
     }
@@ -422,24 +395,6 @@ impl HookBuilder {
             LocalSync::RenameOnly
         };
         self
-    }
-
-    /// Checks the settings, refuses an out_dir holding a finished trial, and starts the
-    /// writer thread.
-    pub fn build(self) -> Result<Hook> {
-        if self.queue_capacity == 0 {
-            return Err(HookError::InvalidSetting {
-                setting: "queue_capacity",
-                reason: "must be at least 1".into(),
-            });
-        }
-        if self.num_workers < 1 {
-            return Err(HookError::InvalidSetting {
-                setting: "num_workers",
-                reason: format!("{} is not a number of workers", self.num_workers),
-            });
-        }
-        Hook::start(self)
     }
 
     /// The out_dir this builder writes to.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 /// What can go wrong building or running a [`Hook`](crate::Hook).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HookError {
     /// The output location already holds a finished trial (`training_job_end.ts` exists).
     /// smdebug refuses to mix two jobs in one trial, and so does this hook.
@@ -140,6 +141,7 @@ pub enum HookError {
 /// reported as [`HookError::WriterFailed`]; after it nothing more is written, since a trial
 /// with a hole in the middle would look complete to a reader.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WriterError {
     /// Storing an object failed: an events, index, collections or TensorBoard file. The
     /// storage error names the store; `key` is the object's key in it.

@@ -4,51 +4,24 @@
 //! stop-signal watch ([`StopSignalWatch`]) — and ties them together. Everything it decides
 //! is handed to the writer thread as a job.
 
-use crate::builder::{HookBuilder, WallTime};
-use crate::decisions::SaveDecisions;
+use crate::builder::HookBuilder;
+use crate::decisions::{Plan, SaveDecisions};
 use crate::error::{HookError, Result};
+use crate::job::{BytesJob, Deferred, Job, TensorJob};
 use crate::lent::LentTensor;
 use crate::queue::WriterQueue;
+use crate::stats::{HookStats, Saved};
 use crate::steps::StepClock;
 use crate::stop::StopSignalWatch;
-use crate::tensorboard::clean_tag;
-use crate::writer::{self, BytesJob, Job, RecorderWiring, TbTarget, TensorJob, WriterConfig};
-use smdebug_config::HealthSummary;
-use smdebug_config::{
-    is_sagemaker_job, Collection, CollectionManager, IncludeWorkers, Mode, ReductionConfig,
-};
-use smdebug_index::{
-    collections_file_key, flight_recorder_manifest_key, stop_signal_key, tensorboard_worker,
-    validate_worker, DEFAULT_TENSORBOARD_DIR, END_OF_JOB_FILE, FLIGHT_RECORDER_TRIGGER_FILE,
-    RULE_STOP_SIGNAL_ENV,
-};
+use crate::tensorboard::{clean_tag, values_f64};
+use crate::wall_time::WallTime;
+use crate::writer;
+use smdebug_config::{is_sagemaker_job, Collection, CollectionManager, HealthSummary, Mode};
+use smdebug_index::collections_file_key;
 use smdebug_record::{DType, TensorValue};
-use smdebug_storage::{BlockingStore, Bytes, Location};
+use smdebug_storage::{BlockingStore, Bytes};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// What [`Hook::save`] did with a tensor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Saved {
-    /// No collection of the tensor is saved at this step (or this worker does not write).
-    NotDue,
-    /// Handed to the writer thread.
-    Queued,
-    /// Due, but dropped because the queue was full ([`QueuePolicy::DropNewest`](crate::QueuePolicy::DropNewest)).
-    Dropped,
-}
-
-/// What the writer thread did over the hook's life, returned by [`Hook::close`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct HookStats {
-    /// Tensor records written to events files (raw tensors, reductions, scalars).
-    pub records: u64,
-    /// Bytes of events files written.
-    pub event_bytes: u64,
-    /// Tensors dropped because the queue was full.
-    pub dropped: u64,
-}
 
 /// A `save_scalar` value, cached until a step that saves something ends (or close).
 #[derive(Debug)]
@@ -74,34 +47,43 @@ struct CustomTensor {
 
 /// What this worker writes, fixed when the hook is built.
 #[derive(Debug)]
-struct Outputs {
+pub(crate) struct Outputs {
     /// This worker writes at all (`include_workers` is all, or this is `worker_0`).
-    writes: bool,
+    pub writes: bool,
     /// The `_meta.num_workers` of the collections file.
-    num_workers_meta: i64,
-    /// This worker writes its collections file ([`HookBuilder::write_collections`]).
-    write_collections: bool,
-    /// Close writes `training_job_end.ts` ([`HookBuilder::end_marker`]).
-    end_marker: bool,
+    pub num_workers_meta: i64,
+    /// This worker writes its collections file
+    /// ([`HookBuilder::write_collections`](crate::HookBuilder::write_collections)).
+    pub write_collections: bool,
+    /// Close writes `training_job_end.ts`
+    /// ([`HookBuilder::end_marker`](crate::HookBuilder::end_marker)).
+    pub end_marker: bool,
     /// TensorBoard summaries are written (a TensorBoard folder is configured).
-    tensorboard: bool,
+    pub tensorboard: bool,
     /// Where the events' wall time comes from.
-    wall_time: WallTime,
+    pub wall_time: WallTime,
 }
 
-pub(crate) fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".into())
+/// The parts of a hook, assembled from a builder's settings (`start.rs`).
+pub(crate) struct HookParts {
+    /// The trial's store (the writer thread holds it too).
+    pub store: Arc<BlockingStore>,
+    /// The out_dir as given.
+    pub out_dir: String,
+    /// This worker's name.
+    pub worker: String,
+    /// Where every step counter starts.
+    pub init_step: i64,
+    /// Which tensors are due at a step, and what to write of them.
+    pub decisions: SaveDecisions,
+    /// What this worker writes.
+    pub outputs: Outputs,
+    /// The queue to the writer thread (its thread running).
+    pub queue: WriterQueue,
+    /// The stop-signal watch.
+    pub stop: StopSignalWatch,
+    /// Which tensors the flight recorder keeps (`None`: no recorder).
+    pub recorded: Option<RecordedCollections>,
 }
 
 /// The smdebug writer hook of one worker: call [`Hook::step`] at the start of every step,
@@ -144,11 +126,21 @@ pub struct Hook {
 
 /// The flight recorder's collections, and the answer per tensor name.
 #[derive(Debug)]
-struct RecordedCollections {
+pub(crate) struct RecordedCollections {
     /// Collection names; empty: every saved collection.
     names: Vec<String>,
     /// Whether a tensor is recorded, by name (a tensor's collections never change once seen).
     by_tensor: HashMap<String, bool>,
+}
+
+impl RecordedCollections {
+    /// The collections called `names` (empty: every saved collection), no tensor seen yet.
+    pub fn new(names: Vec<String>) -> Self {
+        RecordedCollections {
+            names,
+            by_tensor: HashMap::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Hook {
@@ -168,156 +160,24 @@ impl Hook {
         HookBuilder::new(out_dir)
     }
 
-    pub(crate) fn start(b: HookBuilder) -> Result<Hook> {
-        validate_worker(&b.worker)?;
-        let store = Arc::new(match &b.storage {
-            Some(storage) => BlockingStore::new(Arc::clone(storage))?,
-            None => BlockingStore::open_with(&Location::parse(&b.out_dir)?, &b.storage_options)?,
-        });
-        // smdebug refuses an out_dir whose job already ended (it checks local paths only;
-        // this hook checks every backend).
-        if store.exists(END_OF_JOB_FILE)? {
-            return Err(HookError::FinishedTrial {
-                location: b.out_dir.clone(),
-            });
-        }
-
-        let mut cm = if b.default_collections {
-            CollectionManager::with_defaults(b.framework)?
-        } else {
-            CollectionManager::new()
-        };
-        if let Some(config) = &b.hook_config {
-            config.apply_to(&mut cm)?;
-        }
-        for c in &b.collections {
-            cm.add(c.clone());
-        }
-        let (framework_defaults, always): (Vec<String>, Vec<String>) = if b.default_collections {
-            (
-                b.framework
-                    .default_collections()
-                    .into_iter()
-                    .map(|(n, _)| n.to_owned())
-                    .collect(),
-                b.framework
-                    .default_include_collections()
-                    .iter()
-                    .map(|s| (*s).to_owned())
-                    .collect(),
-            )
-        } else {
-            (Vec::new(), Vec::new())
-        };
-        let mut include: Vec<String> = Vec::new();
-        for n in b.include_collections.iter().flatten().chain(always.iter()) {
-            if !include.contains(n) {
-                include.push(n.clone());
-            }
-        }
-        if !b.include_regex.is_empty() {
-            let d = cm.get_or_create(smdebug_config::keys::DEFAULT);
-            for r in &b.include_regex {
-                d.include(r)?;
-            }
-            if !include.iter().any(|n| n == smdebug_config::keys::DEFAULT) {
-                include.push(smdebug_config::keys::DEFAULT.into());
-            }
-        }
-        if b.save_all {
-            cm.get_or_create(smdebug_config::keys::ALL).include(".*")?;
-            if !include.iter().any(|n| n == smdebug_config::keys::ALL) {
-                include.push(smdebug_config::keys::ALL.into());
-            }
-        }
-        let decisions = SaveDecisions::new(
-            cm,
-            framework_defaults,
-            include,
-            b.default_save_config(),
-            b.reduction_config
-                .clone()
-                .unwrap_or_else(ReductionConfig::raw_only),
-        )?;
-
-        let writes = b.include_workers == IncludeWorkers::All || b.worker == "worker_0";
-        let num_workers_meta = match b.include_workers {
-            IncludeWorkers::All => b.num_workers,
-            IncludeWorkers::One => 1,
-        };
-        let flavor = b.flavor.unwrap_or(b.framework.reduction_flavor());
-        let reduction_shape = b.reduction_shape.unwrap_or(b.framework.reduction_shape());
-
-        let tb_target = match (&b.tensorboard_dir, b.export_tensorboard) {
-            (Some(dir), _) => {
-                let loc = Location::parse(dir)?;
-                Some(TbTarget {
-                    store: Arc::new(BlockingStore::open_with(&loc, &b.storage_options)?),
-                    prefix: String::new(),
-                    worker: tensorboard_worker(std::process::id(), &hostname()),
-                })
-            }
-            (None, true) => Some(TbTarget {
-                store: store.clone(),
-                prefix: format!("{DEFAULT_TENSORBOARD_DIR}/"),
-                worker: tensorboard_worker(std::process::id(), &hostname()),
-            }),
-            (None, false) => None,
-        };
-        let tensorboard = tb_target.is_some();
-
-        let stop_key = stop_signal_key(
-            b.stop_signal_file.as_deref(),
-            std::env::var(RULE_STOP_SIGNAL_ENV).ok().as_deref(),
-        )?;
-
-        let recorder = match &b.recorder {
-            Some(r) if writes => Some(RecorderWiring {
-                cfg: r.clone(),
-                stop_key: stop_key.clone(),
-                trigger_key: FLIGHT_RECORDER_TRIGGER_FILE.to_owned(),
-                manifest_key: flight_recorder_manifest_key(&b.worker)?,
-            }),
-            _ => None,
-        };
-        let recorded = recorder.as_ref().map(|r| RecordedCollections {
-            names: r.cfg.collections.clone(),
-            by_tensor: HashMap::new(),
-        });
-        let cfg = WriterConfig {
-            store: store.clone(),
-            worker: b.worker.clone(),
-            flavor,
-            reduction_shape,
-            tensorboard: tb_target,
-            recorder,
-            priority: b.writer_priority,
-        };
-        let queue = WriterQueue::start(cfg, b.queue_policy, b.queue_capacity)?;
-
-        Ok(Hook {
-            store,
-            out_dir: b.out_dir.clone(),
-            worker: b.worker.clone(),
-            clock: StepClock::new(b.init_step),
-            decisions,
-            outputs: Outputs {
-                writes,
-                num_workers_meta,
-                write_collections: b.write_collections,
-                end_marker: b.end_marker,
-                tensorboard,
-                wall_time: b.wall_time.clone(),
-            },
+    /// A hook of `parts`, before its first step.
+    pub(crate) fn assemble(parts: HookParts) -> Hook {
+        Hook {
+            store: parts.store,
+            out_dir: parts.out_dir,
+            worker: parts.worker,
+            clock: StepClock::new(parts.init_step),
+            decisions: parts.decisions,
+            outputs: parts.outputs,
             scalars: Vec::new(),
             custom: Vec::new(),
             exported: false,
             step_saves: false,
             closed: false,
-            queue,
-            stop: StopSignalWatch::new(stop_key, b.stop_check_interval),
-            recorded,
-        })
+            queue: parts.queue,
+            stop: parts.stop,
+            recorded: parts.recorded,
+        }
     }
 
     /// The out_dir as given.
@@ -431,10 +291,14 @@ impl Hook {
     }
 
     fn wall(&self) -> f64 {
-        match &self.outputs.wall_time {
-            WallTime::Now => now(),
-            WallTime::PerStep(f) => f(self.clock.step()),
-        }
+        self.outputs.wall_time.at(self.clock.step())
+    }
+
+    /// The global step, and the mode and mode step the current step began in: what
+    /// everything the step saves is stamped with.
+    fn stamp(&self) -> (i64, Mode, i64) {
+        let (mode, mode_step) = self.clock.step_mode();
+        (self.clock.step(), mode, mode_step)
     }
 
     fn write_scalars(&mut self) -> Result<()> {
@@ -448,7 +312,7 @@ impl Hook {
                 .filter(|&t| t != 0.0)
                 .unwrap_or_else(|| self.wall());
             if self.outputs.tensorboard {
-                if let Some(v) = crate::tensorboard::values_f64(&s.value) {
+                if let Some(v) = values_f64(&s.value) {
                     self.queue.send(Job::TbScalar {
                         tag: clean_tag(&s.name),
                         value: v[0] as f32,
@@ -458,23 +322,7 @@ impl Hook {
                     })?;
                 }
             }
-            let job = TensorJob {
-                name: s.name,
-                len: s.value.len(),
-                value: s.value,
-                deferred: None,
-                step: self.clock.step(),
-                mode: self.clock.step_mode().0,
-                mode_step: self.clock.step_mode().1,
-                wall_time,
-                shape: false,
-                reductions: Vec::new(),
-                health: HealthSummary::Off,
-                raw: true,
-                histogram: None,
-                tb_scalar: false,
-                record: false,
-            };
+            let job = TensorJob::raw(s.name, s.value, self.stamp(), wall_time);
             self.queue.send(Job::Tensor(Box::new(job)))?;
         }
         Ok(())
@@ -574,7 +422,7 @@ impl Hook {
         make: impl FnOnce() -> std::result::Result<TensorValue, String> + Send + 'static,
     ) -> Result<Saved> {
         let empty = TensorValue::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
-        let deferred = crate::writer::Deferred::Make(Box::new(make));
+        let deferred = Deferred::Make(Box::new(make));
         self.save_job(name, len, empty, Some(deferred))
     }
 
@@ -588,7 +436,7 @@ impl Hook {
     pub fn save_lent(&mut self, name: &str, tensor: impl LentTensor) -> Result<Saved> {
         let len = tensor.len();
         let empty = TensorValue::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0])));
-        let deferred = crate::writer::Deferred::Lent(Box::new(tensor));
+        let deferred = Deferred::Lent(Box::new(tensor));
         self.save_job(name, len, empty, Some(deferred))
     }
 
@@ -597,7 +445,7 @@ impl Hook {
         name: &str,
         len: usize,
         value: TensorValue,
-        deferred: Option<crate::writer::Deferred>,
+        deferred: Option<Deferred>,
     ) -> Result<Saved> {
         let saving = self.saving_collections(name)?;
         let record = self.recording(name)?;
@@ -606,7 +454,7 @@ impl Hook {
         }
         let tensorboard = self.outputs.tensorboard;
         let plan = if saving.is_empty() {
-            crate::decisions::Plan::default()
+            Plan::default()
         } else {
             self.decisions.plan(name, &saving, tensorboard)
         };
@@ -707,23 +555,7 @@ impl Hook {
         if !self.outputs.writes {
             return Ok(Saved::NotDue);
         }
-        let job = TensorJob {
-            name: name.to_owned(),
-            len: value.len(),
-            value,
-            deferred: None,
-            step: self.clock.step(),
-            mode: self.clock.step_mode().0,
-            mode_step: self.clock.step_mode().1,
-            wall_time: self.wall(),
-            shape: false,
-            reductions: Vec::new(),
-            health: HealthSummary::Off,
-            raw: true,
-            histogram: None,
-            tb_scalar: false,
-            record: false,
-        };
+        let job = TensorJob::raw(name.to_owned(), value, self.stamp(), self.wall());
         self.queue.send(Job::Tensor(Box::new(job)))?;
         Ok(Saved::Queued)
     }
@@ -871,8 +703,7 @@ impl Drop for Hook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::{MAX_PENDING_ELEMENTS, MAX_PENDING_JOBS};
-    use crate::QueuePolicy;
+    use crate::queue::{QueuePolicy, MAX_PENDING_ELEMENTS, MAX_PENDING_JOBS};
     use smdebug_config::SaveConfig;
     use smdebug_config::SaveConfigMode;
 

@@ -63,25 +63,51 @@
 //! their step.
 #![deny(missing_docs, unsafe_code)]
 
-mod builder;
-mod decisions;
+// The files form layers, from the leaves up: each uses only files of the groups before it.
+// Leaves: errors, small types, the recorder's ring, TensorBoard summaries.
 mod error;
-mod hook;
 mod lent;
 mod priority;
-mod queue;
 mod recorder;
 mod steps;
 mod stop;
 pub mod tensorboard;
+mod wall_time;
+
+// Jobs for the writer, counters, save decisions, encoding.
+mod decisions;
+mod encode;
+mod job;
+mod stats;
+
+// The writer thread's parts: the I/O threads and the flight recorder's wiring.
+mod io_pool;
+mod recorder_wiring;
+
+// The writer thread.
 mod writer;
 
-pub use builder::{HookBuilder, QueuePolicy, WallTime};
+// The training thread's end of the channel to it.
+mod queue;
+
+// The settings of a hook.
+mod builder;
+
+// The hook on the training thread.
+mod hook;
+
+// Assembling a hook from its settings (`HookBuilder::build`).
+mod start;
+
+pub use builder::HookBuilder;
 pub use error::{HookError, Result, WriterError};
-pub use hook::{Hook, HookStats, Saved};
+pub use hook::Hook;
 pub use lent::LentTensor;
 pub use priority::WriterPriority;
+pub use queue::QueuePolicy;
 pub use recorder::FlightRecorder;
+pub use stats::{HookStats, Saved};
+pub use wall_time::WallTime;
 
 /// Re-exported so a training loop needs no other smdebug crate for the common calls.
 pub use smdebug_config::{

@@ -5,7 +5,7 @@
 ///
 /// Training frameworks keep every core busy with their own thread pools (candle, PyTorch's
 /// intra-op pool), and those pools wait for each other at barriers: a writer thread that
-/// preempts one of their threads, even for a few microseconds, stalls the whole operation.
+/// preempts one of their threads, even briefly, stalls the whole operation.
 /// [`WriterPriority::Background`] lowers the writer's priority so that the kernel runs it in
 /// the gaps the training leaves instead of preempting it. The writer still gets all the CPU
 /// time the training does not use, and with [`crate::QueuePolicy::Block`] a writer that

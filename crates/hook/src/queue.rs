@@ -1,14 +1,29 @@
 //! [`WriterQueue`]: the training thread's end of the bounded channel to the writer thread,
-//! and the writer thread itself.
+//! and the writer thread itself; [`QueuePolicy`]: what a save does when the channel is
+//! full.
 
-use crate::builder::QueuePolicy;
 use crate::error::{HookError, Result};
-use crate::hook::{HookStats, Saved};
-use crate::writer::{self, Job, Shared, WriterConfig};
+use crate::job::Job;
+use crate::stats::{HookStats, Saved, Shared};
+use crate::writer::{self, WriterConfig};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+
+/// What the training thread does when the writer thread's queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueuePolicy {
+    /// Wait until the writer thread has taken a job (the default): nothing is lost, and the
+    /// training loop slows down to the writer's pace.
+    #[default]
+    Block,
+    /// Drop the tensor being saved and count it
+    /// ([`Hook::dropped_tensors`](crate::Hook::dropped_tensors)): the training loop never
+    /// waits, and the trial misses those tensors. Step boundaries, scalars, collections
+    /// files and the end marker are never dropped.
+    DropNewest,
+}
 
 /// Most jobs the training thread holds before handing them to the writer thread as one
 /// batch (see [`WriterQueue::send`]); a quarter of the default queue capacity, so the queue
@@ -120,9 +135,9 @@ impl WriterQueue {
     /// [`MAX_PENDING_ELEMENTS`] elements are held): each message to an idle writer wakes
     /// it, and on a machine with few cores every wake-up can preempt a thread of the
     /// training itself mid-operation. Sent one by one, even back to back, the jobs of a
-    /// burst woke the writer several times per step (it takes each job as soon as it arrives
-    /// and goes back to sleep), and the sender and the waking writer contend for the
-    /// channel's lock. One batch per step costs one wake-up. The writer does the same work
+    /// burst would wake the writer several times per step (it takes each job as soon as it
+    /// arrives and goes back to sleep), and the sender and the waking writer would contend
+    /// for the channel's lock. One batch per step costs one wake-up. The writer does the same work
     /// in the same order, one step later at most.
     pub fn send(&mut self, job: Job) -> Result<()> {
         if self.tx.is_none() {
@@ -203,11 +218,7 @@ impl WriterQueue {
 
     /// What the writer thread did so far.
     pub fn stats(&self) -> HookStats {
-        HookStats {
-            records: self.shared.records.load(Ordering::Relaxed),
-            event_bytes: self.shared.event_bytes.load(Ordering::Relaxed),
-            dropped: self.dropped(),
-        }
+        self.shared.stats()
     }
 
     /// Jobs held on the training thread.

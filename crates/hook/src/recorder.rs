@@ -6,11 +6,15 @@
 //! The training thread only hands the tensors it was given to the writer thread, as it does
 //! for saved ones; the ring, the non-finite check and the polls for the trigger signal all
 //! happen on the writer thread.
+//!
+//! This file holds the recorder's settings ([`FlightRecorder`]), what fires it
+//! ([`Trigger`]) and the ring of kept steps ([`Ring`]); `recorder_wiring.rs` runs them on
+//! the writer thread.
 
 use smdebug_config::Mode;
 use smdebug_record::TensorValue;
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Settings of the flight recorder ([`crate::HookBuilder::flight_recorder`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -98,7 +102,8 @@ pub(crate) struct KeptStep {
     pub tensors: Vec<Kept>,
 }
 
-/// The ring and the trigger state, owned by the writer thread.
+/// The ring: the last N + 1 steps of recorded tensors within the byte budget, owned by the
+/// writer thread (the trigger state around it: `recorder_wiring.rs`).
 #[derive(Debug)]
 pub(crate) struct Ring {
     pub cfg: FlightRecorder,
@@ -106,18 +111,6 @@ pub(crate) struct Ring {
     pub bytes: usize,
     /// Tensors left out because they did not fit the budget, since the last write.
     pub left_out: u64,
-    /// The non-finite trigger fired already.
-    pub fired_non_finite: bool,
-    /// The stop signal was seen already (it stays; it fires once).
-    pub seen_stop: bool,
-    /// The step whose recorded tensors are written as they arrive (a trigger fired in it).
-    pub live_step: Option<i64>,
-    /// When the signal was last polled.
-    pub last_poll: Option<Instant>,
-    /// The last step the signal was polled at.
-    pub last_poll_step: i64,
-    /// The manifest entries so far (rewritten whole at every firing).
-    pub manifest: Vec<smdebug_config::PyValue>,
     /// The copies of the last step pushed out of the ring, for the next step's copies of
     /// lent tensors of the same dtype and size to be written into (counted in `bytes`).
     spare: Vec<TensorValue>,
@@ -130,12 +123,6 @@ impl Ring {
             steps: VecDeque::new(),
             bytes: 0,
             left_out: 0,
-            fired_non_finite: false,
-            seen_stop: false,
-            live_step: None,
-            last_poll: None,
-            last_poll_step: i64::MIN,
-            manifest: Vec::new(),
             spare: Vec::new(),
         }
     }

@@ -10,7 +10,7 @@ use smdebug_config::Mode;
 /// ([`StepClock::step_mode`]): everything the step saves is stamped with them, whenever
 /// it is written. A mode entered by `set_mode` counts from the next step on; stamping a
 /// step's late writes (its `save_tensor` values and cached scalars, written when it ends)
-/// with that mode gave the step a mode it never ran in, at mode step −1, which the
+/// with that mode would give the step a mode it never ran in, at mode step −1, which the
 /// original's reader refuses.
 #[derive(Debug)]
 pub(crate) struct StepClock {
