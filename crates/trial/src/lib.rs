@@ -53,25 +53,36 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod ahead;
+mod bounded;
+mod cache;
 mod collections;
+mod decode;
 mod error;
 mod fetch;
+mod file_cache;
+mod names;
 mod once;
-mod parallel;
+mod open_files;
+mod options;
+pub mod parallel;
 mod range;
 mod reductions;
+mod refresh;
 mod state;
+mod sync;
 mod tensor;
 mod trial;
 
 pub use error::{Result, TrialError};
+pub use names::TensorFilter;
 pub use once::OnceValue;
+pub use options::{PollPolicy, TrialOptions};
 pub use range::StepRange;
 pub use smdebug_config::Mode;
 pub use smdebug_exceptions::{AnalysisError, StepState};
 pub use state::{RecordLocation, BYTES_PER_ENTRY};
 pub use tensor::{ReductionValues, Tensor};
-pub use trial::{create_trial, PollPolicy, TensorFilter, Trial, TrialOptions};
+pub use trial::{create_trial, Trial};
 
 /// The storage layer the trial reads through (re-exported so users can build stores, e.g.
 /// an in-memory trial, without naming the crate themselves).
