@@ -71,9 +71,10 @@ pub fn export(
 /// table's rows are handed to `on_batch` as record batches of at most
 /// [`ExportOptions::row_group_rows`] rows, the same batches the file writers encode, table
 /// by table in the order they are made (a table's batches in row order). The schemas are
-/// [`Table::schema`]`(false)` (list columns as Arrow lists, whatever `options.format`);
-/// `options.layout` and `options.part_bytes` do not apply. An error of `on_batch` stops the
-/// export and is returned. The summary's tables count rows; they have no bytes or files.
+/// [`Table::schema`](crate::Table::schema)`(false)` (list columns as Arrow lists, whatever
+/// `options.format`); `options.layout` and `options.part_bytes` do not apply. An error of
+/// `on_batch` stops the export and is returned. The summary's tables count rows; they have
+/// no bytes or files.
 pub fn export_batches(
     trial: &Trial,
     options: &ExportOptions,
