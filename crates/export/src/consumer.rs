@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 /// The `tensors` rows waiting with values (`--values all`) are written as a row group once
 /// their values take this many bytes, so that memory stays bounded however large the values.
 const ROW_GROUP_VALUE_BYTES: usize = 8 << 20;
+
 /// What the consuming thread alone changes: the table writers and the running totals.
 pub(crate) struct Sink<'b> {
     pub(crate) strict: bool,

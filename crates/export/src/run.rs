@@ -16,20 +16,23 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// One export of a trial to one output: what the reading threads share, what the consuming
+/// thread changes, and where the export is.
 pub(crate) struct Run<'t, 'b> {
-    pub(crate) ctx: Ctx<'t>,
-    pub(crate) sink: Sink<'b>,
+    ctx: Ctx<'t>,
+    sink: Sink<'b>,
     /// Entries known so far (the progress bar's length).
     pub(crate) total: u64,
-    pub(crate) start: Instant,
-    pub(crate) last_bucket: i64,
-    pub(crate) threads: usize,
-    pub(crate) index_files_seen: BTreeSet<i64>,
+    start: Instant,
+    last_bucket: i64,
+    threads: usize,
+    index_files_seen: BTreeSet<i64>,
 }
 
 /// Entries a thread reads and reduces before handing them over: a hand-over costs about
 /// as much as reading a small tensor.
 const UNITS_PER_HANDOVER: usize = 32;
+
 /// Entries between two progress reports (a report costs a redraw on a terminal).
 const PROGRESS_EVERY: u64 = 256;
 

@@ -52,7 +52,7 @@ fn matches_any(regexes: &[PyRegex], name: &str) -> Result<bool> {
 }
 
 /// The names of `base` that `filter`'s regexes or collection keep (all of them when it has
-/// neither); `collection` gives the collection of a name.
+/// neither); `collection` gives the collection of a name (as `Trial::collection` does).
 pub(crate) fn select(
     base: Vec<String>,
     filter: &TensorFilter,
