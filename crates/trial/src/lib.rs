@@ -48,8 +48,9 @@
 //! Main pieces: [`create_trial`] / [`Trial::open`] ([`TrialOptions`]), [`Trial`] (steps,
 //! modes, workers, collections, `has_passed_step`, `wait_for_steps`, refresh control),
 //! [`Tensor`] (values, shapes, reductions), [`TrialError`] (with the Python exception name
-//! of every failure). The `smdebug-trial-dump/v1` document behind `smdebug dump` is the
-//! crate `smdebug-dump`.
+//! of every failure), [`parallel::for_each_ordered`] (the ordered parallel loop the reader
+//! and `smdebug-export` share). The `smdebug-trial-dump/v1` document behind `smdebug dump`
+//! is the crate `smdebug-dump`.
 #![deny(missing_docs, unsafe_code)]
 
 mod ahead;
