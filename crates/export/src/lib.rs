@@ -53,20 +53,21 @@
 //! ```
 #![deny(missing_docs, unsafe_code)]
 
+mod consumer;
+mod entry;
 mod error;
 mod export;
 mod options;
-mod pipeline;
+mod run;
 mod sink;
 mod stats;
+mod summary;
 mod table;
 
 pub use error::{ExportError, Result};
-pub use export::{
-    export, export_batches, export_trial, follow, follow_trial, trial_options, Progress, Skipped,
-    Summary,
-};
+pub use export::{export, export_batches, export_trial, follow, follow_trial, trial_options};
 pub use options::{ExportOptions, Format, Layout, StepRange, ValuesMode, SMALL_VALUE_ELEMENTS};
 pub use sink::{BatchSink, Written};
 pub use stats::{statistics, Statistics};
+pub use summary::{Progress, Skipped, Summary};
 pub use table::Table;

@@ -11,9 +11,9 @@ use smdebug_storage::{BlockingStore, Bytes};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::error::{ExportError, Result};
 use crate::options::{Format, Layout};
 use crate::table::{Rows, Table};
-use crate::{ExportError, Result};
 
 /// What receives one table's record batches: a table's batches handed over as they are
 /// made, with the table they belong to.

@@ -9,8 +9,7 @@
 //!
 //! The thread takes two of every three records of a job and leaves the third to the
 //! reader: a reader that waited for every record would only move the work to another
-//! core (on a one-pass read of a 1.2 GB trial from Python, the thread taking every record
-//! was no faster than no thread at all, and two of three was 25 % faster).
+//! core, while reading the third itself keeps both cores busy.
 //!
 //! Reader and thread do not wait for each other longer than a record takes. Both go
 //! forward through the walk: the reader says where it is (`Walk::reader_at`), the thread
@@ -22,9 +21,12 @@
 //! against the index entry as every cached value is; a record the thread failed to read
 //! is read again by the reader, which gets its error.
 
-use crate::fetch::{fetch_values, lock, Admit, FileCache, ValueCache};
+use crate::cache::{Admit, ValueCache};
+use crate::fetch::fetch_values;
+use crate::file_cache::FileCache;
 use crate::state::RecordLocation;
-use crate::Mode;
+use crate::sync::lock;
+use smdebug_config::Mode;
 use smdebug_storage::BlockingStore;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -45,8 +47,8 @@ const JOB_SHARE_OF_PROBATION: u64 = 4;
 const WAIT_MAX: Duration = Duration::from_millis(2);
 
 /// A wait longer than this means the thread is not getting a core of its own (the machine
-/// is busy): the reader gives up reading ahead for the rest of its walk. On a loaded 2-core
-/// machine a thread sharing the reader's core made a one-pass read a third slower.
+/// is busy): the reader gives up reading ahead for the rest of its walk, since a thread
+/// that shares the reader's core only adds switches between the two.
 const WAIT_SLOW: Duration = Duration::from_micros(200);
 
 /// The same when the reader found this many of the thread's records not yet started.
@@ -148,6 +150,12 @@ impl ReadAhead {
             probation_bytes: probation_bytes as u64,
             state: Mutex::new(ReaderState::default()),
         }
+    }
+
+    /// Whether this trial reads ahead at all.
+    #[cfg(test)]
+    pub(crate) fn is_on(&self) -> bool {
+        self.shared.is_some()
     }
 
     /// Records of `length` bytes per job (below 2: no read-ahead, they would not fit the
@@ -338,72 +346,4 @@ fn spawn(shared: &Shared) -> Option<mpsc::SyncSender<Job>> {
         })
         .ok()
         .map(|_| tx)
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::fetch::lock;
-    use crate::{Mode, TensorValue, Trial, TrialOptions};
-    use smdebug_storage::{BlockingStore, Location};
-    use std::time::{Duration, Instant};
-
-    /// 20 steps of one 57.6 KB tensor: records read one by one.
-    fn trial(dir: &std::path::Path, read_ahead: bool) -> Trial {
-        let store = BlockingStore::open(&Location::Local(dir.to_path_buf())).unwrap();
-        smdebug_synth::steps::write_train_trial(&store, 20, |step| {
-            let v = ndarray::ArrayD::from_elem(ndarray::IxDyn(&[120, 120]), step as f32);
-            vec![("w", TensorValue::Float32(v))]
-        })
-        .unwrap();
-        let options = TrialOptions {
-            read_ahead,
-            ..TrialOptions::default()
-        };
-        Trial::open(dir.to_str().unwrap(), options).unwrap()
-    }
-
-    /// Values cached, counted in records of this trial's size.
-    fn cached_records(t: &Trial) -> usize {
-        lock(&t.cache).held() / (120 * 120 * 4)
-    }
-
-    #[test]
-    fn two_calls_forward_start_the_thread_on_the_next_records() {
-        let dir = tempfile::tempdir().unwrap();
-        let t = trial(dir.path(), true);
-        let w = t.tensor("w").unwrap();
-        for s in 0..2 {
-            assert_eq!(w.value(s, Mode::Global, None).unwrap().len(), 120 * 120);
-        }
-        if crate::parallel::cores() < 2 {
-            // One core: no thread, nothing read but what was asked for.
-            assert!(t.ahead.shared.is_none());
-            assert_eq!(cached_records(&t), 2);
-            return;
-        }
-        // The thread reads two of every three of the next records into the cache.
-        let start = Instant::now();
-        while cached_records(&t) < 4 && start.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert!(cached_records(&t) >= 4, "{} cached", cached_records(&t));
-        // Walking elsewhere (backwards is not a walk) starts nothing more.
-        let before = cached_records(&t);
-        assert_eq!(w.value(1, Mode::Global, None).unwrap().len(), 120 * 120);
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(cached_records(&t) <= before + 1);
-    }
-
-    #[test]
-    fn switched_off_only_what_was_asked_for_is_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let t = trial(dir.path(), false);
-        let w = t.tensor("w").unwrap();
-        for s in 0..5 {
-            w.value(s, Mode::Global, None).unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(t.ahead.shared.is_none());
-        assert_eq!(cached_records(&t), 5);
-    }
 }

@@ -48,30 +48,42 @@
 //! Main pieces: [`create_trial`] / [`Trial::open`] ([`TrialOptions`]), [`Trial`] (steps,
 //! modes, workers, collections, `has_passed_step`, `wait_for_steps`, refresh control),
 //! [`Tensor`] (values, shapes, reductions), [`TrialError`] (with the Python exception name
-//! of every failure). The `smdebug-trial-dump/v1` document behind `smdebug dump` is the
-//! crate `smdebug-dump`.
+//! of every failure), [`parallel::for_each_ordered`] (the ordered parallel loop the reader
+//! and `smdebug-export` share). The `smdebug-trial-dump/v1` document behind `smdebug dump`
+//! is the crate `smdebug-dump`.
 #![deny(missing_docs, unsafe_code)]
 
 mod ahead;
+mod bounded;
+mod cache;
 mod collections;
+mod decode;
 mod error;
 mod fetch;
+mod file_cache;
+mod names;
 mod once;
-mod parallel;
+mod open_files;
+mod options;
+pub mod parallel;
 mod range;
 mod reductions;
+mod refresh;
 mod state;
+mod sync;
 mod tensor;
 mod trial;
 
 pub use error::{Result, TrialError};
+pub use names::TensorFilter;
 pub use once::OnceValue;
+pub use options::{PollPolicy, TrialOptions};
 pub use range::StepRange;
 pub use smdebug_config::Mode;
 pub use smdebug_exceptions::{AnalysisError, StepState};
 pub use state::{RecordLocation, BYTES_PER_ENTRY};
 pub use tensor::{ReductionValues, Tensor};
-pub use trial::{create_trial, PollPolicy, TensorFilter, Trial, TrialOptions};
+pub use trial::{create_trial, Trial};
 
 /// The storage layer the trial reads through (re-exported so users can build stores, e.g.
 /// an in-memory trial, without naming the crate themselves).

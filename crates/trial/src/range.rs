@@ -1,7 +1,7 @@
 //! Step ranges: which index files a trial loads, and finding the latest steps without
 //! listing every index folder.
 
-use crate::Result;
+use crate::error::Result;
 use smdebug_index::{
     classify_key, index_bucket_key, index_step_bound, TrialFile, INDEX_DIR, STEPS_PER_INDEX_BUCKET,
 };

@@ -2,7 +2,7 @@
 //! (`get_numpy_reduction`): numpy semantics via `smdebug-reduce` (`Flavor::Numpy`), plus the
 //! complex and string cases that crate does not cover.
 
-use crate::{Result, TrialError};
+use crate::error::{Result, TrialError};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_record::{Complex64, TensorValue};
 use smdebug_reduce::{Flavor, Reduction, ReductionRequest, Scalar, TensorView};

@@ -1,12 +1,14 @@
 //! The `Tensor` handle: one tensor's steps, values, shapes and reductions (docs/src/semantics.md §9).
 
-use crate::fetch::lock;
+use crate::error::{Result, TrialError};
 use crate::once::OnceValue;
+use crate::reductions;
 use crate::state::{RecordLocation, State, StepData, StoredStep, WorkerId, Workers};
+use crate::sync::lock;
 use crate::trial::Trial;
-use crate::{reductions, Result, TensorValue, TrialError};
 use smdebug_config::Mode;
 use smdebug_exceptions::{AnalysisError, StepState};
+use smdebug_record::TensorValue;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -24,8 +26,27 @@ pub struct Tensor<'t> {
 /// The saved reductions of one step: `(op, abs)` → value.
 pub type ReductionValues = BTreeMap<(String, bool), Arc<TensorValue>>;
 
+impl Trial {
+    /// A handle on one tensor, or `TensorUnavailable` if the trial has never seen it
+    /// (refreshing once first).
+    pub fn tensor(&self, name: &str) -> Result<Tensor<'_>> {
+        let id = match self.has_tensor(name)? {
+            true => lock(&self.state).tensors.id_of(name),
+            false => None,
+        };
+        if let Some(id) = id {
+            Ok(Tensor::new(self, name, id))
+        } else {
+            Err(AnalysisError::TensorUnavailable {
+                tensor: name.to_owned(),
+            }
+            .into())
+        }
+    }
+}
+
 impl<'t> Tensor<'t> {
-    pub(crate) fn new(trial: &'t Trial, name: &str, id: usize) -> Self {
+    fn new(trial: &'t Trial, name: &str, id: usize) -> Self {
         Tensor {
             trial,
             name: name.to_owned(),
@@ -470,5 +491,78 @@ fn chosen_worker<'a>(
         None => workers
             .iter()
             .min_by(|a, b| st.worker_name(a.0).cmp(st.worker_name(b.0))),
+    }
+}
+
+/// Reading ahead ([`crate::ahead`]) as `value` calls walking a tensor start it.
+#[cfg(test)]
+mod read_ahead_tests {
+    use crate::options::TrialOptions;
+    use crate::parallel;
+    use crate::sync::lock;
+    use crate::trial::Trial;
+    use smdebug_config::Mode;
+    use smdebug_record::TensorValue;
+    use smdebug_storage::{BlockingStore, Location};
+    use std::time::{Duration, Instant};
+
+    /// 20 steps of one 57.6 KB tensor: records read one by one.
+    fn trial(dir: &std::path::Path, read_ahead: bool) -> Trial {
+        let store = BlockingStore::open(&Location::Local(dir.to_path_buf())).unwrap();
+        smdebug_synth::steps::write_train_trial(&store, 20, |step| {
+            let v = ndarray::ArrayD::from_elem(ndarray::IxDyn(&[120, 120]), step as f32);
+            vec![("w", TensorValue::Float32(v))]
+        })
+        .unwrap();
+        let options = TrialOptions {
+            read_ahead,
+            ..TrialOptions::default()
+        };
+        Trial::open(dir.to_str().unwrap(), options).unwrap()
+    }
+
+    /// Values cached, counted in records of this trial's size.
+    fn cached_records(t: &Trial) -> usize {
+        lock(&t.cache).held() / (120 * 120 * 4)
+    }
+
+    #[test]
+    fn two_calls_forward_start_the_thread_on_the_next_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = trial(dir.path(), true);
+        let w = t.tensor("w").unwrap();
+        for s in 0..2 {
+            assert_eq!(w.value(s, Mode::Global, None).unwrap().len(), 120 * 120);
+        }
+        if parallel::cores() < 2 {
+            // One core: no thread, nothing read but what was asked for.
+            assert!(!t.ahead.is_on());
+            assert_eq!(cached_records(&t), 2);
+            return;
+        }
+        // The thread reads two of every three of the next records into the cache.
+        let start = Instant::now();
+        while cached_records(&t) < 4 && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(cached_records(&t) >= 4, "{} cached", cached_records(&t));
+        // Walking elsewhere (backwards is not a walk) starts nothing more.
+        let before = cached_records(&t);
+        assert_eq!(w.value(1, Mode::Global, None).unwrap().len(), 120 * 120);
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(cached_records(&t) <= before + 1);
+    }
+
+    #[test]
+    fn switched_off_only_what_was_asked_for_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = trial(dir.path(), false);
+        let w = t.tensor("w").unwrap();
+        for s in 0..5 {
+            w.value(s, Mode::Global, None).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!t.ahead.is_on());
+        assert_eq!(cached_records(&t), 5);
     }
 }

@@ -1,135 +1,27 @@
 //! The `Trial`: opening a trial, refreshing its index, and the trial-level queries.
 
 use crate::ahead::{ReadAhead, Shared};
+use crate::cache::{value_cache, Admit, ValueCache};
 use crate::collections::merge_collections;
-use crate::fetch::{fetch_values, lock, value_cache, Admit, FileCache, ValueCache};
+use crate::error::{Result, TrialError};
+use crate::fetch::fetch_values;
+use crate::file_cache::FileCache;
+use crate::names::{select, TensorFilter};
 use crate::once::{fetch_once, OnceValue};
+use crate::options::TrialOptions;
 use crate::parallel;
 use crate::range;
+use crate::refresh::{training_ended, Refresher};
 use crate::state::{RecordLocation, State};
-use crate::tensor::Tensor;
-use crate::{Result, TensorValue, TrialError};
-use futures::stream::{self, StreamExt};
-use smdebug_config::{python_strip, Collection, CollectionManager, Mode, PyRegex};
+use crate::sync::lock;
+use smdebug_config::{python_strip, Collection, CollectionManager, Mode};
 use smdebug_exceptions::{AnalysisError, StepState};
-use smdebug_index::{
-    classify_key, IndexFile, IndexFileError, TrialFile, END_OF_JOB_FILE, INDEX_DIR,
-};
-
-/// An index file as read: storage error, or parse result.
-type ParsedIndex = smdebug_storage::Result<std::result::Result<IndexFile, IndexFileError>>;
-
-/// An index file to read: its key, global step and worker.
-type IndexFileName = (String, i64, String);
-use smdebug_storage::{BlockingStore, Location, Storage, StorageOptions};
+use smdebug_index::{classify_key, TrialFile};
+use smdebug_record::TensorValue;
+use smdebug_storage::{BlockingStore, Location, Storage};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// How a trial waits for files that are not there yet: exponential backoff between polls.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PollPolicy {
-    /// First pause.
-    pub initial: Duration,
-    /// Longest pause.
-    pub max: Duration,
-}
-
-impl Default for PollPolicy {
-    fn default() -> Self {
-        PollPolicy {
-            initial: Duration::from_millis(5),
-            max: Duration::from_millis(500),
-        }
-    }
-}
-
-impl PollPolicy {
-    fn pauses(&self) -> impl Iterator<Item = Duration> + '_ {
-        std::iter::successors(Some(self.initial), move |d| {
-            Some((*d * 2).min(self.max).max(Duration::from_millis(1)))
-        })
-    }
-}
-
-/// Settings of [`Trial::open`].
-#[derive(Debug, Clone)]
-pub struct TrialOptions {
-    /// The trial's name (default: the last path component of the location, as smdebug).
-    pub name: Option<String>,
-    /// Only index files whose step `s` has `begin <= s < end` are loaded (smdebug's
-    /// `range_steps`). Index keys sort by step, so the listings start at the range's first
-    /// key and stop at its end: opening a range costs what the range holds, not what the
-    /// trial holds.
-    pub range_steps: Option<(Option<i64>, Option<i64>)>,
-    /// Only the last `n` steps (of those before the end of `range_steps`, if any) that have
-    /// an index file when the trial is opened, and the steps after them that appear later.
-    /// Found without listing the older index folders (see `docs/src/scale.md`).
-    pub last_steps: Option<usize>,
-    /// Bytes of decoded values kept in memory (0 disables the cache). A value read once
-    /// is kept in a probation part of 1/64 of this; only one asked for again after it
-    /// left probation, an events file decoded whole, or what `prefetch` reads is kept in
-    /// the rest, so that a one-pass scan does not fill the cache (see the crate README,
-    /// "Caching").
-    pub cache_bytes: usize,
-    /// Object stores: bytes of whole events files kept in memory after reading them
-    /// ahead (0 reads only the records asked for, on local disk too). An events file of at
-    /// most 16 MiB is fetched whole on its second miss, or its first when it is at most
-    /// 1 MiB, so that its other records cost no request; the oldest files are dropped past
-    /// this budget. Local disk keeps no file bytes: a file of at most 128 KiB is read whole
-    /// on its second miss and decoded at once into the value cache (`cache_bytes`).
-    pub readahead_bytes: usize,
-    /// `SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW` (default from the environment, else 1000).
-    pub incomplete_step_window: i64,
-    /// Pauses between polls while waiting for collections files or steps.
-    pub poll: PollPolicy,
-    /// How long to wait for the collections files; `None` waits until the job ends, as
-    /// smdebug does.
-    pub collections_timeout: Option<Duration>,
-    /// Index files read at the same time during a refresh.
-    pub index_concurrency: usize,
-    /// Storage settings (retries, timeouts, range coalescing).
-    pub storage: StorageOptions,
-    /// What a refresh does with an index file it cannot parse. `false` (smdebug's
-    /// behaviour): the refresh fails with the file's error. `true`: the file is skipped and
-    /// its error kept; queries of that step then fail with it (see
-    /// [`Trial::index_errors`]), and every other step stays readable.
-    pub skip_corrupt_index_files: bool,
-    /// Local disk: how many events files the trial keeps open between reads, so that a
-    /// record read costs one positional read rather than an open, a read and a close
-    /// (0 keeps none). Default: an eighth of the process's limit of open files, between 32
-    /// and 1024 (on Linux from `/proc/self/limits`, else 128). All trials of a process
-    /// together keep at most a quarter of that limit open.
-    pub open_files: usize,
-    /// Local disk, two cores or more: when `value` calls walk one tensor's steps forward,
-    /// a background thread reads and decodes the next records into the value cache while
-    /// the caller works on the current one (see the crate README, "Reading ahead").
-    /// Default: on.
-    pub read_ahead: bool,
-}
-
-impl Default for TrialOptions {
-    fn default() -> Self {
-        TrialOptions {
-            name: None,
-            range_steps: None,
-            last_steps: None,
-            cache_bytes: 256 << 20,
-            readahead_bytes: 64 << 20,
-            incomplete_step_window: std::env::var("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(1000),
-            poll: PollPolicy::default(),
-            collections_timeout: None,
-            index_concurrency: 32,
-            storage: StorageOptions::default(),
-            skip_corrupt_index_files: false,
-            open_files: crate::fetch::default_open_files(),
-            read_ahead: true,
-        }
-    }
-}
 
 /// Opens the trial at `path` (a local directory, `s3://bucket/prefix`, `memory://name/prefix`,
 /// …) with default options: smdebug's `create_trial(path)`.
@@ -237,7 +129,7 @@ impl Trial {
         };
         // Three independent things before the index is read: the collections files, the
         // end marker and where the last steps start. On an object store each is a round trip
-        // or two, so they run side by side; on local disk each takes microseconds.
+        // or two, so they run side by side; on local disk each is a system call or two.
         let last_steps = |trial: &Trial| match trial.options.last_steps {
             Some(n) => range::last_steps(&trial.store, n, range.1).map(Some),
             None => Ok(None),
@@ -271,7 +163,7 @@ impl Trial {
             prelisted = Some(keys);
         }
         let mut st = lock(&trial.state);
-        trial.refresh_with(&mut st, prelisted)?;
+        trial.refresher().refresh(&mut st, prelisted)?;
         st.ended_at_open = ended;
         drop(st);
         Ok(trial)
@@ -294,7 +186,7 @@ impl Trial {
 
     /// Whether the end-of-training marker (`training_job_end.ts`) exists.
     pub fn has_training_ended(&self) -> Result<bool> {
-        Ok(self.store.exists(END_OF_JOB_FILE)?)
+        training_ended(&self.store)
     }
 
     fn load_collections(&self) -> Result<()> {
@@ -382,223 +274,16 @@ impl Trial {
     /// read concurrently.
     pub fn refresh_data(&self) -> Result<()> {
         let mut st = lock(&self.state);
-        self.refresh_locked(&mut st)
+        self.refresher().refresh(&mut st, None)
     }
 
-    fn refresh_locked(&self, st: &mut State) -> Result<()> {
-        self.refresh_with(st, None)
-    }
-
-    /// A refresh; `prelisted`: the keys of a listing made for it already (sorted, from the
-    /// range's start on), which it takes instead of listing.
-    fn refresh_with(&self, st: &mut State, prelisted: Option<Vec<String>>) -> Result<()> {
-        let prefix = format!("{INDEX_DIR}/");
-        // Start after the token or the range's first key, whichever is later; stop at the
-        // range's end.
-        let (range_start, range_end) = range::listing_bounds(self.range);
-        let start_after = match (st.last_index_token.as_deref(), range_start.as_deref()) {
-            (Some(t), Some(r)) => Some(t.max(r).to_owned()),
-            (t, r) => t.or(r).map(str::to_owned),
-        };
-        let start_after = start_after.as_deref();
-        let (listed, failed) = if self.store.storage().as_sync().is_some() {
-            let listed = match prelisted {
-                Some(keys) => keys,
-                None => self
-                    .store
-                    .list_keys(&prefix, start_after, range_end.as_deref())?,
-            };
-            self.refresh_local(st, listed)?
-        } else {
-            self.refresh_object(st, &prefix, start_after, range_end.as_deref(), prelisted)
-        };
-        if let Some(e) = failed {
-            return Err(e);
+    /// The refresh engine over this trial's store, steps and options.
+    fn refresher(&self) -> Refresher<'_> {
+        Refresher {
+            store: &self.store,
+            range: self.range,
+            options: &self.options,
         }
-        // smdebug moves the token only through `_update_last_index_token` (to the last
-        // complete step, or half a window ahead); a listing merely triggers the update.
-        if listed > 0 || st.last_index_token.is_some() {
-            st.update_last_index_token(self.options.incomplete_step_window);
-            st.forget_read_before_token();
-        }
-        Ok(())
-    }
-
-    /// One refresh on local disk, given its listing (names only: no `stat` per file): the
-    /// new index files parsed on several threads and registered in key order while the next
-    /// ones are parsed. Returns how many objects were listed and the first error of a file.
-    fn refresh_local(
-        &self,
-        st: &mut State,
-        listed: Vec<String>,
-    ) -> Result<(usize, Option<TrialError>)> {
-        let count = listed.len();
-        // The keys move out of the listing, the rest of each name is parsed once: a large
-        // trial's listing is not held twice.
-        let mut keys = Vec::new();
-        let mut names = Vec::new();
-        for key in listed {
-            let TrialFile::Index(name) = classify_key(&key)? else {
-                continue;
-            };
-            if st.has_read(&key) || !self.in_range(name.step) {
-                continue;
-            }
-            names.push((name.step, name.worker().into_owned()));
-            keys.push(key);
-        }
-        let mut next = keys.iter().zip(names);
-        let mut failed = None;
-        self.read_index_files(&keys, |parsed| {
-            let Some((key, (step, worker))) = next.next() else {
-                return;
-            };
-            if failed.is_none() {
-                failed = self.register_parsed(st, key, step, &worker, parsed).err();
-            }
-        });
-        Ok((count, failed))
-    }
-
-    /// One refresh on an object store: the listing runs a page ahead
-    /// ([`Storage::list_pages`](smdebug_storage::Storage::list_pages)) and the GETs of a
-    /// page's index files start as soon as the page arrives, at most
-    /// [`TrialOptions::index_concurrency`] at a time; files are registered in key order.
-    /// Returns how many objects were listed and the first error (of the listing or of a file;
-    /// the files before it stay registered, the ones after it are read again next time).
-    /// `prelisted` keys (see [`Trial::refresh_with`]) stand for the listing.
-    fn refresh_object(
-        &self,
-        st: &mut State,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
-        prelisted: Option<Vec<String>>,
-    ) -> (usize, Option<TrialError>) {
-        type Item = Result<(IndexFileName, ParsedIndex)>;
-        let storage = Arc::clone(self.store.storage());
-        let pages = match prelisted {
-            Some(keys) => {
-                let page = keys
-                    .into_iter()
-                    .map(|key| smdebug_storage::ObjectMeta { key, size: 0 })
-                    .collect();
-                stream::iter([Ok(page)]).boxed()
-            }
-            None => Arc::clone(&storage).list_pages(
-                prefix.to_owned(),
-                start_after.map(str::to_owned),
-                end.map(str::to_owned),
-            ),
-        };
-        let listed = std::sync::atomic::AtomicUsize::new(0);
-        let concurrency = self.options.index_concurrency.max(1);
-        let state: &State = st;
-        let items: Vec<Item> = self.store.block_on(async {
-            pages
-                .flat_map(|page| {
-                    let page: Vec<smdebug_storage::Result<smdebug_storage::ObjectMeta>> = match page
-                    {
-                        Ok(objs) => objs.into_iter().map(Ok).collect(),
-                        Err(e) => vec![Err(e)],
-                    };
-                    stream::iter(page)
-                })
-                .filter_map(|obj| {
-                    let wanted = match obj {
-                        Err(e) => Some(Err(TrialError::from(e))),
-                        Ok(obj) => {
-                            listed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            match classify_key(&obj.key) {
-                                Err(e) => Some(Err(TrialError::from(e))),
-                                Ok(TrialFile::Index(name))
-                                    if !state.has_read(&obj.key) && self.in_range(name.step) =>
-                                {
-                                    Some(Ok((obj.key, name.step, name.worker().into_owned())))
-                                }
-                                Ok(_) => None,
-                            }
-                        }
-                    };
-                    futures::future::ready(wanted)
-                })
-                .map(|file| {
-                    let storage = Arc::clone(&storage);
-                    async move {
-                        let file = file?;
-                        let parsed = storage
-                            .get(&file.0)
-                            .await
-                            .map(|b| IndexFile::parse(&file.0, &b));
-                        Ok((file, parsed))
-                    }
-                })
-                .buffered(concurrency)
-                .collect()
-                .await
-        });
-        let mut failed = None;
-        for item in items {
-            let result = item.and_then(|((key, step, worker), parsed)| {
-                self.register_parsed(st, &key, step, &worker, parsed)
-            });
-            if let Err(e) = result {
-                failed = Some(e);
-                break;
-            }
-        }
-        (listed.into_inner(), failed)
-    }
-
-    /// Registers one index file as read: `Err` when the refresh must stop with it.
-    fn register_parsed(
-        &self,
-        st: &mut State,
-        key: &str,
-        step: i64,
-        worker: &str,
-        parsed: ParsedIndex,
-    ) -> Result<()> {
-        let parsed = match parsed {
-            Ok(p) => p,
-            // Listed, then removed before it could be read: it is not part of the trial.
-            Err(e) if e.is_not_found() => return Ok(()),
-            Err(e) => return Err(e.into()),
-        };
-        match parsed {
-            Ok(index) => st.register_index_file(key, step, worker, index),
-            Err(e) if self.options.skip_corrupt_index_files => {
-                st.index_errors.insert(step, (key.to_owned(), e));
-            }
-            Err(e) => return Err(e.into()),
-        }
-        st.remember_read(key);
-        Ok(())
-    }
-
-    /// Reads and parses index files from local disk and hands each to `consume`, in the
-    /// order given, on up to `available_parallelism` threads (parsing is most of the work of
-    /// opening a large trial), registering each file while the next ones are parsed.
-    fn read_index_files(&self, keys: &[String], consume: impl FnMut(ParsedIndex)) {
-        let storage = Arc::clone(self.store.storage());
-        let Some(sync) = storage.as_sync() else {
-            // Only local disk comes here (see `refresh_locked`); other stores read through
-            // `refresh_object`.
-            let mut consume = consume;
-            for k in keys {
-                consume(self.store.get(k).map(|b| IndexFile::parse(k, &b)));
-            }
-            return;
-        };
-        // One thread per 16 files at most: a thread start costs about what parsing a few
-        // small index files does.
-        let parse = |k: &String| sync.get_sync(k).map(|b| IndexFile::parse(k, &b));
-        parallel::for_each_ordered(keys, keys.len() / 16, "smdebug-trial-index", parse, consume);
-    }
-
-    fn in_range(&self, step: i64) -> bool {
-        let (begin, end) = self.range;
-        begin.is_none_or(|b| step >= b) && end.is_none_or(|e| step < e)
     }
 
     /// The global steps this trial loads, `begin <= s < end` (`range_steps`, with its start
@@ -615,32 +300,7 @@ impl Trial {
     }
 
     pub(crate) fn maybe_refresh_locked(&self, st: &mut State) -> Result<()> {
-        if st.loaded_all_steps || !st.dynamic_refresh {
-            return Ok(());
-        }
-        if st.ended_at_open {
-            // The open saw the end marker and listed after it: that listing was the first of
-            // the two final refreshes, this one is the second (the marker never goes away).
-            self.refresh_locked(st)?;
-            st.ended_at_open = false;
-            st.loaded_all_steps = true;
-            if let Some((&last, _)) = st.global_to_mode.iter().next_back() {
-                st.last_complete_step = last;
-            }
-            return Ok(());
-        }
-        let ended = self.has_training_ended()?;
-        self.refresh_locked(st)?;
-        if ended {
-            // smdebug sleeps SMDEBUG_TRAINING_END_DELAY_REFRESH seconds before this second
-            // refresh; storage here is strongly consistent, so it runs at once.
-            self.refresh_locked(st)?;
-            st.loaded_all_steps = true;
-            if let Some((&last, _)) = st.global_to_mode.iter().next_back() {
-                st.last_complete_step = last;
-            }
-        }
-        Ok(())
+        self.refresher().maybe_refresh(st)
     }
 
     /// Runs `f` with automatic refreshing switched off (smdebug's `no_refresh`); refreshing
@@ -709,51 +369,7 @@ impl Trial {
                 st.tensors_at_step(global)
             }
         };
-        let keep: Option<Vec<PyRegex>> = match (&filter.regex, &filter.collection) {
-            (Some(_), Some(_)) => {
-                return Err(TrialError::ValueError {
-                    message: "Only one of `regex` or `collection` can be passed to this method"
-                        .into(),
-                })
-            }
-            (None, None) => return Ok(base),
-            (Some(rx), None) => Some(compile(rx)?),
-            (None, Some(_)) => None,
-        };
-        let mut out = Vec::new();
-        if let Some(regexes) = keep {
-            for name in base {
-                if matches_any(&regexes, &name)? {
-                    out.push(name);
-                }
-            }
-        } else if let Some(coll) = &filter.collection {
-            let coll = self.collection(coll);
-            let regexes = compile(coll.include_regex())?;
-            for name in base {
-                if coll.tensor_names.contains(&name) || matches_any(&regexes, &name)? {
-                    out.push(name);
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// A handle on one tensor, or `TensorUnavailable` if the trial has never seen it
-    /// (refreshing once first).
-    pub fn tensor(&self, name: &str) -> Result<Tensor<'_>> {
-        let id = match self.has_tensor(name)? {
-            true => lock(&self.state).tensors.id_of(name),
-            false => None,
-        };
-        if let Some(id) = id {
-            Ok(Tensor::new(self, name, id))
-        } else {
-            Err(AnalysisError::TensorUnavailable {
-                tensor: name.to_owned(),
-            }
-            .into())
-        }
+        select(base, filter, |c| self.collection(c))
     }
 
     /// Whether the trial has seen the tensor (refreshing once if not).
@@ -992,52 +608,4 @@ impl Trial {
             None => Ok(refs.len()),
         }
     }
-}
-
-/// The filters of [`Trial::tensor_names_filtered`].
-#[derive(Debug, Clone)]
-pub struct TensorFilter {
-    /// Names at this step only (a mode step unless `mode` is GLOBAL).
-    pub step: Option<i64>,
-    /// The mode (GLOBAL: all).
-    pub mode: Mode,
-    /// Keep names matched (`re.search`) by any of these Python regexes.
-    pub regex: Option<Vec<String>>,
-    /// Keep names in this collection (listed, or matched by its regexes).
-    pub collection: Option<String>,
-}
-
-impl Default for TensorFilter {
-    fn default() -> Self {
-        TensorFilter {
-            step: None,
-            mode: Mode::Global,
-            regex: None,
-            collection: None,
-        }
-    }
-}
-
-fn compile(patterns: &[String]) -> Result<Vec<PyRegex>> {
-    patterns
-        .iter()
-        .map(|p| {
-            PyRegex::new(p).map_err(|source| TrialError::Collections {
-                file: "(regex argument)".into(),
-                source,
-            })
-        })
-        .collect()
-}
-
-fn matches_any(regexes: &[PyRegex], name: &str) -> Result<bool> {
-    for r in regexes {
-        if r.search(name).map_err(|source| TrialError::Collections {
-            file: "(regex argument)".into(),
-            source,
-        })? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
 }
