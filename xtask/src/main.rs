@@ -10,20 +10,12 @@
 //! * `peer` / `services` — install the peer, or start the test services for a dev shell.
 
 mod bench;
-mod bench_doc;
-mod bench_frameworks;
-mod bench_health;
-mod bench_paired;
-mod bench_report;
-mod bench_small;
-mod bench_stores;
 mod browser;
 mod fuzz;
 mod peer;
 mod phases;
 mod proto;
 mod python;
-mod scale;
 mod services;
 mod stores;
 mod test;
@@ -47,7 +39,7 @@ enum Task {
     /// Benchmarks side by side with their baselines (raw limits, the Python peer).
     Bench(bench::BenchArgs),
     /// The report's rows of `bench` alone (`smdebug report` of a trial, its page, Chromium).
-    BenchReport(bench_report::BenchReportArgs),
+    BenchReport(bench::BenchReportArgs),
     /// The object store rows of `bench` alone (S3 open vs Python, `--last 10` vs whole),
     /// on a moto server of their own; prints them as JSON lines.
     BenchStores,
@@ -70,7 +62,7 @@ fn main() -> Result<()> {
         Task::GenProto(args) => proto::run(args),
         Task::Bench(args) => bench::run(args),
         Task::BenchReport(args) => bench::report_only(args),
-        Task::BenchStores => bench_stores::run_alone(),
+        Task::BenchStores => bench::stores_alone(),
         Task::Peer => {
             for venv in [
                 &peer::PEER,

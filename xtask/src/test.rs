@@ -47,8 +47,16 @@ fn install_tools() -> Result<Tools> {
         .iter()
         .map(|(venv, _)| venv.ensure())
         .collect::<Result<Vec<_>>>()?;
+    // The plain peer is one of the suites' venvs: checked once.
+    let peer_python = match crate::python::SUITES
+        .iter()
+        .position(|(venv, _)| venv.name == peer::PEER.name)
+    {
+        Some(row) => suite_pythons[row].clone(),
+        None => peer::ensure_peer()?,
+    };
     Ok(Tools {
-        peer_python: peer::ensure_peer()?,
+        peer_python,
         tools_python: peer::ensure_tools()?,
         chromium: crate::browser::ensure_chromium()?,
         suite_pythons,
@@ -85,13 +93,21 @@ pub fn run(args: TestArgs) -> Result<()> {
     }
 
     phases.begin(if lint {
-        "build + clippy -D warnings: cargo test --workspace --all-targets --no-run"
+        "build + clippy -D warnings: cargo test --workspace --no-run, then --benches"
     } else {
-        "build: cargo test --workspace --all-targets --no-run"
+        "build: cargo test --workspace --no-run, then --benches"
     });
+    // Exactly the targets the test run below builds (examples as plain binaries), then the
+    // benches in test mode so that they compile and pass clippy too. `--all-targets` would
+    // build the examples in test mode instead, and the test run would build them again.
     exec(
         cargo_linted(lint)
-            .args(["test", "--workspace", "--all-targets", "--no-run"])
+            .args(["test", "--workspace", "--no-run"])
+            .args(&args.cargo_args),
+    )?;
+    exec(
+        cargo_linted(lint)
+            .args(["test", "--workspace", "--benches", "--no-run"])
             .args(&args.cargo_args),
     )?;
     // The Python extension module (a `cdylib`, which the test build does not link) from

@@ -317,7 +317,7 @@ pub fn run(python: &Path) -> Result<Vec<Value>> {
          # Scaling table\n\n\
          The figures of the last `cargo xtask bench --scale` run, {}, commit `{commit}`{}. \
          How they are measured: docs/src/scale.md, \"The scaling table\".\n\n{table}",
-        crate::bench_doc::utc_timestamp(SystemTime::now()),
+        super::doc::utc_timestamp(SystemTime::now()),
         match only {
             Some(m) => format!(", trials of at most {m} entries"),
             None => String::new(),

@@ -1,4 +1,4 @@
-//! The report's figures in `cargo xtask bench` (issue: the report of the `large` preset):
+//! The report's figures in `cargo xtask bench` on the `large` preset:
 //! the time `smdebug report` takes against our every-value read of the same trial
 //! (`smdebug dump`, values hashed; goal: the report within 2× of it, ratio ≥ 0.5), the
 //! page's size (the default rules run; the same without rules is a row of its own, as the

@@ -3,7 +3,7 @@
 //! flight recorder, and with reductions saved at every step, in alternating blocks of steps,
 //! so that the machine's slow spells fall on all of them. Three goals are judged on it:
 //! interval 500 against no hook (≤ 1 %), reductions every step against no hook (≤ 5 %), the
-//! flight recorder against the same hook without it (issue 18, ≤ 5 %). The criterion rows of
+//! flight recorder against the same hook without it (≤ 5 %). The criterion rows of
 //! the same comparisons stay in the table, without a goal: two benches run seconds apart
 //! moved by more than the few per cent they compare.
 use anyhow::Context;
@@ -26,21 +26,21 @@ const PAIRED: &[Paired] = &[
         key: "interval_500",
         name: "candle: step with hook at save_interval 500 vs no hook, paired blocks (goal ≤1 %)",
         goal: 0.99,
-        after: crate::bench::CRITERION_INTERVAL,
+        after: crate::bench::figures::CRITERION_INTERVAL,
         baseline: "the same network without a hook",
     },
     Paired {
         key: "reductions_every_step",
         name: "candle: step with reductions saved every step vs no hook, paired blocks (goal ≤5 %)",
         goal: 0.95,
-        after: crate::bench::CRITERION_REDUCTIONS,
+        after: crate::bench::figures::CRITERION_REDUCTIONS,
         baseline: "the same network without a hook",
     },
     Paired {
         key: "recorder_n10",
         name: "candle: step with flight recorder N=10 vs the same hook without, paired blocks (goal ≤5 %)",
         goal: 0.95,
-        after: crate::bench_health::CRITERION_RECORDER,
+        after: crate::bench::figures::CRITERION_RECORDER,
         baseline: "the same hook without the recorder",
     },
 ];
@@ -174,9 +174,9 @@ mod tests {
     #[test]
     fn every_criterion_row_a_comparison_follows_exists_without_a_goal() {
         for p in PAIRED {
-            let f = crate::bench::FIGURES
+            let f = crate::bench::figures::FIGURES
                 .iter()
-                .chain(crate::bench_health::FIGURES)
+                .chain(crate::bench::figures::HEALTH_FIGURES)
                 .find(|f| f.name == p.after)
                 .unwrap_or_else(|| panic!("{}: no criterion row {}", p.key, p.after));
             assert_eq!(f.goal, None, "{}", f.name);

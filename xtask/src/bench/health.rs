@@ -1,45 +1,18 @@
-//! The rows of issue 18 in `cargo xtask bench`: the health pass against the reductions-only
+//! The health and median rows of `cargo xtask bench`: the health pass against the reductions-only
 //! pass, the flight recorder's training-thread cost per step at N = 10, and the median of
 //! three runs of the fused pass and of the whole-trial write, the latter with its ceiling
 //! (Python's writer against a bare write of the same files, in the same runs).
-use crate::bench::{Baseline, Figure};
+use super::measure::{python_seconds, read_criterion, PYTHON_REPEAT};
+use super::trials::bench_env;
+use crate::bench::figures::{Baseline, CRITERION_RECORDER};
 use std::path::Path;
 
-/// The figures, read from the criterion benches of smdebug-reduce and smdebug-candle.
-pub(crate) const FIGURES: &[Figure] = &[
-    Figure {
-        name:
-            "reduce: health summary + reductions vs reductions only, 64 Mi f32 (goal ≤10 % slower)",
-        bench: "reduce/health_f32_64Mi",
-        baseline: Baseline::Bench("reduce/reductions_only_f32_64Mi"),
-        goal: Some(0.9),
-    },
-    Figure {
-        name: "reduce: health summary with histogram + reductions vs reductions only, 64 Mi f32",
-        bench: "reduce/health_hist_f32_64Mi",
-        baseline: Baseline::Bench("reduce/reductions_only_f32_64Mi"),
-        goal: None,
-    },
-    // The goal's figure is the paired row (`bench_paired`); this one is kept to show what
-    // two benches one after the other say.
-    Figure {
-        name: CRITERION_RECORDER,
-        bench: "candle_overhead/step/hook_interval_500_recorder_n10",
-        baseline: Baseline::Bench("candle_overhead/step/hook_interval_500"),
-        goal: None,
-    },
-];
-
-/// The flight recorder's row from the two criterion benches, run one after the other (its
-/// goal is judged on the paired row of `bench_paired`).
-pub(crate) const CRITERION_RECORDER: &str =
-    "candle: step with flight recorder N=10 vs the same hook without, as two criterion benches in turn (no goal: see the paired row)";
-
-/// The figures of issue 18 taken as the median of three runs: the fused pass against read
-/// bandwidth and the whole-trial write against Python smdebug's writer (the issue asks for
-/// the median), and the flight recorder's cost per step (a ratio of two noisy benches).
+/// The figures taken as the median of three runs, because one run's ratio moves by more than
+/// the goal's margin: the fused pass against read bandwidth, the whole-trial write against
+/// Python smdebug's writer, and the flight recorder's cost per step (a ratio of two noisy
+/// benches).
 struct MedianFigure {
-    /// The row of `FIGURES` in bench.rs that this replaces (same name).
+    /// The row of `FIGURES` in figures.rs that this replaces (same name).
     name: &'static str,
     package: &'static str,
     target: &'static str,
@@ -146,7 +119,7 @@ fn one_run(
     cmd.args([
         "bench", "-p", f.package, "--bench", f.target, "--", f.filter,
     ])
-    .envs(crate::bench::bench_env(f.target, false));
+    .envs(bench_env(f.target, false));
     if let Some(d) = dir {
         cmd.env("SMDEBUG_HOOK_BENCH_DIR", d);
     }
@@ -154,8 +127,7 @@ fn one_run(
         cmd.args(["--warm-up-time", "1", "--measurement-time", "3"]);
     }
     crate::util::run(&mut cmd)?;
-    let results =
-        crate::bench::read_criterion(&crate::util::root().join("target/criterion"), Some(since))?;
+    let results = read_criterion(&crate::util::root().join("target/criterion"), Some(since))?;
     let ours = results
         .get(f.bench)
         .with_context(|| format!("{} did not run", f.bench))?;
@@ -176,11 +148,11 @@ fn one_run(
                 .seconds
         }
         Baseline::Python(script, _) => {
-            let mut args = vec!["--repeat", crate::bench::PYTHON_REPEAT];
+            let mut args = vec!["--repeat", PYTHON_REPEAT];
             if let Some(d) = dir.and_then(|d| d.to_str()) {
                 args.extend(["--dir", d]);
             }
-            crate::bench::python_seconds(python, script, &args)?
+            python_seconds(python, script, &args)?
         }
         _ => anyhow::bail!("{}: no baseline to run", f.name),
     };
@@ -238,7 +210,7 @@ pub(crate) fn median_rows(
                     "name": format!("{} (median of {MEDIAN_RUNS} runs)", f.name),
                     "value": value, "unit": unit, "baseline": baseline,
                     "ratio": ratios[MEDIAN_RUNS / 2],
-                    "goal": crate::bench::goal_of(f.name),
+                    "goal": crate::bench::figures::goal_of(f.name),
                     "seconds": run.ours, "baseline_seconds": run.base, "runs": ratios,
                 })
             }
@@ -297,16 +269,21 @@ mod tests {
     use super::*;
 
     /// A median row keeps the goal of the row it replaces, from whichever list that row is in
-    /// (the flight recorder's row lost its goal once).
+    /// (the flight recorder's row is in the second list).
     #[test]
     fn every_median_row_keeps_the_goal_of_the_row_it_replaces() {
         for f in MEDIAN_FIGURES {
-            let row = crate::bench::FIGURES
+            let row = crate::bench::figures::FIGURES
                 .iter()
-                .chain(FIGURES)
+                .chain(crate::bench::figures::HEALTH_FIGURES)
                 .find(|r| r.name == f.name)
                 .unwrap_or_else(|| panic!("{}: no row of that name", f.name));
-            assert_eq!(crate::bench::goal_of(f.name), row.goal, "{}", f.name);
+            assert_eq!(
+                crate::bench::figures::goal_of(f.name),
+                row.goal,
+                "{}",
+                f.name
+            );
         }
     }
 

@@ -1,7 +1,7 @@
-//! `cargo xtask bench` rows of the many-small-tensors trial (issue 17: "pay per file, not
-//! per record"): open, listing and every value of the 8 workers × 60 steps × 250 tensors of
+//! `cargo xtask bench` rows of the many-small-tensors trial, where a reader pays per
+//! file, not per record: open, listing and every value of the 8 workers × 60 steps × 250 tensors of
 //! 10 float32 trial the Python package's benchmarks use (written once by `smdebug synth`,
-//! see [`crate::python::many_small_trial`]), read by our reader
+//! see [`super::python::many_small_trial`]), read by our reader
 //! (crates/trial/benches/small.rs, criterion, the fastest sample) and by the real Python
 //! smdebug (`tests/peer/trial_bench_read.py --every-worker`, the best of its runs), phase
 //! for phase the same calls: every value is one `value(step, worker=w)` call per tensor,
@@ -49,7 +49,7 @@ pub fn rows(python: &Path, smdebug: &Path, quick: bool) -> Vec<Value> {
 }
 
 fn measure(python: &Path, smdebug: &Path, quick: bool) -> Result<Vec<Value>> {
-    let trial = crate::python::many_small_trial(smdebug)?;
+    let trial = super::python::many_small_trial(smdebug)?;
     let since = SystemTime::now();
     step("cargo bench -p smdebug-trial --bench small (8x60x250 small tensors)");
     let mut cmd = cargo();
@@ -59,7 +59,7 @@ fn measure(python: &Path, smdebug: &Path, quick: bool) -> Result<Vec<Value>> {
         cmd.args(["--warm-up-time", "1", "--measurement-time", "3"]);
     }
     exec(&mut cmd)?;
-    let ours = crate::bench::read_criterion(&root().join("target/criterion"), Some(since))?;
+    let ours = super::measure::read_criterion(&root().join("target/criterion"), Some(since))?;
     step("Python smdebug reading the 8x60x250 small-tensors trial (trial_bench_read.py)");
     let out = root().join("target/bench-trial-small-python.json");
     exec(
@@ -93,7 +93,7 @@ fn measure(python: &Path, smdebug: &Path, quick: bool) -> Result<Vec<Value>> {
 pub fn run_only(quick: bool) -> Result<()> {
     let python = crate::peer::ensure_peer()?;
     // The CLI only writes the trial: no build when a run before left it.
-    if !crate::python::many_small_written() {
+    if !super::python::many_small_written() {
         step("cargo build --release -p smdebug-cli (synth)");
         exec(cargo().args(["build", "--release", "-p", "smdebug-cli"]))?;
     }
