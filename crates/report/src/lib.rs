@@ -21,6 +21,7 @@
 //! ```
 #![deny(missing_docs, unsafe_code)]
 
+mod axis;
 mod collect;
 pub mod data;
 #[cfg(feature = "plot")]
@@ -34,6 +35,7 @@ use smdebug_trial::TrialOptions;
 
 /// What can go wrong.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReportError {
     /// Reading the trial failed.
     #[error(transparent)]
@@ -58,9 +60,20 @@ pub enum ReportError {
     /// Drawing or writing a plot failed.
     #[error("plot: {0}")]
     Plot(String),
-    /// Nothing to plot.
-    #[error("no tensor matches {0:?} with values to plot")]
-    NothingToPlot(String),
+    /// Nothing to plot: no tensor matches, or none of those that match has a finite value
+    /// of the statistic at the chosen steps.
+    #[cfg(feature = "plot")]
+    #[error("{}", plot::nothing_to_plot(.regex, .stat, *.matched, *.multi_element))]
+    NothingToPlot {
+        /// The `--tensor` regex.
+        regex: String,
+        /// The `--stat` asked for.
+        stat: String,
+        /// How many tensors the regex matches.
+        matched: usize,
+        /// How many of those hold more than one element (no `value` to draw).
+        multi_element: usize,
+    },
 }
 
 impl ReportError {

@@ -36,6 +36,35 @@ pub const STATS: &[&str] = &[
     "value", "min", "max", "mean", "std", "variance", "sum", "prod", "l1", "l2",
 ];
 
+/// The message of [`ReportError::NothingToPlot`]: what matched, and what to pick instead.
+pub(crate) fn nothing_to_plot(
+    regex: &str,
+    stat: &str,
+    matched: usize,
+    multi_element: usize,
+) -> String {
+    if matched == 0 {
+        return format!("no tensor matches {regex:?}");
+    }
+    if stat == "value" && multi_element > 0 {
+        return format!(
+            "{matched} tensor(s) match {regex:?}, but {multi_element} hold more than one element \
+             and `--stat value` draws one-element tensors only: pick a statistic with \
+             --stat ({})",
+            STATS
+                .iter()
+                .filter(|s| **s != "value")
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    format!(
+        "{matched} tensor(s) match {regex:?}, but none has a finite {stat} at the chosen mode \
+         and steps"
+    )
+}
+
 /// One plotted line: the tensor and its (step, value) points.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Line {
@@ -67,6 +96,7 @@ pub fn lines(trial: &Trial, options: &PlotOptions) -> Result<Vec<Line>> {
         )));
     }
     let mut out = Vec::new();
+    let (mut matched, mut multi_element) = (0, 0);
     for name in trial.tensor_names()? {
         if !options.tensor.is_match(&name) {
             continue;
@@ -74,6 +104,8 @@ pub fn lines(trial: &Trial, options: &PlotOptions) -> Result<Vec<Line>> {
         if out.len() == MAX_LINES {
             break;
         }
+        matched += 1;
+        let mut several = false;
         let t = trial.tensor(&name)?;
         let mut points = Vec::new();
         for s in t.steps(options.mode, false)? {
@@ -82,7 +114,11 @@ pub fn lines(trial: &Trial, options: &PlotOptions) -> Result<Vec<Line>> {
             }
             let v = if options.stat == "value" {
                 match t.value(s, options.mode, None) {
-                    Ok(v) => values_f64(&v).filter(|x| x.len() == 1).map(|x| x[0]),
+                    Ok(v) => {
+                        let x = values_f64(&v);
+                        several |= x.as_ref().is_some_and(|x| x.len() > 1);
+                        x.filter(|x| x.len() == 1).map(|x| x[0])
+                    }
                     Err(_) => None,
                 }
             } else {
@@ -95,6 +131,7 @@ pub fn lines(trial: &Trial, options: &PlotOptions) -> Result<Vec<Line>> {
                 points.push((s, v));
             }
         }
+        multi_element += usize::from(several);
         if !points.is_empty() {
             out.push(Line {
                 tensor: name,
@@ -103,9 +140,12 @@ pub fn lines(trial: &Trial, options: &PlotOptions) -> Result<Vec<Line>> {
         }
     }
     if out.is_empty() {
-        return Err(ReportError::NothingToPlot(
-            options.tensor.as_str().to_owned(),
-        ));
+        return Err(ReportError::NothingToPlot {
+            regex: options.tensor.as_str().to_owned(),
+            stat: options.stat.clone(),
+            matched,
+            multi_element,
+        });
     }
     Ok(out)
 }
@@ -173,17 +213,13 @@ fn draw<DB: DrawingBackend>(
     if x1 <= x0 {
         x1 = x0 + 1;
     }
-    let pad = if y1 > y0 {
-        (y1 - y0) * 0.05
-    } else {
-        y0.abs().max(1.0) * 0.1
-    };
+    let (y0, y1) = crate::axis::value_range(y0, y1);
     let mut chart = ChartBuilder::on(root)
         .caption(caption, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(70)
-        .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+        .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(err)?;
     chart
         .configure_mesh()

@@ -112,13 +112,7 @@ impl Scale {
         } else {
             (x0 - 1.0, x0 + 1.0)
         };
-        let (y0, y1) = if y1 > y0 {
-            let pad = (y1 - y0) * 0.05;
-            (y0 - pad, y1 + pad)
-        } else {
-            let pad = if y0 == 0.0 { 1.0 } else { y0.abs() * 0.1 };
-            (y0 - pad, y0 + pad)
-        };
+        let (y0, y1) = crate::axis::value_range(y0, y1);
         Scale { x0, x1, y0, y1, f }
     }
     fn x(&self, v: f64) -> f64 {

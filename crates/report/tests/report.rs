@@ -343,3 +343,45 @@ fn plot_writes_a_png_that_is_not_blank_and_an_svg() {
     };
     assert!(plot(&path, &TrialOptions::default(), &bad, &svg_path).is_err());
 }
+
+/// Weight matrices match, but `--stat value` draws one-element tensors only: the error says
+/// how many matched, why nothing was drawn, and which statistics to pick; a regex that
+/// matches nothing says that instead.
+#[cfg(feature = "plot")]
+#[test]
+fn plot_says_why_matching_tensors_drew_nothing() {
+    use smdebug_report::plot::{plot, PlotOptions};
+    use smdebug_report::ReportError;
+    let dir = tempfile::tempdir().unwrap();
+    let path = hook_trial(dir.path());
+    let options = PlotOptions {
+        tensor: regex::Regex::new("^gradient/").unwrap(),
+        stat: "value".into(),
+        mode: Mode::Train,
+        steps: Default::default(),
+        size: (320, 200),
+    };
+    let out = dir.path().join("v.svg");
+    let err = plot(&path, &TrialOptions::default(), &options, &out).unwrap_err();
+    match &err {
+        ReportError::NothingToPlot {
+            matched,
+            multi_element,
+            ..
+        } => assert_eq!((*matched, *multi_element), (1, 1)),
+        other => panic!("{other}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains("1 tensor(s) match"), "{message}");
+    assert!(message.contains("more than one element"), "{message}");
+    assert!(message.contains("--stat (min, max, mean"), "{message}");
+
+    let none = PlotOptions {
+        tensor: regex::Regex::new("^no_such_tensor$").unwrap(),
+        ..options
+    };
+    let message = plot(&path, &TrialOptions::default(), &none, &out)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(message, "no tensor matches \"^no_such_tensor$\"");
+}
