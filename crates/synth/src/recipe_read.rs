@@ -1,0 +1,870 @@
+//! Reading a recipe: the JSON text parsed as Python's `json` reads it
+//! ([`smdebug_config::pyjson`]), deserialized into the recipe's keys with serde (unknown keys
+//! refused, as `fixture.py` refuses them; an error names the field by its path), then
+//! normalized as `fixture.py`'s `normalize` does it.
+//!
+//! Where a recipe reads differently from serde's defaults, a small type below says how:
+//! [`Int`] (Python's `True`/`False` are integers), [`Num`] (integers stay integers,
+//! `"nan"`-like strings are floats), [`Given`] (a key whose `null` is an error rather than
+//! "absent"), [`SaveConfigSpec`] (a dict keyed by mode names is a per-mode config).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::path::Path;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+use smdebug_config::pyjson::{self, PyValue};
+use smdebug_config::{
+    Collection, Mode, PyValueDeserializer, Reduction, ReductionConfig, SaveConfig, SaveConfigMode,
+};
+use smdebug_hook::ReductionShape;
+use smdebug_record::DType;
+
+use crate::error::{Result, SynthError};
+use crate::recipe::Recipe;
+use crate::spec::{Pattern, Phase, RecipeNumber, TensorSpec};
+
+impl Recipe {
+    /// Parses a recipe from JSON text; `origin` names it in errors. Unknown keys are refused,
+    /// as `fixture.py` refuses them.
+    pub fn from_json(text: &str, origin: &str) -> Result<Recipe> {
+        let v = pyjson::parse(text).map_err(|source| SynthError::Json {
+            origin: origin.to_owned(),
+            source,
+        })?;
+        let bad = |b: Bad| SynthError::Recipe {
+            origin: origin.to_owned(),
+            field: b.field,
+            message: b.message,
+        };
+        let raw: RecipeKeys = serde_path_to_error::deserialize(PyValueDeserializer::new(&v))
+            .map_err(|e| {
+                let field = match e.path().to_string() {
+                    // The document itself (an unknown key at the top is reported here).
+                    p if p == "." => "recipe".to_owned(),
+                    p => p,
+                };
+                bad(Bad {
+                    field,
+                    message: e.into_inner().to_string(),
+                })
+            })?;
+        raw.normalize().map_err(bad)
+    }
+
+    /// Reads a recipe file.
+    pub fn load(path: &Path) -> Result<Recipe> {
+        let text = std::fs::read_to_string(path).map_err(|source| SynthError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Recipe::from_json(&text, &path.display().to_string())
+    }
+}
+
+/// Where a recipe is wrong and why, found after deserialization (the origin is added by
+/// [`Recipe::from_json`]).
+struct Bad {
+    field: String,
+    message: String,
+}
+
+type P<T> = std::result::Result<T, Bad>;
+
+fn bad<T>(field: &str, message: impl Into<String>) -> P<T> {
+    Err(Bad {
+        field: field.to_owned(),
+        message: message.into(),
+    })
+}
+
+// ------------------------------------------------------------------------------ value types
+
+/// A key whose `null` is an error, not "absent" (`Option` reads `null` as `None`).
+struct Given<T>(Option<T>);
+
+impl<T> Default for Given<T> {
+    fn default() -> Self {
+        Given(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Given<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        T::deserialize(d).map(|t| Given(Some(t)))
+    }
+}
+
+/// An integer as Python's `int()` of a JSON value reads it: `true`/`false` are 1/0, and any
+/// size is read, then checked against `T` ("what" names `T`'s range in the error).
+struct Int<T>(T);
+
+/// The names of the ranges [`Int`] checks, for its error messages.
+trait IntRange: TryFrom<i128> {
+    const WHAT: &'static str;
+}
+
+impl IntRange for i64 {
+    const WHAT: &'static str = "a 64-bit integer";
+}
+
+impl IntRange for usize {
+    const WHAT: &'static str = "a non-negative integer";
+}
+
+impl IntRange for u64 {
+    const WHAT: &'static str = "a non-negative integer";
+}
+
+impl IntRange for i128 {
+    const WHAT: &'static str = "an integer within 128 bits";
+}
+
+impl<'de, T: IntRange> Deserialize<'de> for Int<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<T: IntRange> V<T> {
+            fn fit<E: de::Error>(i: i128) -> std::result::Result<Int<T>, E> {
+                T::try_from(i)
+                    .map(Int)
+                    .map_err(|_| E::custom(format!("expected {}, not {i}", T::WHAT)))
+            }
+        }
+        impl<T: IntRange> Visitor<'_> for V<T> {
+            type Value = Int<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer")
+            }
+            fn visit_bool<E: de::Error>(self, b: bool) -> std::result::Result<Int<T>, E> {
+                Self::fit(i128::from(b))
+            }
+            fn visit_i64<E: de::Error>(self, i: i64) -> std::result::Result<Int<T>, E> {
+                Self::fit(i128::from(i))
+            }
+            fn visit_u64<E: de::Error>(self, u: u64) -> std::result::Result<Int<T>, E> {
+                Self::fit(i128::from(u))
+            }
+            fn visit_i128<E: de::Error>(self, i: i128) -> std::result::Result<Int<T>, E> {
+                Self::fit(i)
+            }
+            fn visit_u128<E: de::Error>(self, u: u128) -> std::result::Result<Int<T>, E> {
+                match i128::try_from(u) {
+                    Ok(i) => Self::fit(i),
+                    Err(_) => Err(E::custom("expected an integer within 128 bits")),
+                }
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+fn ints<T>(v: Vec<Int<T>>) -> Vec<T> {
+    v.into_iter().map(|Int(i)| i).collect()
+}
+
+/// A [`RecipeNumber`] as a recipe writes it.
+#[derive(Clone, Copy)]
+struct Num(RecipeNumber);
+
+impl<'de> Deserialize<'de> for Num {
+    /// JSON integers (and `true`/`false`) stay integers; literals with a fraction or exponent
+    /// and the strings `"nan"`, `"inf"`, `"-inf"`, `"-0.0"` are floats.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Num;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number or \"nan\", \"inf\", \"-inf\", \"-0.0\"")
+            }
+            fn visit_bool<E>(self, b: bool) -> std::result::Result<Num, E> {
+                Ok(Num(RecipeNumber::Int(i128::from(b))))
+            }
+            fn visit_i64<E>(self, i: i64) -> std::result::Result<Num, E> {
+                Ok(Num(RecipeNumber::Int(i128::from(i))))
+            }
+            fn visit_u64<E>(self, u: u64) -> std::result::Result<Num, E> {
+                Ok(Num(RecipeNumber::Int(i128::from(u))))
+            }
+            fn visit_i128<E>(self, i: i128) -> std::result::Result<Num, E> {
+                Ok(Num(RecipeNumber::Int(i)))
+            }
+            fn visit_u128<E: de::Error>(self, u: u128) -> std::result::Result<Num, E> {
+                i128::try_from(u)
+                    .map(|i| Num(RecipeNumber::Int(i)))
+                    .map_err(|_| E::custom("expected an integer within 128 bits"))
+            }
+            fn visit_f64<E>(self, f: f64) -> std::result::Result<Num, E> {
+                Ok(Num(RecipeNumber::Float(f)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> std::result::Result<Num, E> {
+                Ok(Num(RecipeNumber::Float(match s {
+                    "nan" => f64::NAN,
+                    "inf" => f64::INFINITY,
+                    "-inf" => f64::NEG_INFINITY,
+                    "-0.0" => -0.0,
+                    _ => return Err(E::invalid_value(de::Unexpected::Str(s), &self)),
+                })))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Num {
+    /// The number as a float (`float(x)` in Python).
+    fn to_f64(self) -> f64 {
+        match self.0 {
+            RecipeNumber::Float(f) => f,
+            RecipeNumber::Int(i) => i as f64,
+        }
+    }
+}
+
+/// A value named by one of a fixed set of strings.
+macro_rules! named {
+    ($(#[$doc:meta])* $name:ident($ty:ty), $expecting:literal, { $($text:literal => $value:expr),+ $(,)? }) => {
+        $(#[$doc])*
+        struct $name($ty);
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                struct V;
+                impl Visitor<'_> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str($expecting)
+                    }
+                    fn visit_str<E: de::Error>(self, s: &str) -> std::result::Result<$name, E> {
+                        match s {
+                            $($text => Ok($name($value)),)+
+                            _ => Err(E::invalid_value(de::Unexpected::Str(s), &self)),
+                        }
+                    }
+                }
+                d.deserialize_str(V)
+            }
+        }
+    };
+}
+
+named!(
+    /// Mode names as the recipe format has them: exact upper case.
+    ModeName(Mode), "one of TRAIN, EVAL, PREDICT, GLOBAL",
+    { "TRAIN" => Mode::Train, "EVAL" => Mode::Eval, "PREDICT" => Mode::Predict, "GLOBAL" => Mode::Global }
+);
+named!(
+    /// `pattern`.
+    PatternName(Pattern), "random, step or const",
+    { "random" => Pattern::Random, "step" => Pattern::Step, "const" => Pattern::Const }
+);
+named!(
+    /// `reduction_shape`.
+    ReductionShapeName(ReductionShape), "\"0d\" or \"1d\"",
+    { "0d" => ReductionShape::Scalar, "1d" => ReductionShape::OneElement }
+);
+
+/// A numpy dtype name (or `str`).
+struct DTypeName(DType);
+
+impl<'de> Deserialize<'de> for DTypeName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        DType::from_name(&name).map(DTypeName).ok_or_else(|| {
+            de::Error::invalid_value(
+                de::Unexpected::Str(&name),
+                &"a numpy dtype name (float16 … complex128, bool) or str",
+            )
+        })
+    }
+}
+
+/// A reduction name allowed in one list of a reduction config: one reduction type serves
+/// both lists, and each list takes only the names smdebug allows in it (a norm among the
+/// reductions is refused, as smdebug refuses it). `NORMS` picks the list.
+struct Allowed<const NORMS: bool>(Reduction);
+
+impl<'de, const NORMS: bool> Deserialize<'de> for Allowed<NORMS> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let (allowed, what): (&[Reduction], _) = if NORMS {
+            (&ReductionConfig::ALLOWED_NORMS, "a norm (l1, l2)")
+        } else {
+            (
+                &ReductionConfig::ALLOWED_REDUCTIONS,
+                "a reduction (min, max, mean, std, variance, sum, prod)",
+            )
+        };
+        let name = String::deserialize(d)?;
+        match name.parse::<Reduction>() {
+            Ok(r) if allowed.contains(&r) => Ok(Allowed(r)),
+            _ => Err(de::Error::invalid_value(de::Unexpected::Str(&name), &what)),
+        }
+    }
+}
+
+/// An object's entries in document order (`worker_skip_steps`, keyed by worker index).
+struct Entries<V>(Vec<(String, V)>);
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Entries<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Vis<V>(PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for Vis<V> {
+            type Value = Entries<V>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object keyed by worker index")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Entries<V>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    out.push(entry);
+                }
+                Ok(Entries(out))
+            }
+        }
+        d.deserialize_map(Vis(PhantomData))
+    }
+}
+
+// ------------------------------------------------------------------------------ configs
+
+const SAVE_CONFIG_MODE_KEYS: &[&str] = &["save_interval", "start_step", "end_step", "save_steps"];
+
+/// The keyword arguments of `SaveConfigMode(**d)`, read from `map` after its first key
+/// (already taken from it, when `first` says so).
+fn save_config_mode<'de, A: MapAccess<'de>>(
+    first: Option<String>,
+    mut map: A,
+) -> std::result::Result<SaveConfigMode, A::Error> {
+    let mut c = SaveConfigMode::default();
+    let mut key = match first {
+        Some(k) => Some(k),
+        None => map.next_key::<String>()?,
+    };
+    while let Some(k) = key {
+        match k.as_str() {
+            "save_interval" => c.save_interval = map.next_value::<Int<i64>>()?.0,
+            "start_step" => c.start_step = map.next_value::<Int<i64>>()?.0,
+            "end_step" => c.end_step = map.next_value::<Option<Int<i64>>>()?.map(|i| i.0),
+            "save_steps" => c.save_steps = ints(map.next_value()?),
+            other => return Err(de::Error::unknown_field(other, SAVE_CONFIG_MODE_KEYS)),
+        }
+        key = map.next_key()?;
+    }
+    Ok(c)
+}
+
+/// `SaveConfigMode(**d)`.
+struct SaveConfigModeSpec(SaveConfigMode);
+
+impl<'de> Deserialize<'de> for SaveConfigModeSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SaveConfigModeSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<SaveConfigModeSpec, A::Error> {
+                save_config_mode(None, map).map(SaveConfigModeSpec)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// `fixture.py::save_config` of a non-null value: a dict keyed only by mode names is a
+/// per-mode config (the given modes first, in the given order, which the collections file
+/// keeps; the others unset); any other dict is one rule for every mode. The mode names and
+/// `SaveConfigMode`'s keys are disjoint, so the first key decides, and a key of the other
+/// kind after it is unknown.
+struct SaveConfigSpec(SaveConfig);
+
+impl<'de> Deserialize<'de> for SaveConfigSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SaveConfigSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<SaveConfigSpec, A::Error> {
+                let mode_of = |k: &str| Mode::ALL.iter().copied().find(|m| m.name() == k);
+                let first = map.next_key::<String>()?;
+                let Some(mut mode) = first.as_deref().and_then(mode_of) else {
+                    return Ok(SaveConfigSpec(SaveConfig::new(save_config_mode(
+                        first, map,
+                    )?)));
+                };
+                let mut per = Vec::new();
+                loop {
+                    let c = map.next_value::<Option<SaveConfigModeSpec>>()?;
+                    per.push((mode, c.map(|c| c.0)));
+                    let Some(k) = map.next_key::<String>()? else {
+                        break;
+                    };
+                    mode = mode_of(&k).ok_or_else(|| {
+                        de::Error::unknown_field(&k, &["TRAIN", "EVAL", "PREDICT", "GLOBAL"])
+                    })?;
+                }
+                Ok(SaveConfigSpec(SaveConfig::from_modes(per)))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// `ReductionConfig(**d)`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReductionConfigSpec {
+    #[serde(default)]
+    reductions: Given<Vec<Allowed<false>>>,
+    #[serde(default)]
+    abs_reductions: Given<Vec<Allowed<false>>>,
+    #[serde(default)]
+    norms: Given<Vec<Allowed<true>>>,
+    #[serde(default)]
+    abs_norms: Given<Vec<Allowed<true>>>,
+    #[serde(default)]
+    save_raw_tensor: Given<bool>,
+    #[serde(default)]
+    save_shape: Given<bool>,
+}
+
+impl ReductionConfigSpec {
+    fn build(self) -> ReductionConfig {
+        let names = |v: Vec<Allowed<false>>| v.into_iter().map(|a| a.0).collect();
+        let norms = |v: Vec<Allowed<true>>| v.into_iter().map(|a| a.0).collect();
+        let mut c = ReductionConfig::default();
+        if let Some(v) = self.reductions.0 {
+            c.reductions = names(v);
+        }
+        if let Some(v) = self.abs_reductions.0 {
+            c.abs_reductions = names(v);
+        }
+        if let Some(v) = self.norms.0 {
+            c.norms = norms(v);
+        }
+        if let Some(v) = self.abs_norms.0 {
+            c.abs_norms = norms(v);
+        }
+        if let Some(b) = self.save_raw_tensor.0 {
+            c.save_raw_tensor = b;
+        }
+        if let Some(b) = self.save_shape.0 {
+            c.save_shape = b;
+        }
+        c
+    }
+}
+
+// ------------------------------------------------------------------------------ recipe keys
+
+/// The keys of a recipe.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecipeKeys {
+    #[serde(default)]
+    description: Given<String>,
+    #[serde(default)]
+    seed: Given<Int<i128>>,
+    /// Read only when `worker_names` is absent, as `fixture.py` reads it.
+    #[serde(default)]
+    workers: Option<PyValue>,
+    #[serde(default)]
+    worker_names: Option<Vec<String>>,
+    #[serde(default)]
+    num_workers_meta: Option<Int<i64>>,
+    #[serde(default)]
+    collections_written_by: Option<Vec<Int<usize>>>,
+    #[serde(default)]
+    init_step: Given<Int<i64>>,
+    #[serde(default)]
+    schedule: Option<Vec<PhaseKeys>>,
+    /// `null` is `SaveConfig()`; absent, the recipe's default.
+    #[serde(default)]
+    default_save_config: Given<Option<SaveConfigSpec>>,
+    #[serde(default)]
+    default_reduction_config: Option<ReductionConfigSpec>,
+    #[serde(default)]
+    collections: Option<Vec<CollectionKeys>>,
+    #[serde(default)]
+    tensors: Option<Vec<TensorKeys>>,
+    #[serde(default)]
+    tensor_templates: Option<Vec<TensorKeys>>,
+    #[serde(default)]
+    worker_skip_steps: Option<Entries<Vec<Int<i64>>>>,
+    #[serde(default)]
+    training_ended: Given<bool>,
+    #[serde(default)]
+    reduction_shape: Option<ReductionShapeName>,
+    #[serde(default)]
+    wall_time: Option<WallTime>,
+}
+
+/// One phase of `schedule`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PhaseKeys {
+    mode: ModeName,
+    steps: Int<u64>,
+}
+
+/// One of `collections`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CollectionKeys {
+    name: String,
+    #[serde(default)]
+    include_regex: Given<Vec<String>>,
+    #[serde(default)]
+    tensor_names: Given<Vec<String>>,
+    #[serde(default)]
+    save_config: Option<SaveConfigSpec>,
+    #[serde(default)]
+    reduction_config: Option<ReductionConfigSpec>,
+    #[serde(default)]
+    save_histogram: Given<bool>,
+}
+
+/// One of `tensors` or `tensor_templates` (whose `name` is a template and which have a
+/// `count`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TensorKeys {
+    name: String,
+    #[serde(default)]
+    shape: Given<Vec<Int<usize>>>,
+    #[serde(default)]
+    dtype: Given<DTypeName>,
+    #[serde(default)]
+    pattern: Given<PatternName>,
+    #[serde(default)]
+    range: Option<(Num, Num)>,
+    #[serde(default, rename = "const")]
+    constant: Option<Num>,
+    #[serde(default)]
+    inject: Given<Vec<InjectKeys>>,
+    #[serde(default)]
+    collections: Given<Vec<String>>,
+    #[serde(default)]
+    workers: Option<Vec<Int<usize>>>,
+    #[serde(default)]
+    modes: Option<Vec<ModeName>>,
+    #[serde(default)]
+    skip_steps: Given<Vec<Int<i64>>>,
+    #[serde(default)]
+    only_steps: Option<Vec<Int<i64>>>,
+    #[serde(default)]
+    write_empty_raw: Given<bool>,
+    #[serde(default)]
+    duplicate: Given<bool>,
+    /// An output of normalization: read back and ignored.
+    #[serde(default, rename = "index")]
+    _index: IgnoredAny,
+    /// A template's count; read only for templates.
+    #[serde(default)]
+    count: Given<PyValue>,
+}
+
+/// One `inject` entry.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InjectKeys {
+    index: Int<usize>,
+    value: Num,
+}
+
+/// `wall_time`: `"now"`, or `{"base", "per_step"}` (each absent or `null` is 0).
+enum WallTime {
+    Now,
+    Linear(f64, f64),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WallTimeKeys {
+    #[serde(default)]
+    base: Option<Num>,
+    #[serde(default)]
+    per_step: Option<Num>,
+}
+
+impl<'de> Deserialize<'de> for WallTime {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = WallTime;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("{\"base\", \"per_step\"} or \"now\"")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> std::result::Result<WallTime, E> {
+                match s {
+                    "now" => Ok(WallTime::Now),
+                    _ => Err(E::invalid_value(de::Unexpected::Str(s), &self)),
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<WallTime, A::Error> {
+                let k = WallTimeKeys::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                let part = |n: Option<Num>| n.map_or(0.0, Num::to_f64);
+                Ok(WallTime::Linear(part(k.base), part(k.per_step)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+// ------------------------------------------------------------------------------ normalize
+
+/// A value kept as read, deserialized now (its path given by the caller).
+fn read_later<'de, T: Deserialize<'de>>(v: &'de PyValue, field: &str) -> P<T> {
+    T::deserialize(PyValueDeserializer::new(v)).or_else(|e| bad(field, e.to_string()))
+}
+
+impl TensorKeys {
+    /// The tensor's spec under `name` (for templates, each expanded name).
+    fn spec(self, name: String, field: &str) -> P<TensorSpec> {
+        let mut t = TensorSpec::new(name, Vec::new());
+        if let Some(shape) = self.shape.0 {
+            t.shape = ints(shape);
+        }
+        if let Some(DTypeName(d)) = self.dtype.0 {
+            t.dtype = d;
+        }
+        if let Some(PatternName(p)) = self.pattern.0 {
+            t.pattern = p;
+        }
+        t.range = self.range.map(|(lo, hi)| (lo.0, hi.0));
+        t.constant = self.constant.map(|c| c.0);
+        if let Some(inject) = self.inject.0 {
+            t.inject = inject.into_iter().map(|i| (i.index.0, i.value.0)).collect();
+        }
+        if let Some(c) = self.collections.0 {
+            t.collections = c;
+        }
+        t.workers = self.workers.map(ints);
+        t.modes = self.modes.map(|m| m.into_iter().map(|m| m.0).collect());
+        if let Some(s) = self.skip_steps.0 {
+            t.skip_steps = ints(s);
+        }
+        t.only_steps = self.only_steps.map(ints);
+        if let Some(b) = self.write_empty_raw.0 {
+            t.write_empty_raw = b;
+        }
+        if let Some(b) = self.duplicate.0 {
+            t.duplicate = b;
+        }
+        if t.pattern == Pattern::Const && t.constant.is_none() {
+            return bad(field, "pattern \"const\" needs a \"const\" value");
+        }
+        Ok(t)
+    }
+}
+
+impl CollectionKeys {
+    fn build(self, field: &str) -> P<Collection> {
+        let mut c = Collection::new(self.name);
+        for p in self.include_regex.0.unwrap_or_default() {
+            if let Err(e) = c.include(&p) {
+                return bad(&format!("{field}.include_regex"), e.to_string());
+            }
+        }
+        for t in self.tensor_names.0.unwrap_or_default() {
+            c.add_tensor_name(t);
+        }
+        c.save_config = self.save_config.map(|s| s.0);
+        c.reduction_config = self.reduction_config.map(ReductionConfigSpec::build);
+        if let Some(b) = self.save_histogram.0 {
+            c.save_histogram = b;
+        }
+        Ok(c)
+    }
+}
+
+impl RecipeKeys {
+    /// The recipe, normalized as `fixture.py`'s `normalize` does it.
+    fn normalize(self) -> P<Recipe> {
+        let mut r = Recipe::default();
+        if let Some(d) = self.description.0 {
+            r.description = d;
+        }
+        if let Some(Int(seed)) = self.seed.0 {
+            // `int(seed) & MASK64`.
+            r.seed = seed as u64;
+        }
+        r.worker_names = match (self.worker_names, &self.workers) {
+            (Some(names), _) => names,
+            (None, Some(x)) if *x != PyValue::Null => {
+                let Int(n) = read_later::<Int<usize>>(x, "workers")?;
+                if n > 1 << 16 {
+                    return bad("workers", format!("{n} workers: at most 65536"));
+                }
+                (0..n).map(|i| format!("worker_{i}")).collect()
+            }
+            _ => vec!["worker_0".into()],
+        };
+        let n = r.worker_names.len();
+        r.num_workers_meta = self.num_workers_meta.map_or(n as i64, |i| i.0);
+        r.collections_written_by = self
+            .collections_written_by
+            .map_or_else(|| (0..n).collect(), ints);
+        if let Some(Int(i)) = self.init_step.0 {
+            r.init_step = i;
+        }
+        if let Some(schedule) = self.schedule {
+            r.schedule = schedule
+                .into_iter()
+                .map(|p| Phase {
+                    mode: p.mode.0,
+                    steps: p.steps.0,
+                })
+                .collect();
+        }
+        if let Some(c) = self.default_save_config.0 {
+            r.default_save_config = c.map(|c| c.0).unwrap_or_default();
+        }
+        if let Some(c) = self.default_reduction_config {
+            r.default_reduction_config = c.build();
+        }
+        for (i, c) in self.collections.into_iter().flatten().enumerate() {
+            r.collections.push(c.build(&format!("collections[{i}]"))?);
+        }
+        for (i, t) in self.tensors.into_iter().flatten().enumerate() {
+            let name = t.name.clone();
+            r.tensors.push(t.spec(name, &format!("tensors[{i}]"))?);
+        }
+        for (i, mut t) in self.tensor_templates.into_iter().flatten().enumerate() {
+            let f = format!("tensor_templates[{i}]");
+            let count: usize = match t.count.0.take() {
+                Some(c) => read_later::<Int<usize>>(&c, &format!("{f}.count"))?.0,
+                None => return bad(&f, "a template needs a \"count\""),
+            };
+            if count > 1 << 20 {
+                return bad(&format!("{f}.count"), format!("{count}: at most 2^20"));
+            }
+            let template = std::mem::take(&mut t.name);
+            let spec = t.spec(String::new(), &f)?;
+            for k in 0..count {
+                let mut s = spec.clone();
+                s.name = format_template(&template, k, &format!("{f}.name"))?;
+                r.tensors.push(s);
+            }
+        }
+        // Explicit membership creates the collection (fixture.py's normalize).
+        for t in &r.tensors {
+            for c in &t.collections {
+                if !r.collections.iter().any(|x| &x.name == c) {
+                    r.collections.push(Collection::new(c.clone()));
+                }
+            }
+        }
+        if let Some(Entries(entries)) = self.worker_skip_steps {
+            for (k, s) in entries {
+                let Ok(w) = k.parse::<usize>() else {
+                    return bad(&format!("worker_skip_steps.{k}"), "keys are worker indices");
+                };
+                r.worker_skip_steps.insert(w, ints(s));
+            }
+        }
+        if let Some(b) = self.training_ended.0 {
+            r.training_ended = b;
+        }
+        if let Some(ReductionShapeName(s)) = self.reduction_shape {
+            r.reduction_shape = s;
+        }
+        if let Some(w) = self.wall_time {
+            r.wall_time = match w {
+                WallTime::Now => None,
+                WallTime::Linear(base, per_step) => Some((base, per_step)),
+            };
+        }
+        Ok(r)
+    }
+}
+
+/// Python's `name.format(i=i)` for the forms recipes use: `{i}`, `{i:Nd}`, `{i:0Nd}` and
+/// the escapes `{{` / `}}`.
+fn format_template(name: &str, i: usize, field: &str) -> P<String> {
+    let unsupported = || {
+        bad(
+            field,
+            format!("template {name:?}: only {{i}}, {{i:Nd}} and {{i:0Nd}} are supported"),
+        )
+    };
+    let mut out = String::new();
+    let mut rest = name;
+    while let Some(pos) = rest.find(['{', '}']) {
+        out.push_str(&rest[..pos]);
+        let tail = &rest[pos..];
+        if let Some(after) = tail.strip_prefix("{{") {
+            out.push('{');
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("}}") {
+            out.push('}');
+            rest = after;
+        } else if tail.starts_with('{') {
+            let Some(end) = tail.find('}') else {
+                return unsupported();
+            };
+            let spec = match tail[1..end].strip_prefix('i') {
+                Some("") => "",
+                Some(s) => match s.strip_prefix(':') {
+                    Some(s) => s,
+                    None => return unsupported(),
+                },
+                None => return unsupported(),
+            };
+            let digits = spec.strip_suffix('d').unwrap_or(spec);
+            let (zero, width) = match digits.strip_prefix('0') {
+                Some(w) if !w.is_empty() => (true, w),
+                _ => (false, digits),
+            };
+            let width: usize = match width {
+                "" => 0,
+                w => match w.parse() {
+                    Ok(w) if w <= 64 => w,
+                    _ => return unsupported(),
+                },
+            };
+            if zero {
+                out.push_str(&format!("{i:0width$}"));
+            } else {
+                out.push_str(&format!("{i:>width$}"));
+            }
+            rest = &tail[end + 1..];
+        } else {
+            return unsupported();
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_names_follow_python_format() {
+        let f = |name, i| format_template(name, i, "t").map_err(|b| b.message);
+        assert_eq!(f("layer_{i:02d}.w", 7).unwrap(), "layer_07.w");
+        assert_eq!(f("l{i}", 12).unwrap(), "l12");
+        assert_eq!(f("l{i:3d}", 5).unwrap(), "l  5");
+        assert_eq!(f("{{x}}{i}", 1).unwrap(), "{x}1");
+        assert!(f("{j}", 1).is_err());
+        assert!(f("{i", 1).is_err());
+        assert!(f("}", 1).is_err());
+    }
+}
