@@ -35,6 +35,7 @@
 
 mod error;
 mod recipe;
+mod recipe_forms;
 mod recipe_read;
 mod recipe_write;
 mod spec;
