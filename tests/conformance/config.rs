@@ -456,6 +456,7 @@ fn save_config_decisions_match_should_save_step() {
                     Ok(b) => json!(b),
                     Err(ShouldSaveError::NotReady(_)) => json!("SMDebugValueError"),
                     Err(ShouldSaveError::ZeroInterval(_)) => json!("ZeroDivisionError"),
+                    Err(e) => panic!("no Python counterpart known for {e}"),
                 };
                 assert_eq!(&ours, w, "{} mode {mode} step {s}", c.to_json());
             }

@@ -8,6 +8,7 @@ use crate::{Mode, ReductionKind};
 /// `path` fields name where in the document the problem is, e.g.
 /// `HookParameters.train.save_interval` or `collections.weights.save_config.TRAIN`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The text is not JSON (or not UTF-8).
     #[error(transparent)]
@@ -78,6 +79,7 @@ pub enum ConfigError {
 
 /// Why a save decision cannot be made (Python raises in these cases).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ShouldSaveError {
     /// The save config has no entry for this mode (`SaveConfig ... is not ready`).
     #[error("save config has no configuration for mode {0} (merge it with a default first)")]

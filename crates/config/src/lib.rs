@@ -29,6 +29,7 @@ mod framework;
 mod hook_config;
 mod mode;
 pub mod pyjson;
+mod pyjson_de;
 mod pyregex;
 mod pystr;
 mod reduction_config;
@@ -49,6 +50,7 @@ pub use hook_config::{
 };
 pub use mode::{Mode, ParseModeError};
 pub use pyjson::{JsonSyntaxError, PyValue};
+pub use pyjson_de::PyValueDeserializer;
 pub use pyregex::PyRegex;
 pub use pystr::{is_python_whitespace, python_strip};
 pub use reduction_config::{HealthSummary, ReductionConfig, ReductionKind};

@@ -34,7 +34,7 @@ pub enum HookError {
         /// The tensor (or reduction) name.
         name: String,
         /// The cause.
-        source: smdebug_record::Error,
+        source: smdebug_record::RecordError,
     },
     /// A collection that is not one of the framework's defaults has neither include
     /// regexes nor tensor names (smdebug's `InvalidCollectionConfiguration`).
@@ -163,7 +163,7 @@ pub enum WriterError {
         step: i64,
         /// The cause.
         #[source]
-        source: smdebug_record::Error,
+        source: smdebug_record::RecordError,
     },
     /// A value handed over by [`crate::Hook::save_deferred`] could not be made.
     #[error("converting tensor {name:?} of step {step}: {message}")]

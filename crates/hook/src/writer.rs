@@ -232,7 +232,7 @@ impl Writer {
         step: i64,
         mode: Mode,
         mode_step: i64,
-        encode: impl FnOnce(&mut Vec<u8>, &str) -> Result<RecordInfo, smdebug_record::Error>,
+        encode: impl FnOnce(&mut Vec<u8>, &str) -> Result<RecordInfo, smdebug_record::RecordError>,
     ) -> Result<(), WriterError> {
         // The key goes into the index once per step, not into every record.
         let named = self

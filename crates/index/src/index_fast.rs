@@ -1,7 +1,7 @@
 //! A typed parser for index files in the layout every writer produces (both payload lists
-//! present, no nulls, no duplicate keys). It allocates only what the result keeps, about
-//! three times less work than building a JSON tree first, which matters when a trial with
-//! tens of thousands of records is opened.
+//! present, no nulls, no duplicate keys). It allocates only what the result keeps instead
+//! of building a JSON tree first, which matters when a trial with tens of thousands of
+//! records is opened.
 //!
 //! It returns `None` whenever the document is anything else — including every document the
 //! tree parser would reject — and [`IndexFile::parse`] then falls back to the tree parser,
@@ -10,8 +10,9 @@
 
 use serde::{Deserialize, Deserializer};
 
-use crate::index_json::{index_mode, MAX_END_OFFSET};
-use crate::{IndexFile, IndexMeta, ShapeEntry, TensorEntry};
+use crate::index_file::{
+    index_mode, IndexFile, IndexMeta, ShapeEntry, TensorEntry, MAX_END_OFFSET,
+};
 
 #[derive(Deserialize)]
 struct Doc {

@@ -54,6 +54,7 @@
 mod error;
 mod health;
 mod index_fast;
+mod index_file;
 mod index_json;
 mod layout;
 mod recorder;
@@ -66,7 +67,7 @@ pub use health::{
     health_tensor_name, reverse_health_tensor_name, HealthPart, HEALTH_COUNTS_FIELDS,
     HEALTH_PREFIX, HEALTH_RANGE_FIELDS,
 };
-pub use index_json::{IndexFile, IndexMeta, ShapeEntry, TensorEntry, PAYLOAD_CRC_KEY};
+pub use index_file::{IndexFile, IndexMeta, ShapeEntry, TensorEntry, PAYLOAD_CRC_KEY};
 pub use layout::{
     classify_key, collections_file_key, event_dir_key, event_file_key, index_bucket_key,
     index_file_key, index_step_bound, parse_collections_file_name, parse_step_file_name,

@@ -2,10 +2,12 @@
 //! want a summary of the values (statistics) but not the values, so no array is allocated
 //! and no element is copied.
 
-use crate::error::{Error, Result};
+use crate::dtype::DType;
+use crate::error::{RecordError, Result};
 use crate::event::{tensor_event_parts, TensorEvent};
 use crate::proto::{Event, TensorProto};
-use crate::tensor::{content_length_error, proto_header, DType, TensorValue};
+use crate::tensor::TensorValue;
+use crate::tensor_proto::{content_length_error, proto_header};
 use prost::bytes::Bytes;
 use prost::Message;
 
@@ -190,10 +192,10 @@ impl EncodedTensorEvent {
 /// let stats = event.tensor.finite_stats().unwrap();
 /// assert_eq!((stats.nan, stats.min(), stats.max()), (1, Some(-2.0), Some(1.0)));
 /// assert_eq!(event.tensor.decode()?.to_le_bytes(), value.to_le_bytes());
-/// # Ok::<(), smdebug_record::Error>(())
+/// # Ok::<(), smdebug_record::RecordError>(())
 /// ```
 pub fn decode_tensor_event_encoded(payload: Bytes) -> Result<EncodedTensorEvent> {
-    let event = Event::decode(payload).map_err(|source| Error::Protobuf {
+    let event = Event::decode(payload).map_err(|source| RecordError::Protobuf {
         at: Default::default(),
         message: "Event",
         source,

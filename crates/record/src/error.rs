@@ -5,7 +5,7 @@ use std::fmt;
 /// Where in the input an error happened.
 ///
 /// The crate never opens files, so `file` is whatever name the caller attached with
-/// [`RecordReader::with_name`](crate::RecordReader::with_name) or [`Error::with_file`];
+/// [`RecordReader::with_name`](crate::RecordReader::with_name) or [`RecordError::with_file`];
 /// `offset` is the byte offset of the start of the record (its length field) in that input.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Position {
@@ -63,7 +63,7 @@ impl fmt::Display for RecordPart {
 /// read from the input before it is checked against the bytes actually available.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum RecordError {
     /// The masked CRC32C stored after the length field does not match the length bytes.
     #[error("{at}: length CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     BadLengthCrc {
@@ -187,39 +187,39 @@ pub enum Error {
     },
 }
 
-impl Error {
+impl RecordError {
     /// Where the error happened.
     pub fn location(&self) -> &Position {
         match self {
-            Error::BadLengthCrc { at, .. }
-            | Error::BadDataCrc { at, .. }
-            | Error::Truncated { at, .. }
-            | Error::LengthBeyondInput { at, .. }
-            | Error::LengthMismatch { at, .. }
-            | Error::RangeOutOfBounds { at, .. }
-            | Error::Protobuf { at, .. }
-            | Error::UnsupportedDType { at, .. }
-            | Error::MalformedTensor { at, .. }
-            | Error::UnencodableTensor { at, .. }
-            | Error::UnexpectedEvent { at, .. }
-            | Error::Io { at, .. } => at,
+            RecordError::BadLengthCrc { at, .. }
+            | RecordError::BadDataCrc { at, .. }
+            | RecordError::Truncated { at, .. }
+            | RecordError::LengthBeyondInput { at, .. }
+            | RecordError::LengthMismatch { at, .. }
+            | RecordError::RangeOutOfBounds { at, .. }
+            | RecordError::Protobuf { at, .. }
+            | RecordError::UnsupportedDType { at, .. }
+            | RecordError::MalformedTensor { at, .. }
+            | RecordError::UnencodableTensor { at, .. }
+            | RecordError::UnexpectedEvent { at, .. }
+            | RecordError::Io { at, .. } => at,
         }
     }
 
     fn location_mut(&mut self) -> &mut Position {
         match self {
-            Error::BadLengthCrc { at, .. }
-            | Error::BadDataCrc { at, .. }
-            | Error::Truncated { at, .. }
-            | Error::LengthBeyondInput { at, .. }
-            | Error::LengthMismatch { at, .. }
-            | Error::RangeOutOfBounds { at, .. }
-            | Error::Protobuf { at, .. }
-            | Error::UnsupportedDType { at, .. }
-            | Error::MalformedTensor { at, .. }
-            | Error::UnencodableTensor { at, .. }
-            | Error::UnexpectedEvent { at, .. }
-            | Error::Io { at, .. } => at,
+            RecordError::BadLengthCrc { at, .. }
+            | RecordError::BadDataCrc { at, .. }
+            | RecordError::Truncated { at, .. }
+            | RecordError::LengthBeyondInput { at, .. }
+            | RecordError::LengthMismatch { at, .. }
+            | RecordError::RangeOutOfBounds { at, .. }
+            | RecordError::Protobuf { at, .. }
+            | RecordError::UnsupportedDType { at, .. }
+            | RecordError::MalformedTensor { at, .. }
+            | RecordError::UnencodableTensor { at, .. }
+            | RecordError::UnexpectedEvent { at, .. }
+            | RecordError::Io { at, .. } => at,
         }
     }
 
@@ -242,14 +242,14 @@ impl Error {
     }
 
     pub(crate) fn malformed(reason: impl Into<String>) -> Self {
-        Error::MalformedTensor {
+        RecordError::MalformedTensor {
             at: Position::default(),
             reason: reason.into(),
         }
     }
 
     pub(crate) fn unexpected_event(reason: impl Into<String>) -> Self {
-        Error::UnexpectedEvent {
+        RecordError::UnexpectedEvent {
             at: Position::default(),
             reason: reason.into(),
         }
@@ -257,4 +257,4 @@ impl Error {
 }
 
 /// Shorthand for results of this crate.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub type Result<T, E = RecordError> = std::result::Result<T, E>;

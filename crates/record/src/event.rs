@@ -1,12 +1,14 @@
 //! Event-level helpers: the exact `Event` smdebug writes for a tensor, parsing it back, and
 //! the TensorBoard events (scalar, histogram, file version, graph).
-use crate::error::{Error, Result};
+use crate::dtype::DType;
+use crate::error::{RecordError, Result};
 use crate::framing::{append_record_with, Footer, RecordInfo, FRAMING_LEN};
 use crate::proto::TensorProto;
 use crate::proto::{
     event, summary, summary_metadata, Event, HistogramProto, Summary, SummaryMetadata,
 };
-use crate::tensor::{numeric_header, DType, TensorValue};
+use crate::tensor::TensorValue;
+use crate::tensor_proto::numeric_header;
 use prost::encoding::{self, encode_key, encode_varint, encoded_len_varint, key_len, WireType};
 use prost::Message;
 
@@ -51,7 +53,7 @@ pub struct TensorEvent {
 fn check_mode(mode: i64) -> Result<u8> {
     match u8::try_from(mode) {
         Ok(m @ mode_number::TRAIN..=mode_number::GLOBAL) => Ok(m),
-        _ => Err(Error::unexpected_event(format!(
+        _ => Err(RecordError::unexpected_event(format!(
             "mode {mode} is not one of 1 (TRAIN), 2 (EVAL), 3 (PREDICT), 4 (GLOBAL)"
         ))),
     }
@@ -114,7 +116,7 @@ fn mode_metadata(mode: u8, mode_step: i64) -> Result<SummaryMetadata> {
 /// let back = decode_tensor_event(&payload)?;
 /// assert_eq!((back.tag.as_str(), back.step, back.mode, back.mode_step), ("a", 3, 1, 1));
 /// assert_eq!(back.tensor, value);
-/// # Ok::<(), smdebug_record::Error>(())
+/// # Ok::<(), smdebug_record::RecordError>(())
 /// ```
 pub fn encode_tensor_event(
     tag: &str,
@@ -140,7 +142,7 @@ pub fn encode_tensor_event(
 /// let payload = encode_tensor_event("a", &value, 3, 1, 1, 1.6e9)?;
 /// assert_eq!(info, append_record(&mut copied, &payload, Footer::Magic));
 /// assert_eq!(direct, copied);
-/// # Ok::<(), smdebug_record::Error>(())
+/// # Ok::<(), smdebug_record::RecordError>(())
 /// ```
 #[allow(clippy::too_many_arguments)] // the fields of one smdebug event, as tensor_event
 pub fn append_tensor_event(
@@ -190,7 +192,7 @@ pub fn append_tensor_event(
 /// let mut from_bytes = Vec::new();
 /// append_tensor_event_le(&mut from_bytes, "a", DType::Float32, &[2], &le, 3, 1, 1, 1.6e9, Footer::Magic)?;
 /// assert_eq!(from_bytes, from_value);
-/// # Ok::<(), smdebug_record::Error>(())
+/// # Ok::<(), smdebug_record::RecordError>(())
 /// ```
 #[allow(clippy::too_many_arguments)] // the fields of one smdebug event, as tensor_event
 pub fn append_tensor_event_le(
@@ -205,7 +207,7 @@ pub fn append_tensor_event_le(
     wall_time: f64,
     footer: Footer,
 ) -> Result<RecordInfo> {
-    let unencodable = |reason: String| Error::UnencodableTensor {
+    let unencodable = |reason: String| RecordError::UnencodableTensor {
         at: Default::default(),
         reason,
     };
@@ -323,7 +325,7 @@ fn append_numeric_event(
 
 /// Decodes a record payload as an `Event`.
 pub fn decode_event(payload: &[u8]) -> Result<Event> {
-    Event::decode(payload).map_err(|source| Error::Protobuf {
+    Event::decode(payload).map_err(|source| RecordError::Protobuf {
         at: Default::default(),
         message: "Event",
         source,
@@ -334,7 +336,7 @@ pub fn decode_event(payload: &[u8]) -> Result<Event> {
 ///
 /// Mode and mode step follow Python's `EventFileReader._get_mode_modestep`: GLOBAL and the
 /// global step unless the metadata says otherwise. Fails with
-/// [`Error::UnexpectedEvent`] when the event holds no tensor value.
+/// [`RecordError::UnexpectedEvent`] when the event holds no tensor value.
 pub fn decode_tensor_event(payload: &[u8]) -> Result<TensorEvent> {
     tensor_event_from(&decode_event(payload)?)
 }
@@ -348,10 +350,10 @@ pub fn decode_tensor_event(payload: &[u8]) -> Result<TensorEvent> {
 /// let value = TensorValue::from(ndarray::arr1(&[1.0f32, 2.0]).into_dyn());
 /// let payload = encode_tensor_event("a", &value, 3, 1, 1, 1.6e9)?;
 /// assert_eq!(decode_tensor_event_bytes(payload.into())?.tensor, value);
-/// # Ok::<(), smdebug_record::Error>(())
+/// # Ok::<(), smdebug_record::RecordError>(())
 /// ```
 pub fn decode_tensor_event_bytes(payload: prost::bytes::Bytes) -> Result<TensorEvent> {
-    let event = Event::decode(payload).map_err(|source| Error::Protobuf {
+    let event = Event::decode(payload).map_err(|source| RecordError::Protobuf {
         at: Default::default(),
         message: "Event",
         source,
@@ -382,16 +384,16 @@ pub(crate) fn tensor_event_parts<T>(
 ) -> Result<(T, String, u8, i64)> {
     let summary = match &event.what {
         Some(event::What::Summary(s)) => s,
-        _ => return Err(Error::unexpected_event("event holds no summary")),
+        _ => return Err(RecordError::unexpected_event("event holds no summary")),
     };
     let value = summary
         .value
         .first()
-        .ok_or_else(|| Error::unexpected_event("summary holds no value"))?;
+        .ok_or_else(|| RecordError::unexpected_event("summary holds no value"))?;
     let tensor = match &value.value {
         Some(summary::value::Value::Tensor(t)) => tensor(t)?,
         _ => {
-            return Err(Error::unexpected_event(format!(
+            return Err(RecordError::unexpected_event(format!(
                 "summary value {:?} holds no tensor",
                 value.tag
             )))
@@ -416,7 +418,7 @@ fn parse_int(content: &[u8], what: &str) -> Result<i64> {
         .ok()
         .and_then(|s| s.trim().parse::<i64>().ok())
         .ok_or_else(|| {
-            Error::unexpected_event(format!(
+            RecordError::unexpected_event(format!(
                 "{what} plugin content {:?} is not an integer",
                 String::from_utf8_lossy(content)
             ))

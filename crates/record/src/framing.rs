@@ -2,7 +2,7 @@
 //!
 //! Writers choose the footer ([`Footer`]); readers accept both kinds and verify the real ones.
 use crate::crc::{masked_crc32c, MAGIC_FOOTER};
-use crate::error::{Error, Position, RecordPart, Result};
+use crate::error::{Position, RecordError, RecordPart, Result};
 use std::io::{Read, Write};
 
 /// Bytes of framing around each payload: 8 length + 4 length CRC + 4 footer.
@@ -144,7 +144,7 @@ pub fn encode_record(payload: &[u8], footer: Footer) -> Vec<u8> {
 /// assert_eq!(w.offset(), 23);
 /// let bytes = w.into_inner();
 /// assert_eq!(bytes.len(), 23);
-/// # Ok::<(), smdebug_record::Error>(())
+/// # Ok::<(), smdebug_record::RecordError>(())
 /// ```
 #[derive(Debug)]
 pub struct RecordWriter<W> {
@@ -176,7 +176,7 @@ impl<W: Write> RecordWriter<W> {
         let offset = self.offset;
         let payload_len = payload.len() as u64;
         let (footer_value, crc) = footer_and_crc(payload, self.footer);
-        let io = |source| Error::Io {
+        let io = |source| RecordError::Io {
             at: Position::at(offset),
             source,
         };
@@ -196,7 +196,7 @@ impl<W: Write> RecordWriter<W> {
 
     /// Flushes the underlying writer.
     pub fn flush(&mut self) -> Result<()> {
-        self.inner.flush().map_err(|source| Error::Io {
+        self.inner.flush().map_err(|source| RecordError::Io {
             at: Position::at(self.offset),
             source,
         })
@@ -233,7 +233,7 @@ fn check_footer(payload: &[u8], stored: u32, offset: u64) -> Result<Footer> {
     if stored == computed {
         Ok(Footer::Crc)
     } else {
-        Err(Error::BadDataCrc {
+        Err(RecordError::BadDataCrc {
             at: Position::at(offset),
             expected: stored,
             computed,
@@ -250,7 +250,7 @@ fn check_header(h: &[u8; HEADER_LEN], offset: u64) -> Result<u64> {
     let stored = u32::from_le_bytes(crc_bytes);
     let computed = masked_crc32c(&len_bytes);
     if stored != computed {
-        return Err(Error::BadLengthCrc {
+        return Err(RecordError::BadLengthCrc {
             at: Position::at(offset),
             stored,
             computed,
@@ -264,7 +264,7 @@ fn verify_expected(payload: &[u8], expected: u32, offset: u64) -> Result<()> {
     if computed == expected {
         Ok(())
     } else {
-        Err(Error::BadDataCrc {
+        Err(RecordError::BadDataCrc {
             at: Position::at(offset),
             expected,
             computed,
@@ -345,7 +345,7 @@ impl RecordRef<'_> {
 pub fn parse_record(buf: &[u8], base_offset: u64) -> Result<RecordRef<'_>> {
     let at = || Position::at(base_offset);
     if buf.len() < HEADER_LEN {
-        return Err(Error::Truncated {
+        return Err(RecordError::Truncated {
             at: at(),
             part: RecordPart::Header,
             needed: HEADER_LEN as u64,
@@ -358,7 +358,7 @@ pub fn parse_record(buf: &[u8], base_offset: u64) -> Result<RecordRef<'_>> {
     let rest = &buf[HEADER_LEN..];
     // Compare in u64: `declared` may not fit in usize.
     if declared > rest.len() as u64 {
-        return Err(Error::LengthBeyondInput {
+        return Err(RecordError::LengthBeyondInput {
             at: at(),
             declared,
             available: rest.len() as u64,
@@ -367,7 +367,7 @@ pub fn parse_record(buf: &[u8], base_offset: u64) -> Result<RecordRef<'_>> {
     let payload_len = declared as usize;
     let (payload, after) = rest.split_at(payload_len);
     if after.len() < FOOTER_LEN {
-        return Err(Error::Truncated {
+        return Err(RecordError::Truncated {
             at: at(),
             part: RecordPart::Footer,
             needed: FOOTER_LEN as u64,
@@ -388,7 +388,7 @@ pub fn parse_record(buf: &[u8], base_offset: u64) -> Result<RecordRef<'_>> {
 /// (`start_idx`, `length` = whole record including the 16 framing bytes).
 ///
 /// The range must hold exactly one record: a record that is shorter or longer than `length`
-/// is an error ([`Error::LengthMismatch`] or [`Error::LengthBeyondInput`]).
+/// is an error ([`RecordError::LengthMismatch`] or [`RecordError::LengthBeyondInput`]).
 ///
 /// ```
 /// use smdebug_record::{append_record, decode_record_at, Footer};
@@ -398,7 +398,7 @@ pub fn parse_record(buf: &[u8], base_offset: u64) -> Result<RecordRef<'_>> {
 /// let rec = decode_record_at(&file, info.offset, info.len)?;
 /// assert_eq!(rec.payload, b"second");
 /// rec.verify_payload_crc32c(info.payload_crc32c)?;
-/// # Ok::<(), smdebug_record::Error>(())
+/// # Ok::<(), smdebug_record::RecordError>(())
 /// ```
 pub fn decode_record_at(file: &[u8], start: u64, length: u64) -> Result<RecordRef<'_>> {
     let available = file.len() as u64;
@@ -406,7 +406,7 @@ pub fn decode_record_at(file: &[u8], start: u64, length: u64) -> Result<RecordRe
     match end {
         Some(end) if end <= available => {}
         _ => {
-            return Err(Error::RangeOutOfBounds {
+            return Err(RecordError::RangeOutOfBounds {
                 at: Position::at(start),
                 length,
                 available,
@@ -423,7 +423,7 @@ pub fn decode_record_at(file: &[u8], start: u64, length: u64) -> Result<RecordRe
 pub fn decode_exact_record(bytes: &[u8], base_offset: u64) -> Result<RecordRef<'_>> {
     let rec = parse_record(bytes, base_offset)?;
     if rec.len() != bytes.len() as u64 {
-        return Err(Error::LengthMismatch {
+        return Err(RecordError::LengthMismatch {
             at: Position::at(base_offset),
             expected: bytes.len() as u64,
             actual: rec.len(),
@@ -443,7 +443,7 @@ pub fn decode_exact_record(bytes: &[u8], base_offset: u64) -> Result<RecordRef<'
 /// append_record(&mut file, b"bc", Footer::Crc);
 /// let payloads: Vec<&[u8]> = records(&file).map(|r| r.map(|r| r.payload)).collect::<Result<_, _>>()?;
 /// assert_eq!(payloads, [&b"a"[..], &b"bc"[..]]);
-/// # Ok::<(), smdebug_record::Error>(())
+/// # Ok::<(), smdebug_record::RecordError>(())
 /// ```
 pub fn records(file: &[u8]) -> SliceRecords<'_> {
     SliceRecords {
@@ -487,7 +487,7 @@ impl<'a> Iterator for SliceRecords<'a> {
 ///
 /// Every record's length CRC is verified; a footer may be the smdebug magic constant or the
 /// real payload CRC, which is then verified. The end of the stream exactly between two
-/// records ends the iteration; anywhere else it is an [`Error::Truncated`]. After the first
+/// records ends the iteration; anywhere else it is an [`RecordError::Truncated`]. After the first
 /// error the iterator yields nothing more. The payload is read in bounded chunks, so a huge
 /// length field costs only as much memory as the stream actually delivers.
 ///
@@ -501,7 +501,7 @@ impl<'a> Iterator for SliceRecords<'a> {
 /// let second = reader.next().unwrap()?;
 /// assert_eq!((second.offset, second.footer), (19, Footer::Crc));
 /// assert!(reader.next().is_none());
-/// # Ok::<(), smdebug_record::Error>(())
+/// # Ok::<(), smdebug_record::RecordError>(())
 /// ```
 #[derive(Debug)]
 pub struct RecordReader<R> {
@@ -569,7 +569,7 @@ impl<R: Read> RecordReader<R> {
             return Ok(None);
         }
         if got < HEADER_LEN {
-            return Err(Error::Truncated {
+            return Err(RecordError::Truncated {
                 at: Position::at(offset),
                 part: RecordPart::Header,
                 needed: HEADER_LEN as u64,
@@ -585,7 +585,7 @@ impl<R: Read> RecordReader<R> {
             payload.resize(start + chunk, 0);
             let got = self.fill(&mut payload[start..])?;
             if got < chunk {
-                return Err(Error::Truncated {
+                return Err(RecordError::Truncated {
                     at: Position::at(offset),
                     part: RecordPart::Payload,
                     needed: declared,
@@ -597,7 +597,7 @@ impl<R: Read> RecordReader<R> {
         let mut f = [0u8; FOOTER_LEN];
         let got = self.fill(&mut f)?;
         if got < FOOTER_LEN {
-            return Err(Error::Truncated {
+            return Err(RecordError::Truncated {
                 at: Position::at(offset),
                 part: RecordPart::Footer,
                 needed: FOOTER_LEN as u64,
@@ -621,7 +621,7 @@ impl<R: Read> RecordReader<R> {
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(source) => {
-                    return Err(Error::Io {
+                    return Err(RecordError::Io {
                         at: Position::at(self.offset),
                         source,
                     })
@@ -693,7 +693,7 @@ mod tests {
         let mut r = RecordReader::new(&bytes[..]).with_name("f.tfevents");
         assert!(r.next().unwrap().is_ok());
         let err = r.next().unwrap().unwrap_err();
-        assert!(matches!(err, Error::BadLengthCrc { .. }), "{err}");
+        assert!(matches!(err, RecordError::BadLengthCrc { .. }), "{err}");
         assert_eq!(
             err.location(),
             &Position {
@@ -714,7 +714,7 @@ mod tests {
         let n = bytes.len();
         bytes[n - 1] ^= 0x80;
         let err = parse_record(&bytes, 7).unwrap_err();
-        assert!(matches!(err, Error::BadDataCrc { .. }), "{err}");
+        assert!(matches!(err, RecordError::BadDataCrc { .. }), "{err}");
         assert_eq!(err.location().offset, Some(7));
     }
 
@@ -726,7 +726,7 @@ mod tests {
         let err = r
             .verify_payload_crc32c(masked_crc32c(b"other"))
             .unwrap_err();
-        assert!(matches!(err, Error::BadDataCrc { .. }));
+        assert!(matches!(err, RecordError::BadDataCrc { .. }));
     }
 
     #[test]
@@ -738,7 +738,7 @@ mod tests {
         let err = parse_record(&bytes, 0).unwrap_err();
         assert!(matches!(
             err,
-            Error::LengthBeyondInput {
+            RecordError::LengthBeyondInput {
                 declared,
                 available: 5,
                 ..
@@ -747,7 +747,7 @@ mod tests {
         let err = RecordReader::new(&bytes[..]).next().unwrap().unwrap_err();
         assert!(matches!(
             err,
-            Error::Truncated {
+            RecordError::Truncated {
                 part: RecordPart::Payload,
                 available: 5,
                 ..
@@ -766,16 +766,16 @@ mod tests {
         );
         assert!(matches!(
             decode_record_at(&file, b.offset, b.len + 1),
-            Err(Error::RangeOutOfBounds { .. })
+            Err(RecordError::RangeOutOfBounds { .. })
         ));
         assert!(matches!(
             decode_record_at(&file, u64::MAX, 2),
-            Err(Error::RangeOutOfBounds { .. })
+            Err(RecordError::RangeOutOfBounds { .. })
         ));
         // A range covering two records is not one record.
         assert!(matches!(
             decode_record_at(&file, a.offset, a.len + b.len),
-            Err(Error::LengthMismatch {
+            Err(RecordError::LengthMismatch {
                 expected: 38,
                 actual: 20,
                 ..
@@ -784,14 +784,14 @@ mod tests {
         // A range shorter than the record.
         assert!(matches!(
             decode_record_at(&file, a.offset, a.len - 1),
-            Err(Error::Truncated {
+            Err(RecordError::Truncated {
                 part: RecordPart::Footer,
                 ..
             })
         ));
         assert!(matches!(
             decode_record_at(&file, a.offset, a.len - 5),
-            Err(Error::LengthBeyondInput { .. })
+            Err(RecordError::LengthBeyondInput { .. })
         ));
     }
 

@@ -38,7 +38,7 @@
 //! assert_eq!(event.tag, "fc1.weight");
 //! assert_eq!((event.step, event.mode, event.mode_step), (10, mode_number::TRAIN, 10));
 //! assert_eq!(event.tensor, weights);
-//! # Ok::<(), smdebug_record::Error>(())
+//! # Ok::<(), smdebug_record::RecordError>(())
 //! ```
 //!
 //! # Differences from Python smdebug
@@ -51,16 +51,19 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod crc;
+mod dtype;
 mod encoded;
 mod error;
 mod event;
 mod framing;
 pub mod proto;
 mod tensor;
+mod tensor_proto;
 
 pub use crc::{mask, masked_crc32c, unmask, MAGIC_FOOTER};
+pub use dtype::DType;
 pub use encoded::{decode_tensor_event_encoded, EncodedTensor, EncodedTensorEvent};
-pub use error::{Error, Position, RecordPart, Result};
+pub use error::{Position, RecordError, RecordPart, Result};
 pub use event::{
     append_tensor_event, append_tensor_event_le, decode_event, decode_tensor_event,
     decode_tensor_event_bytes, encode_tensor_event, file_version_event, graph_event,
@@ -72,7 +75,7 @@ pub use framing::{
     parse_record, records, Footer, Record, RecordInfo, RecordReader, RecordRef, RecordWriter,
     SliceRecords, FOOTER_LEN, FRAMING_LEN, HEADER_LEN,
 };
-pub use tensor::{DType, Element, TensorValue};
+pub use tensor::{Element, TensorValue};
 
 /// Re-exported so users name element types without adding the crates themselves.
 pub use half::f16;

@@ -106,7 +106,7 @@ fn invalid_mode_is_rejected_both_ways() {
     let t = TensorValue::from(ndarray::arr1(&[1i32]).into_dyn());
     assert!(matches!(
         tensor_event("t", &t, 0, 5, 0, 0.0),
-        Err(Error::UnexpectedEvent { .. })
+        Err(RecordError::UnexpectedEvent { .. })
     ));
     let mut ev = tensor_event("t", &t, 0, 1, 0, 0.0).unwrap();
     if let Some(proto::event::What::Summary(s)) = &mut ev.what {
@@ -114,7 +114,7 @@ fn invalid_mode_is_rejected_both_ways() {
     }
     assert!(matches!(
         tensor_event_from(&ev),
-        Err(Error::UnexpectedEvent { .. })
+        Err(RecordError::UnexpectedEvent { .. })
     ));
 }
 
@@ -123,16 +123,16 @@ fn non_tensor_events_are_reported() {
     let payload = scalar_event("loss", 0.5, 1, 2.0).encode_to_vec();
     assert!(matches!(
         decode_tensor_event(&payload),
-        Err(Error::UnexpectedEvent { .. })
+        Err(RecordError::UnexpectedEvent { .. })
     ));
     let payload = file_version_event(1.0).encode_to_vec();
     assert!(matches!(
         decode_tensor_event(&payload),
-        Err(Error::UnexpectedEvent { .. })
+        Err(RecordError::UnexpectedEvent { .. })
     ));
     assert!(matches!(
         decode_tensor_event(&[0xFF, 0xFF]),
-        Err(Error::Protobuf { .. })
+        Err(RecordError::Protobuf { .. })
     ));
 }
 
@@ -167,7 +167,7 @@ fn string_tensors_must_be_one_dimensional_to_encode() {
     let t = TensorValue::Str(ArrayD::from_elem(IxDyn(&[]), "x".to_owned()));
     assert!(matches!(
         t.to_proto("t"),
-        Err(Error::UnencodableTensor { .. })
+        Err(RecordError::UnencodableTensor { .. })
     ));
 }
 
@@ -234,7 +234,7 @@ fn python_fallback_fields_are_decoded() {
     };
     assert!(matches!(
         TensorValue::from_proto(&p),
-        Err(Error::MalformedTensor { .. })
+        Err(RecordError::MalformedTensor { .. })
     ));
 }
 
@@ -247,13 +247,13 @@ fn malformed_tensors_are_typed_errors() {
     p.tensor_content.truncate(p.tensor_content.len() - 1);
     assert!(matches!(
         TensorValue::from_proto(&p),
-        Err(Error::MalformedTensor { .. })
+        Err(RecordError::MalformedTensor { .. })
     ));
     let mut p = base.clone();
     p.tensor_shape.as_mut().unwrap().dim[0].size = -1;
     assert!(matches!(
         TensorValue::from_proto(&p),
-        Err(Error::MalformedTensor { .. })
+        Err(RecordError::MalformedTensor { .. })
     ));
     let mut p = base.clone();
     p.tensor_shape.as_mut().unwrap().dim = (0..4)
@@ -264,13 +264,13 @@ fn malformed_tensors_are_typed_errors() {
         .collect();
     assert!(matches!(
         TensorValue::from_proto(&p),
-        Err(Error::MalformedTensor { .. })
+        Err(RecordError::MalformedTensor { .. })
     ));
     for dtype in [14, 20, 21, 101, 999, -3] {
         let mut p = base.clone();
         p.dtype = dtype;
         assert!(
-            matches!(TensorValue::from_proto(&p), Err(Error::UnsupportedDType { dtype: d, .. }) if d == dtype),
+            matches!(TensorValue::from_proto(&p), Err(RecordError::UnsupportedDType { dtype: d, .. }) if d == dtype),
             "dtype {dtype}"
         );
     }
@@ -280,7 +280,7 @@ fn malformed_tensors_are_typed_errors() {
     p.string_val[0] = vec![0xFF];
     assert!(matches!(
         TensorValue::from_proto(&p),
-        Err(Error::MalformedTensor { .. })
+        Err(RecordError::MalformedTensor { .. })
     ));
 }
 
@@ -347,7 +347,10 @@ fn truncated_input_at_every_cut_point_is_an_error() {
         } else {
             assert_eq!(results.len(), complete + 1, "cut {cut}");
             let err = results.last().unwrap().as_ref().unwrap_err();
-            assert!(matches!(err, Error::Truncated { .. }), "cut {cut}: {err}");
+            assert!(
+                matches!(err, RecordError::Truncated { .. }),
+                "cut {cut}: {err}"
+            );
             assert_eq!(err.location().offset, Some(boundaries[complete] as u64));
         }
     }
@@ -522,7 +525,7 @@ fn append_tensor_event_le_refuses_bytes_that_do_not_fit_the_shape() {
         Footer::Magic,
     );
     assert!(
-        matches!(short, Err(Error::UnencodableTensor { .. })),
+        matches!(short, Err(RecordError::UnencodableTensor { .. })),
         "{short:?}"
     );
     let text = append_tensor_event_le(

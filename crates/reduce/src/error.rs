@@ -5,6 +5,7 @@ use crate::{DType, Flavor, ReductionRequest};
 /// Why a requested reduction could not be computed. Each variant mirrors an exception the
 /// original raises in the same situation; [`ReduceError::python_class`] names it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReduceError {
     /// min/max (or the matrix norms' final maximum) of zero elements (numpy `ValueError`).
     #[error("{request}: zero-size array to reduction operation {operation} which has no identity")]

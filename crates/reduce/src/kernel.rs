@@ -9,13 +9,7 @@
 //! interleaved accumulators are exactly what a SIMD unit wants.
 
 use crate::element::{AccFloat, Element};
-
-/// numpy's ufunc buffer size (`NPY_BUFSIZE`), in elements.
-pub(crate) const BUFSIZE: usize = 8192;
-/// numpy's pairwise-summation leaf size (`PW_BLOCKSIZE`).
-pub(crate) const PW_BLOCK: usize = 128;
-/// Accumulator lanes (numpy's unroll factor).
-pub(crate) const LANES: usize = 8;
+use crate::pairwise::{BUFSIZE, LANES, PW_BLOCK};
 
 /// Everything one pass over the data gives.
 #[derive(Debug, Clone, Copy)]

@@ -77,6 +77,7 @@ mod health;
 mod kernel;
 mod linalg;
 mod numpy;
+mod pairwise;
 mod reduction;
 #[cfg(target_arch = "x86_64")]
 mod simd;

@@ -1,8 +1,9 @@
 //! `get_numpy_reduction` semantics.
 
 use crate::element::{float_result_dtype, AccFloat, Element};
-use crate::kernel::{chunked_pairwise, fused, Fused, BUFSIZE};
+use crate::kernel::{chunked_pairwise, fused, Fused};
 use crate::linalg::spectral_norm;
+use crate::pairwise::BUFSIZE;
 use crate::{DType, ReduceError, Reduction, ReductionRequest, Scalar};
 use std::cmp::Ordering;
 

@@ -1,6 +1,6 @@
 //! The fused pass over one full numpy buffer of `f32` with explicit AVX2 instructions.
 //!
-//! numpy's summation tree (see [`crate::kernel`]) sums each leaf of 128 elements in 8
+//! numpy's summation tree (see `kernel.rs`) sums each leaf of 128 elements in 8
 //! interleaved accumulators: exactly one AVX2 register of `f32`. Each leaf's sum is one
 //! chain of 16 dependent additions, so a loop over one leaf at a time waits on the adder's
 //! latency; this kernel walks two leaves side by side (two independent chains) and keeps
@@ -17,7 +17,7 @@
 
 #![allow(unsafe_code)]
 
-use crate::kernel::{BUFSIZE, LANES, PW_BLOCK};
+use crate::pairwise::{BUFSIZE, LANES, PW_BLOCK};
 use std::any::TypeId;
 use std::arch::x86_64::*;
 

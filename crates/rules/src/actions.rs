@@ -8,7 +8,7 @@
 //! key.
 
 use crate::error::{Result, RuleError};
-use crate::rule::Firing;
+use crate::firing::Firing;
 use smdebug_index::RULE_STOP_SIGNAL_ENV;
 use smdebug_storage::{BlockingStore, Bytes};
 use smdebug_trial::Trial;

@@ -1,6 +1,6 @@
 //! The crate's error type.
 
-use crate::rule::Firing;
+use crate::firing::Firing;
 use smdebug_exceptions::AnalysisError;
 use smdebug_trial::TrialError;
 

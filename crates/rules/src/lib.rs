@@ -47,6 +47,7 @@
 pub mod actions;
 pub mod builtin;
 mod error;
+mod firing;
 pub mod params;
 pub mod registry;
 mod rule;
@@ -56,11 +57,12 @@ pub use actions::{
     parse_actions, stop_signal_key, Action, ActionConfig, Message, MessageFormat, StopTraining,
 };
 pub use error::{Result, RuleError};
+pub use firing::Firing;
 pub use registry::{
     build_rule, build_rule_with, builtin_rules, find_rule, RuleConfiguration, RuleSpec,
 };
 pub use rule::{
-    invoke, invoke_rule, invoke_rule_with, Clock, Drive, EndReason, Evaluation, Firing, Poll,
-    Remark, RequiredTensors, Rule, RuleBase, SystemClock,
+    invoke, invoke_rule, invoke_rule_with, Clock, Drive, EndReason, Evaluation, Poll, Remark,
+    RequiredTensors, Rule, RuleBase, SystemClock,
 };
 pub use smdebug_exceptions::AnalysisError;

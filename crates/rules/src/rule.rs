@@ -3,40 +3,13 @@
 
 use crate::actions::Action;
 use crate::error::{Result, RuleError};
+use crate::firing::Firing;
 use smdebug_config::Mode;
 use smdebug_exceptions::AnalysisError;
 use smdebug_trial::{TensorFilter, Trial};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Where and why a rule fired.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Firing {
-    /// The rule's name (its class name in the original: `VanishingGradient`).
-    pub rule: String,
-    /// The global step it fired at.
-    pub step: i64,
-    /// The tensor that met the condition, when one did.
-    pub tensor: Option<String>,
-    /// Why, in words, with the numbers that decided it.
-    pub message: String,
-    /// The base trial's name.
-    pub trial: String,
-}
-
-impl Firing {
-    /// One JSON object: `rule`, `step`, `tensor` (or null), `message`, `trial`.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "rule": self.rule,
-            "step": self.step,
-            "tensor": self.tensor,
-            "message": self.message,
-            "trial": self.trial,
-        })
-    }
-}
 
 /// Something a rule met at a step and set aside instead of judging it: input it cannot
 /// read the way its condition needs (NaN activations are not dead units). A remark is not

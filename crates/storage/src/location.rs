@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use object_store::memory::InMemory;
 
 use crate::error::{Result, StorageError};
-use crate::local::{LocalStorage, LocalSync};
+use crate::local_store::{LocalStorage, LocalSync};
 use crate::object::{ObjectStorage, ObjectStoreOptions};
 use crate::retry::LocalRetry;
 use crate::Storage;

@@ -111,8 +111,8 @@ pub async fn get_ranges_with<S: Storage + ?Sized>(
 
 /// Fails with [`StorageError::InvalidRange`] for the first range with `start > end`.
 ///
-/// `location` is only called for the error: building a store's location string on every
-/// read was a measurable part of a 40 KB local read.
+/// `location` is only called for the error, so a read that succeeds never formats the
+/// store's location string: a small local read would pay for it on every call.
 pub(crate) fn check_ranges(
     location: impl FnOnce() -> String,
     key: &str,

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use crate::error::Result;
-use crate::local::StagedFile;
+use crate::local_write::StagedFile;
 
 /// An object written but not yet visible under its key ([`BlockingStore::stage`]); its
 /// [`BlockingStore::publish`] makes it visible, atomically, as a put would.

@@ -9,6 +9,7 @@ use smdebug_storage::StorageError;
 
 /// What can go wrong reading a recipe, generating its values or writing a trial.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SynthError {
     /// The recipe file could not be read.
     #[error("cannot read recipe {path}: {source}")]
@@ -76,7 +77,7 @@ pub enum SynthError {
     Layout(#[from] LayoutError),
     /// A tensor could not be encoded.
     #[error(transparent)]
-    Record(#[from] smdebug_record::Error),
+    Record(#[from] smdebug_record::RecordError),
     /// The store failed.
     #[error(transparent)]
     Storage(#[from] StorageError),

@@ -35,11 +35,16 @@
 
 mod error;
 mod recipe;
+mod recipe_forms;
+mod recipe_read;
+mod recipe_write;
+mod spec;
 pub mod steps;
 mod values;
 mod write;
 
 pub use error::{Result, SynthError};
-pub use recipe::{Pattern, Phase, Recipe, RecipeNumber, TensorSpec};
+pub use recipe::Recipe;
+pub use spec::{Pattern, Phase, RecipeNumber, TensorSpec};
 pub use values::{f64_to_f16, splitmix64, value_seed, MAX_ELEMENTS};
 pub use write::{write_trial, write_trial_into, EndMarker, WriteOptions};

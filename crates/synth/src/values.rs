@@ -19,7 +19,7 @@ use ndarray::{ArrayD, IxDyn};
 use smdebug_record::{Complex32, Complex64, DType, TensorValue};
 
 use crate::error::{Result, SynthError};
-use crate::recipe::{Pattern, RecipeNumber, TensorSpec};
+use crate::spec::{Pattern, RecipeNumber, TensorSpec};
 
 /// Tensors larger than this many elements are refused: a recipe is a test fixture, and a
 /// typo in a shape must not exhaust memory.

@@ -68,7 +68,7 @@ pub enum TrialError {
     },
     /// A damaged tensor record (the error names the event file and the record's offset).
     #[error("{0}")]
-    Record(#[from] smdebug_record::Error),
+    Record(#[from] smdebug_record::RecordError),
     /// The record at an index entry's range is a valid record but not a tensor record of
     /// the expected name.
     #[error(
