@@ -2,11 +2,11 @@
 //! finding has a plain-language explanation and the command to look further; the report
 //! also says whether the trial's payloads can be verified.
 
+use crate::check::{BadRecord, RecordProblem};
+use crate::error::DiagnoseError;
 use crate::files::TrialFiles;
 use crate::runs::step_runs;
-use crate::check::{BadRecord, RecordProblem};
 use crate::verify::verify_files;
-use crate::error::DiagnoseError;
 use serde::Serialize;
 use smdebug_config::{CollectionManager, Mode};
 use smdebug_index::{classify_key, TrialFile};

@@ -57,8 +57,8 @@ pub enum DiagnoseError {
     /// `seal` refused: some records or index files do not parse, so nothing was written.
     #[error(
         "not sealed: {} record(s) or index file(s) fail to parse; nothing was written:\n  {}",
-        problems.len(),
-        Joined(problems)
+        .problems.len(),
+        Joined(.problems)
     )]
     NotSealed {
         /// Each index file or record that fails, in key order.

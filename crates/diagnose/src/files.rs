@@ -31,12 +31,10 @@ impl TrialFiles {
             path: path.to_owned(),
             source,
         })?;
-        let listed = store
-            .list("", None)
-            .map_err(|source| DiagnoseError::List {
-                path: path.to_owned(),
-                source,
-            })?;
+        let listed = store.list("", None).map_err(|source| DiagnoseError::List {
+            path: path.to_owned(),
+            source,
+        })?;
         let mut files = TrialFiles {
             store,
             index: BTreeMap::new(),

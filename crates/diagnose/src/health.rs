@@ -417,16 +417,12 @@ pub fn health(trial: &Trial, options: &HealthOptions) -> Result<HealthReport, Di
             records_read: scan.records,
         });
     };
-    let (mode, mode_step) = trial
-        .mode_modestep(step)?
-        .unwrap_or((Mode::Global, step));
+    let (mode, mode_step) = trial.mode_modestep(step)?.unwrap_or((Mode::Global, step));
     let culprit = scan.samples[&tensor][&(step, worker.clone())].0.clone();
     let also: Vec<String> = scan
         .samples
         .iter()
-        .filter(|(t, m)| {
-            *t != &tensor && m.iter().any(|((s, _), (x, _))| *s == step && x.is_bad())
-        })
+        .filter(|(t, m)| *t != &tensor && m.iter().any(|((s, _), (x, _))| *s == step && x.is_bad()))
         .map(|(t, _)| t.clone())
         .collect();
     // The timeline: saved steps around the bad one, for the culprit and the tensors that

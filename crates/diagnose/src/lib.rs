@@ -45,15 +45,14 @@ mod runs;
 mod seal;
 mod verify;
 
+pub use check::{check_index, BadRecord, RecordProblem};
 pub use doctor::{
     doctor, DoctorReport, Evidence, Finding, FindingKind, LaggingWorker, PayloadsVerifiable,
 };
 pub use error::{DiagnoseError, SealProblem};
 pub use health::{
-    health, Growth, HealthOptions, HealthReport, NonFinite, Sample, Source, Timeline,
-    TimelineStep,
+    health, Growth, HealthOptions, HealthReport, NonFinite, Sample, Source, Timeline, TimelineStep,
 };
 pub use runs::step_runs;
 pub use seal::{seal, SealOptions, SealReport};
-pub use check::{check_index, BadRecord, RecordProblem};
 pub use verify::{verify, CorruptIndex, VerifyReport};

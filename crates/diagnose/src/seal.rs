@@ -8,10 +8,10 @@
 //! a rename on local disk, a single request on object stores — so a reader sees either the
 //! old or the new file, never a mix.
 
-use crate::error::SealProblem;
-use crate::files::TrialFiles;
 use crate::check::check_index;
 use crate::error::DiagnoseError;
+use crate::error::SealProblem;
+use crate::files::TrialFiles;
 use serde::Serialize;
 use smdebug_storage::Bytes;
 

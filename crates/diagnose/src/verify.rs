@@ -2,8 +2,8 @@
 //! file), and the events files no index file names.
 
 use crate::check::{check_index, BadRecord};
-use crate::files::TrialFiles;
 use crate::error::DiagnoseError;
+use crate::files::TrialFiles;
 use serde::Serialize;
 use std::collections::BTreeSet;
 

@@ -40,7 +40,11 @@ fn a_truncated_events_file_is_named_with_offset_step_and_worker() {
         )
     );
     assert!(matches!(b.problem, RecordProblem::Corrupt { .. }));
-    assert!(f.what.contains(&format!("at byte {}", b.offset)), "{}", f.what);
+    assert!(
+        f.what.contains(&format!("at byte {}", b.offset)),
+        "{}",
+        f.what
+    );
     assert_eq!(verify(s(&t)).unwrap().bad_records, *records);
 }
 
@@ -60,7 +64,12 @@ fn a_flipped_byte_is_a_crc_mismatch() {
         r.bad_records[0].problem,
         RecordProblem::CrcMismatch { .. }
     ));
-    let kinds: Vec<_> = doctor(s(&t)).unwrap().findings.iter().map(|f| f.kind).collect();
+    let kinds: Vec<_> = doctor(s(&t))
+        .unwrap()
+        .findings
+        .iter()
+        .map(|f| f.kind)
+        .collect();
     assert_eq!(kinds, [FindingKind::CrcMismatch]);
 }
 
