@@ -28,9 +28,15 @@ impl From<DiagnoseError> for NativeError {
     }
 }
 
-/// A report as Python dicts and lists (through its JSON text and `json.loads`).
-fn to_py<'py>(py: Python<'py>, report: &impl Serialize) -> PyResult<Bound<'py, PyAny>> {
-    let text = serde_json::to_string(report).map_err(|e| {
+/// Runs `diagnose` without the GIL; its report as Python dicts and lists (through its JSON
+/// text and `json.loads`).
+fn report<'py, R, F>(py: Python<'py>, diagnose: F) -> PyResult<Bound<'py, PyAny>>
+where
+    R: Serialize + Send,
+    F: FnOnce() -> Result<R, DiagnoseError> + Send,
+{
+    let report = run(py, move || -> NativeResult<R> { Ok(diagnose()?) })?;
+    let text = serde_json::to_string(&report).map_err(|e| {
         NativeError::Other("SMDebugRuntimeError", format!("report to JSON: {e}")).into_pyerr(py)
     })?;
     py.import("json")?.getattr("loads")?.call1((text,))
@@ -47,38 +53,28 @@ fn trial_health<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let t = std::sync::Arc::clone(&trial.get().inner);
     let options = HealthOptions { context, growth };
-    let report = run(py, move || -> NativeResult<_> {
-        Ok(smdebug_diagnose::health(&t, &options)?)
-    })?;
-    to_py(py, &report)
+    report(py, move || smdebug_diagnose::health(&t, &options))
 }
 
 /// `smdebug_rs.doctor(path)`: what is wrong with the trial at `path`.
 #[pyfunction]
-fn doctor<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyAny>> {
-    let report = run(py, move || -> NativeResult<_> {
-        Ok(smdebug_diagnose::doctor(&path)?)
-    })?;
-    to_py(py, &report)
+fn doctor(py: Python<'_>, path: String) -> PyResult<Bound<'_, PyAny>> {
+    report(py, move || smdebug_diagnose::doctor(&path))
 }
 
 /// `smdebug_rs.verify(path)`: every record of the trial checked against its events file.
 #[pyfunction]
-fn verify<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyAny>> {
-    let report = run(py, move || -> NativeResult<_> {
-        Ok(smdebug_diagnose::verify(&path)?)
-    })?;
-    to_py(py, &report)
+fn verify(py: Python<'_>, path: String) -> PyResult<Bound<'_, PyAny>> {
+    report(py, move || smdebug_diagnose::verify(&path))
 }
 
 /// `smdebug_rs.seal(path, dry_run=False)`: the payload CRC added to every index entry.
 #[pyfunction]
 #[pyo3(signature = (path, dry_run=false))]
-fn seal<'py>(py: Python<'py>, path: String, dry_run: bool) -> PyResult<Bound<'py, PyAny>> {
-    let report = run(py, move || -> NativeResult<_> {
-        Ok(smdebug_diagnose::seal(&path, &SealOptions { dry_run })?)
-    })?;
-    to_py(py, &report)
+fn seal(py: Python<'_>, path: String, dry_run: bool) -> PyResult<Bound<'_, PyAny>> {
+    report(py, move || {
+        smdebug_diagnose::seal(&path, &SealOptions { dry_run })
+    })
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
