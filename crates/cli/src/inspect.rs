@@ -1,7 +1,7 @@
 //! `smdebug inspect`: a human summary of a trial — steps, modes, workers, collections and
 //! tensors with their dtypes, shapes and sizes.
-use crate::steps::step_runs;
 use anyhow::{Context, Result};
+use smdebug_diagnose::step_runs;
 use smdebug_trial::{Mode, Trial, TrialOptions};
 use std::io::Write;
 use std::time::Duration;

@@ -17,7 +17,6 @@ mod seal;
 mod steps;
 mod synth;
 mod synth_scale;
-mod verify;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};

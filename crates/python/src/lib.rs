@@ -1,6 +1,6 @@
 //! The native half of the Python package `smdebug_rs` (module `smdebug_rs._native`): the
-//! smdebug trial reader, the rule engine and the columnar export of this workspace, bound
-//! with PyO3. The Python half (`python/smdebug_rs/`) gives them smdebug's module layout —
+//! smdebug trial reader, the rule engine, the columnar export and the trial diagnosis
+//! (health, doctor, seal) of this workspace, bound with PyO3. The Python half (`python/smdebug_rs/`) gives them smdebug's module layout —
 //! `smdebug_rs.trials`, `smdebug_rs.rules`, `smdebug_rs.exceptions`, `smdebug_rs.modes` —
 //! so that a script moves over by changing its imports.
 //!
@@ -24,6 +24,7 @@
 
 mod arrow;
 mod config;
+mod diagnose;
 mod errors;
 mod hook;
 mod rules;
@@ -73,5 +74,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     arrow::register(m)?;
     hook::register(m)?;
     config::register(m)?;
+    diagnose::register(m)?;
     Ok(())
 }

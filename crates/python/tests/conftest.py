@@ -43,6 +43,20 @@ PY_BUG_IGNORES = {
 }
 
 
+def smdebug_bin():
+    """The ``smdebug`` binary of the build under test: ``$SMDEBUG_BIN``, else the debug
+    build in ``$CARGO_TARGET_DIR`` or the workspace's ``target/``. Fails when missing."""
+    candidates = [os.environ.get("SMDEBUG_BIN")]
+    if os.environ.get("CARGO_TARGET_DIR"):
+        candidates.append(os.path.join(os.environ["CARGO_TARGET_DIR"], "debug", "smdebug"))
+    candidates.append(os.path.join(ROOT, "target", "debug", "smdebug"))
+    for c in candidates:
+        if c and os.path.isfile(c):
+            return c
+    pytest.fail(f"no smdebug binary (tried {[c for c in candidates if c]}): "
+                "`cargo build -p smdebug-cli` builds it")
+
+
 def run(args, **kwargs):
     """Runs a command; fails the test with its output if it fails."""
     p = subprocess.run(args, capture_output=True, text=True, **kwargs)

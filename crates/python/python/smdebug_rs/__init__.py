@@ -9,6 +9,10 @@ A drop-in for ``smdebug.trials`` and ``smdebug.rules``: change ``smdebug`` to
     trial = create_trial("s3://bucket/run")
     loss = trial.tensor("loss").value(10, mode=modes.TRAIN)   # a numpy array
 
+Diagnosis: ``smdebug_rs.doctor(path)`` and ``smdebug_rs.seal(path)`` return what
+``smdebug doctor --json`` and ``smdebug seal`` report, ``trial.health()`` what
+``smdebug health --json`` prints.
+
 And the writer hook for training loops (``smdebug_rs.Hook``; ``smdebug_rs.xgboost.Hook``
 for ``xgboost.train``), which writes trials smdebug reads as its own.
 """
@@ -18,6 +22,7 @@ from smdebug_rs._native import __version__
 from smdebug_rs.core.collection import Collection, CollectionKeys
 from smdebug_rs.core.reduction_config import ReductionConfig
 from smdebug_rs.core.save_config import SaveConfig, SaveConfigMode
+from smdebug_rs.diagnose import doctor, seal, verify
 from smdebug_rs.hook import Hook, get_collection, get_hook
 from smdebug_rs.modes import ModeKeys
 
@@ -33,4 +38,7 @@ __all__ = [
     "CollectionKeys",
     "get_collection",
     "get_hook",
+    "doctor",
+    "seal",
+    "verify",
 ]

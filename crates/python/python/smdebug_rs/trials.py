@@ -2,7 +2,7 @@
 
 ``create_trial(path)`` opens a trial on local disk or ``s3://bucket/prefix`` and returns a
 :class:`Trial` with smdebug's methods, keywords and defaults; reads run in Rust with the GIL
-released. Beyond the original: ``to_arrow()`` / ``to_pandas()``.
+released. Beyond the original: ``to_arrow()`` / ``to_pandas()`` and ``health()``.
 """
 
 import os
@@ -82,6 +82,14 @@ class Trial(_native.Trial):
     def predictions(self, step, mode=ModeKeys.GLOBAL):
         """Values at ``step`` of the tensors matching ``predictions*``."""
         return self._outputs(step, mode, "predictions*")
+
+    def health(self, context=5, growth=10.0):
+        """The first step, mode, worker and tensor holding a NaN or infinity, as the dict
+        ``smdebug health --json`` prints: ``first_non_finite`` (None when every value is
+        finite), a ``timeline`` of ``context`` saved steps on each side and the tensors
+        whose magnitude first grew by ``growth`` times (``first_grew``). Reads every
+        record of the trial once."""
+        return _native.trial_health(self, context, growth)
 
     def _arrow_tables(self, tables, **selection):
         return _native.export_tables(self, list(tables), **selection)

@@ -1,6 +1,6 @@
 """Type stubs of smdebug_rs.trials."""
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -25,6 +25,7 @@ class Trial(_native.Trial):
         workers: Optional[Sequence[str]] = None,
         values: str = "none",
     ) -> Any: ...
+    def health(self, context: int = 5, growth: float = 10.0) -> Dict[str, Any]: ...
     def to_pandas(
         self, table: str = "tensors", *, types_mapper: Any = ..., **selection: Any
     ) -> Any: ...
