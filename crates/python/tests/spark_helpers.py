@@ -48,6 +48,20 @@ def local_spark(app, master="local[2]"):
     return spark, time.perf_counter() - started
 
 
+def spark_fixture(app):
+    """A module-scoped pytest fixture `spark`: one local session per test file, stopped
+    after its last test (`spark = spark_fixture("test_spark_x")` in the file)."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def spark():
+        session, _ = local_spark(app)
+        yield session
+        session.stop()
+
+    return spark
+
+
 def write_run(out, kind, steps=12, seed=0, layers=("dense1", "dense2")):
     """A finished single-worker trial of `steps` TRAIN steps saved every step, written with
     smdebug_rs.Hook: per layer a weight (`<layer>/weight`, collection weights) and its
@@ -85,11 +99,11 @@ def write_run(out, kind, steps=12, seed=0, layers=("dense1", "dense2")):
     return str(out)
 
 
-def write_fleet(base, n, steps=12):
-    """`n` runs below `base` (`base/<kind>-<i>`), cycling through KINDS; returns
-    {name: path}."""
+def write_fleet(base, n, steps=12, first=0):
+    """`n` runs below `base` (`base/<kind>-<i>`, `i` from `first` on), cycling through
+    KINDS; returns {name: path}."""
     runs = {}
-    for i in range(n):
+    for i in range(first, first + n):
         kind = KINDS[i % len(KINDS)]
         name = f"{kind}-{i:03d}"
         runs[name] = write_run(os.path.join(str(base), name), kind, steps=steps, seed=i)

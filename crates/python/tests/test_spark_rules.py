@@ -6,12 +6,13 @@ prefix."""
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
 os.environ.setdefault("SMDEBUG_LOG_LEVEL", "error")
 
-from spark_helpers import KINDS, cli_verdicts, local_spark, write_fleet  # noqa: E402
+from spark_helpers import KINDS, cli_verdicts, spark_fixture, write_fleet  # noqa: E402
 
 from smdebug_rs import spark as sms  # noqa: E402
 
@@ -28,12 +29,7 @@ FIRES = {"vanishing": "VanishingGradient", "exploding": "ExplodingTensor",
 TIMEOUT = 1
 
 
-@pytest.fixture(scope="module")
-def spark():
-    session, _ = local_spark("test_spark_rules")
-    yield session
-    session.stop()
-
+spark = spark_fixture("test_spark_rules")
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
@@ -41,7 +37,7 @@ def fleet(tmp_path_factory):
     any collections file."""
     base = tmp_path_factory.mktemp("fleet")
     runs = write_fleet(base / "team_a", 4)
-    runs.update(write_fleet(base / "team_b" / "nested", 4))
+    runs.update(write_fleet(base / "team_b" / "nested", 4, first=4))
     broken = base / "team_b" / "broken"
     (broken / "index" / "000000000").mkdir(parents=True)
     return {"base": str(base), "runs": runs, "broken": str(broken)}
@@ -61,27 +57,33 @@ def test_one_row_per_trial_and_rule_with_the_documented_columns(fleet, verdicts)
     assert len(rows) == df.count() == len(trials) * len(RULES)
 
 
+def assert_as_the_cli(rows, path):
+    """The rows of trial `path` say what `smdebug rules PATH --json` says."""
+    code, firings, summary, err = cli_verdicts(path, RULES)
+    assert code in (0, 1), err
+    for spec in RULES:
+        rule = spec.split(":")[0]
+        got = rows[(path, rule)]
+        fired = firings.get(rule, [])
+        assert got["error"] is None, got
+        assert got["fired"] == bool(fired), (path, rule)
+        assert got["firings"] == summary[rule]["firings"] == len(fired), (path, rule)
+        assert got["steps_evaluated"] == summary[rule]["steps_evaluated"], (path, rule)
+        assert got["parameters"] == sms.parse_rule(spec)[1]
+        if fired:
+            first = fired[0]
+            assert (got["step"], got["tensor"], got["message"]) == \
+                (first["step"], first["tensor"], first["message"]), (path, rule)
+            assert (got["mode"], got["mode_step"]) == ("TRAIN", first["step"])
+        else:
+            assert got["step"] is got["message"] is got["mode"] is None
+    assert code == (1 if any(firings.values()) else 0)
+
+
 def test_verdicts_equal_the_cli_for_each_trial(fleet, verdicts):
     _, rows = verdicts
-    for name, path in fleet["runs"].items():
-        code, firings, summary, err = cli_verdicts(path, RULES)
-        assert code in (0, 1), err
-        for spec in RULES:
-            rule = spec.split(":")[0]
-            got = rows[(path, rule)]
-            fired = firings.get(rule, [])
-            assert got["error"] is None, got
-            assert got["fired"] == bool(fired), (name, rule)
-            assert got["firings"] == summary[rule]["firings"] == len(fired), (name, rule)
-            assert got["steps_evaluated"] == summary[rule]["steps_evaluated"], (name, rule)
-            if fired:
-                first = fired[0]
-                assert (got["step"], got["tensor"], got["message"]) == \
-                    (first["step"], first["tensor"], first["message"]), (name, rule)
-                assert (got["mode"], got["mode_step"]) == ("TRAIN", first["step"])
-            else:
-                assert got["step"] is got["message"] is got["mode"] is None
-        assert code == (1 if any(firings.values()) else 0)
+    for path in fleet["runs"].values():
+        assert_as_the_cli(rows, path)
 
 
 def test_the_fleet_has_healthy_and_firing_runs(fleet, verdicts):
@@ -128,6 +130,32 @@ def test_steps_window_matches_the_cli(spark, fleet):
     assert row["firings"] == len(firings[rule]) == 3
     assert row["step"] == firings[rule][0]["step"] == 6
     assert row["steps_evaluated"] == summary[rule]["steps_evaluated"] == 3
+
+
+def test_a_fleet_on_s3_is_discovered_and_judged_as_the_cli_does(spark, fleet):
+    """Trials under an s3:// prefix of the test server: found on the driver with pyarrow,
+    read by the executors with smdebug_rs, both configured by the AWS_* variables."""
+    from pyarrow import fs
+
+    endpoint = os.environ.get("SMDEBUG_TEST_S3_ENDPOINT")
+    bucket = os.environ.get("SMDEBUG_TEST_S3_BUCKET")
+    if not endpoint or not bucket:
+        # As the rest of the suite: a test that needs a service fails without it, never skips.
+        pytest.fail("no S3 test server (SMDEBUG_TEST_S3_ENDPOINT / SMDEBUG_TEST_S3_BUCKET): "
+                    "cargo xtask test starts one; by hand, source `cargo xtask services`")
+    prefix = f"{bucket}/pytest-smdebug-rs-spark/{os.getpid()}-{time.time_ns()}"
+    s3, _ = fs.FileSystem.from_uri(f"s3://{prefix}")
+    names = ("healthy-000", "vanishing-001", "rising-003")
+    for name in names:
+        fs.copy_files(fleet["runs"][name], f"{prefix}/team/{name}", destination_filesystem=s3)
+    urls = sorted(f"s3://{prefix}/team/{name}" for name in names)
+    assert sms.discover_trials(f"s3://{prefix}") == urls
+    df = sms.rule_verdicts(spark, f"s3://{prefix}/", RULES)
+    rows = {(r["trial"], r["rule"]): r.asDict() for r in df.collect()}
+    assert sorted({t for t, _ in rows}) == urls
+    for url in urls:
+        assert_as_the_cli(rows, url)
+    assert rows[(urls[1], "LossNotDecreasing")]["fired"]
 
 
 def test_discover_trials_finds_every_trial_and_nothing_else(fleet):

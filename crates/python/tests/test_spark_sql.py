@@ -12,7 +12,7 @@ import pytest
 
 os.environ.setdefault("SMDEBUG_LOG_LEVEL", "error")
 
-from spark_helpers import local_spark, smdebug_cli, write_fleet  # noqa: E402
+from spark_helpers import smdebug_cli, spark_fixture, write_fleet  # noqa: E402
 
 from smdebug_rs import modes  # noqa: E402
 from smdebug_rs.spark import read_fleet_table  # noqa: E402
@@ -44,12 +44,7 @@ ORDER BY run
 LAYOUTS = ("single", "partitioned")
 
 
-@pytest.fixture(scope="module")
-def spark():
-    session, _ = local_spark("test_spark_sql")
-    yield session
-    session.stop()
-
+spark = spark_fixture("test_spark_sql")
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
