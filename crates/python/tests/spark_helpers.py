@@ -39,6 +39,7 @@ def local_spark(app, master="local[2]"):
     spark = (SparkSession.builder.master(master).appName(app)
              .config("spark.driver.memory", "512m")
              .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.driver.host", "127.0.0.1")
