@@ -101,7 +101,7 @@ def test_a_broken_trial_gives_error_rows_and_the_cli_an_error(fleet, verdicts):
     for spec in RULES:
         row = rows[(fleet["broken"], spec.split(":")[0])]
         assert row["fired"] is None and row["firings"] is None, row
-        assert row["error"] and "MissingCollectionFiles" in row["error"], row
+        assert row["error"] and "collections files" in row["error"], row
     code, _, _, err = cli_verdicts(fleet["broken"], RULES, timeout=TIMEOUT)
     assert code == 2 and "error" in err
 
@@ -161,7 +161,7 @@ def test_a_fleet_on_s3_is_discovered_and_judged_as_the_cli_does(spark, fleet):
 def test_discover_trials_finds_every_trial_and_nothing_else(fleet):
     found = sms.discover_trials(fleet["base"])
     assert found == sorted(list(fleet["runs"].values()) + [fleet["broken"]])
-    one = fleet["runs"]["rising-002"]
+    one = fleet["runs"]["rising-003"]
     assert sms.discover_trials(one) == [one]
     assert sms.is_trial(one) and not sms.is_trial(fleet["base"])
     assert sms.discover_trials(fleet["base"], max_depth=1) == []
