@@ -112,7 +112,7 @@ def test_runs_whose_loss_never_fell_equal_the_trial_api(spark, fleet, layout):
     want = []
     for run, path in sorted(fleet["runs"].items()):
         loss = create_trial(path).tensor("loss")
-        values = [float(loss.value(s)) for s in sorted(loss.steps())]
+        values = [loss.value(s).item() for s in sorted(loss.steps())]
         if all(v >= values[0] for v in values):
             want.append(run)
     assert got == want
