@@ -220,7 +220,9 @@ def rule_verdicts(spark, trials, rules, *, start_step=0, end_step=None,
 
     Each task opens its trial with ``smdebug_rs`` on the executor, so every executor needs
     the package (docs/src/spark.md). A trial that cannot be read or a rule that fails gives
-    rows with ``error`` set instead of failing the job.
+    rows with ``error`` set instead of failing the job. The DataFrame is lazy, as Spark's
+    are: each action evaluates the rules again, so ``cache()`` or write it when it is used
+    more than once.
     """
     specs = [parse_rule(r) for r in rules]
     paths = _trial_paths(trials, max_depth)
