@@ -1,8 +1,9 @@
 //! Installs the Python parts the tests compare against, into virtualenvs outside the repo,
 //! each from lock files in `tests/peer` ([`Venv`]): the real smdebug 1.0.34 with XGBoost
 //! for its hook ([`PEER`]), the same with PyTorch ([`TORCH`]) and with MXNet ([`MXNET`])
-//! for the module hooks, TensorFlow with Keras 3 ([`TF`], without smdebug), and the test
-//! tools ([`TOOLS`]: moto's S3 server, TensorBoard, the dataframe libraries).
+//! for the module hooks, TensorFlow with Keras 3 ([`TF`], without smdebug), PySpark
+//! ([`SPARK`], without smdebug) and the test tools ([`TOOLS`]: moto's S3 server,
+//! TensorBoard, the dataframe libraries).
 //!
 //! The frameworks live in venvs of their own because smdebug imports every framework it
 //! finds whenever it is imported (`smdebug.core.utils` imports `torch.distributed`): with
@@ -72,6 +73,19 @@ pub const TF: Venv = Venv {
     after_install: |_| Ok(()),
 };
 
+/// PySpark 4 with pyarrow and pandas, without smdebug: smdebug_rs.spark's tests, on a local
+/// Spark whose JVM needs Java 17 or newer ([`ensure_java`]). The smoke test runs `java
+/// -version` too, so that a machine without Java gets it on the next run.
+pub const SPARK: Venv = Venv {
+    name: "peer-spark-venv",
+    purpose: "PySpark (smdebug_rs.spark)",
+    reqs: &["spark-requirements.txt"],
+    locked: true,
+    smoke: "import pyspark, pyarrow, pandas, numpy, subprocess; \
+            subprocess.run(['java', '-version'], check=True, capture_output=True)",
+    after_install: ensure_java,
+};
+
 /// moto's S3 server, TensorBoard, DuckDB, pyarrow, polars, pandas, the GCS emulator.
 pub const TOOLS: Venv = Venv {
     name: "tools-venv",
@@ -120,6 +134,44 @@ fn xgboost_dist_shim(python: &Path) -> Result<()> {
     let script = root().join("tests/peer/xgboost_dist_shim.py");
     output(Command::new(python).arg(&script))
         .with_context(|| format!("running {}", script.display()))?;
+    Ok(())
+}
+
+/// Spark runs in a JVM: unless `java -version` works, Debian's `default-jre-headless`
+/// (OpenJDK 17 on bookworm) is installed with apt-get, which needs root.
+fn ensure_java(_: &Path) -> Result<()> {
+    let works = || {
+        Command::new("java")
+            .arg("-version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if works() {
+        return Ok(());
+    }
+    eprintln!("`java -version` fails and PySpark needs Java: apt-get install default-jre-headless");
+    for args in [
+        &["update"][..],
+        &[
+            "install",
+            "-y",
+            "--no-install-recommends",
+            "default-jre-headless",
+        ],
+    ] {
+        output(
+            Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )
+        .context(
+            "PySpark's tests need Java 17 or newer on PATH: installing Debian's \
+             default-jre-headless failed (not root, or not Debian?); install a JRE by hand",
+        )?;
+    }
+    if !works() {
+        bail!("default-jre-headless is installed, but `java -version` still fails");
+    }
     Ok(())
 }
 

@@ -159,12 +159,14 @@ fn summary_line(out: &str) -> Option<&str> {
 }
 
 /// Which venv runs which files of crates/python/tests: a framework's hook tests run where
-/// that framework is installed (by file name prefix), every other file beside the plain
-/// peer (the last row). Each venv gets the development install first.
-pub const SUITES: [(&Venv, &str); 4] = [
+/// that framework is installed, smdebug_rs.spark's where PySpark is (by file name prefix),
+/// every other file beside the plain peer (the last row). Each venv gets the development
+/// install first.
+pub const SUITES: [(&Venv, &str); 5] = [
     (&crate::peer::TORCH, "test_pytorch_"),
     (&crate::peer::MXNET, "test_mxnet_"),
     (&crate::peer::TF, "test_tensorflow_"),
+    (&crate::peer::SPARK, "test_spark_"),
     (&crate::peer::PEER, "test_"),
 ];
 
