@@ -69,6 +69,7 @@ fn main() -> Result<()> {
                 &peer::TORCH,
                 &peer::MXNET,
                 &peer::TF,
+                &peer::SPARK,
                 &peer::TOOLS,
             ] {
                 println!("{}: {}", venv.purpose, venv.ensure()?.display());
