@@ -203,7 +203,8 @@ mod tests {
             prop_assert_eq!(&roots, &trial_roots(reversed.iter().map(String::as_str)));
             prop_assert!(roots.windows(2).all(|w| w[0] < w[1]));
             for r in &roots {
-                prop_assert!(!roots.iter().any(|o| o != r && r.starts_with(&format!("{o}/"))));
+                let inside = roots.iter().any(|o| o != r && r.starts_with(&format!("{o}/")));
+                prop_assert!(!inside, "{} is inside another root", r);
                 let marked = |k: &String| TRIAL_FOLDERS.iter().any(|f| {
                     let head = if r.is_empty() { format!("{f}/") } else { format!("{r}/{f}/") };
                     k.starts_with(&head) && k.len() > head.len()

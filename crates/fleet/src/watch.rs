@@ -313,8 +313,13 @@ impl Watcher {
         // first step next time), so that no more than `jobs` trials are ever open.
         let keep = live.len() <= self.options.jobs.max(1);
         let fatal: Mutex<Option<FleetError>> = Mutex::new(None);
+        let shared = Shared {
+            options: &self.options,
+            log: &self.log,
+            recorded: &self.recorded,
+        };
         let results = map_bounded(live, self.options.jobs, |_, (trial, session)| {
-            let r = self.advance(&trial, session, on_event, &fatal);
+            let r = shared.advance(&trial, session, on_event, &fatal);
             (trial, r)
         });
         if let Some(e) = fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
@@ -412,7 +417,17 @@ impl Watcher {
         }
         Ok(self.summary())
     }
+}
 
+/// What the worker threads of a pass share: the options, the log and the count of
+/// firings recorded (not the sessions, which hold rules that are not `Sync`).
+struct Shared<'a> {
+    options: &'a WatchOptions,
+    log: &'a Mutex<FiringLog>,
+    recorded: &'a AtomicU64,
+}
+
+impl Shared<'_> {
     /// Opens the trial (or takes its session) and evaluates every rule on the steps the
     /// job has completed; to the end when the job has ended.
     fn advance(
@@ -495,7 +510,7 @@ impl Watcher {
         on_event: &(dyn Fn(&WatchEvent<'_>) + Sync),
         fatal: &Mutex<Option<FleetError>>,
     ) {
-        let recorded = lock(&self.log).record(record);
+        let recorded = lock(self.log).record(record);
         match recorded {
             Ok(true) => {
                 self.recorded.fetch_add(1, Ordering::Relaxed);
