@@ -454,7 +454,11 @@ fn single(
         }
     }
     if args.json {
-        writeln!(out, "{}", serde_json::json!({ "summary": summary_json(&summary) }))?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({ "summary": summary_json(&summary) })
+        )?;
     } else {
         writeln!(out, "summary:")?;
         for o in &summary {
@@ -546,7 +550,10 @@ fn fleet(
     let outcomes = runner.run(trials, |t| -> Result<TrialVerdicts> {
         let firings = Mutex::new(Vec::new());
         let collect = |f: &Firing, _first: bool| {
-            firings.lock().unwrap_or_else(|p| p.into_inner()).push(f.clone());
+            firings
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(f.clone());
         };
         let results = evaluate(args, &t.location, specs, options, &collect);
         bar.inc(1);
@@ -566,7 +573,11 @@ fn fleet(
             Err(e) => {
                 eprintln!("warning: trial {name} skipped: {e:#}");
                 if args.json {
-                    writeln!(out, "{}", serde_json::json!({"trial": name, "error": format!("{e:#}")}))?;
+                    writeln!(
+                        out,
+                        "{}",
+                        serde_json::json!({"trial": name, "error": format!("{e:#}")})
+                    )?;
                 }
                 broken.push((name, format!("{e:#}")));
                 continue;
@@ -579,7 +590,11 @@ fn fleet(
                 line["trial"] = name.into();
                 writeln!(out, "{line}")?;
             }
-            writeln!(out, "{}", serde_json::json!({"trial": name, "summary": summary_json(&v.rules)}))?;
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"trial": name, "summary": summary_json(&v.rules)})
+            )?;
             continue;
         }
         for r in &v.rules {
@@ -595,14 +610,25 @@ fn fleet(
                 0 => "did not fire".to_owned(),
                 n => format!("fired {n} time(s)"),
             };
-            rows.push([name.to_owned(), r.label.clone(), verdict, step, mode, message]);
+            rows.push([
+                name.to_owned(),
+                r.label.clone(),
+                verdict,
+                step,
+                mode,
+                message,
+            ]);
         }
     }
     if !args.json {
         write_table(out, &rows)?;
         let with_firing = outcomes
             .iter()
-            .filter(|o| o.result.as_ref().is_ok_and(|v| v.rules.iter().any(|r| r.firings > 0)))
+            .filter(|o| {
+                o.result
+                    .as_ref()
+                    .is_ok_and(|v| v.rules.iter().any(|r| r.firings > 0))
+            })
             .count();
         writeln!(
             out,

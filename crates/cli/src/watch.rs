@@ -128,7 +128,14 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                 serde_json::json!({"event": "ended", "trial": trial, "firings": firings})
                     .to_string()
             }
-            (WatchEvent::Failed { trial, error, broken }, false) => format!(
+            (
+                WatchEvent::Failed {
+                    trial,
+                    error,
+                    broken,
+                },
+                false,
+            ) => format!(
                 "failed {trial}: {error}{}",
                 if *broken {
                     " (given up)"
@@ -136,7 +143,14 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                     " (will try again)"
                 }
             ),
-            (WatchEvent::Failed { trial, error, broken }, true) => serde_json::json!({
+            (
+                WatchEvent::Failed {
+                    trial,
+                    error,
+                    broken,
+                },
+                true,
+            ) => serde_json::json!({
                 "event": "failed", "trial": trial, "error": error, "broken": broken
             })
             .to_string(),

@@ -84,7 +84,13 @@ fn fleet(root: &Path) {
         let out = root.join("presets").join(name);
         write_trial(&recipe, out.to_str().unwrap(), WriteOptions::default()).unwrap();
     }
-    train(&root.join("hook/vanish"), 14, vanishing_from_10, &[], Duration::ZERO);
+    train(
+        &root.join("hook/vanish"),
+        14,
+        vanishing_from_10,
+        &[],
+        Duration::ZERO,
+    );
     train(&root.join("hook/nan"), 6, healthy, &[2, 4], Duration::ZERO);
     train(&root.join("broken"), 4, healthy, &[], Duration::ZERO);
     std::fs::write(
@@ -106,7 +112,12 @@ fn rules_over_a_fleet_judge_each_trial_as_alone() {
         .args(["--json", "-j", "2", "--timeout", "5"])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("trial broken skipped"),
         "{}",
@@ -183,10 +194,19 @@ fn rules_over_a_fleet_judge_each_trial_as_alone() {
         .lines()
         .find(|l| l.starts_with(&vanish) && l.contains("VanishingGradient"))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(row.contains("fired 4 time(s)") && row.contains(" 10 ") && row.contains("TRAIN 10"), "{row}");
+    assert!(
+        row.contains("fired 4 time(s)") && row.contains(" 10 ") && row.contains("TRAIN 10"),
+        "{row}"
+    );
     assert!(text.lines().next().unwrap().starts_with("trial"), "{text}");
-    assert!(text.contains("3 trial(s): 2 with a firing, 1 skipped"), "{text}");
-    assert!(text.contains(&format!("skipped {}", root.join("broken").display())), "{text}");
+    assert!(
+        text.contains("3 trial(s): 2 with a firing, 1 skipped"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("skipped {}", root.join("broken").display())),
+        "{text}"
+    );
 
     // --strict: the broken trial is fatal.
     let o = smdebug()
@@ -246,7 +266,13 @@ fn start_jobs<'s>(
         .map(|(i, (grad, nan_at))| {
             s.spawn(move || {
                 std::thread::sleep(Duration::from_millis(300 * i as u64));
-                train(&root.join(format!("job-{}", i + 1)), steps, grad, nan_at, pause)
+                train(
+                    &root.join(format!("job-{}", i + 1)),
+                    steps,
+                    grad,
+                    nan_at,
+                    pause,
+                )
             })
         })
         .collect()
@@ -260,11 +286,17 @@ fn judged_alone(root: &Path) -> BTreeSet<(String, String, i64)> {
         let trial = std::sync::Arc::new(
             smdebug_trial::create_trial(root.join(&name).to_str().unwrap()).unwrap(),
         );
-        for (label, rule) in [("VanishingGradient", "VanishingGradient"), ("nan", "ExplodingTensor")] {
+        for (label, rule) in [
+            ("VanishingGradient", "VanishingGradient"),
+            ("nan", "ExplodingTensor"),
+        ] {
             let mut r =
                 smdebug_rules::build_rule(rule, &BTreeMap::new(), std::sync::Arc::clone(&trial))
                     .unwrap();
-            for f in smdebug_rules::invoke_rule(r.as_mut(), 0, None, false).unwrap().firings {
+            for f in smdebug_rules::invoke_rule(r.as_mut(), 0, None, false)
+                .unwrap()
+                .firings
+            {
                 out.insert((name.clone(), label.to_owned(), f.step));
             }
         }
@@ -292,7 +324,11 @@ fn firing_log(state: &Path) -> Vec<(String, String, i64)> {
 fn assert_exactly_once(root: &Path, state: &Path, trained: &[i64], steps: i64) {
     let logged = firing_log(state);
     let unique: BTreeSet<_> = logged.iter().cloned().collect();
-    assert_eq!(unique.len(), logged.len(), "a firing logged twice: {logged:?}");
+    assert_eq!(
+        unique.len(),
+        logged.len(),
+        "a firing logged twice: {logged:?}"
+    );
     assert_eq!(unique, judged_alone(root));
     assert!(unique.contains(&("job-2".into(), "VanishingGradient".into(), 10)));
     assert!(unique.contains(&("job-3".into(), "nan".into(), 17)));
@@ -300,7 +336,9 @@ fn assert_exactly_once(root: &Path, state: &Path, trained: &[i64], steps: i64) {
     assert!(root.join("job-2/stop_training.smd").exists());
     for i in [0, 2, 3] {
         assert_eq!(trained[i], steps, "job-{} stopped: {trained:?}", i + 1);
-        assert!(!root.join(format!("job-{}/stop_training.smd", i + 1)).exists());
+        assert!(!root
+            .join(format!("job-{}/stop_training.smd", i + 1))
+            .exists());
     }
 }
 
@@ -321,7 +359,12 @@ fn watch_stops_the_job_that_fires_while_jobs_start() {
         let trained: Vec<i64> = jobs.into_iter().map(|j| j.join().unwrap()).collect();
         (trained, o)
     });
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let lines = json_lines(&o);
     let found = lines.iter().filter(|l| l["event"] == "found").count();
     let ended = lines.iter().filter(|l| l["event"] == "ended").count();
@@ -377,7 +420,9 @@ fn watch_killed_and_restarted_logs_every_firing_exactly_once() {
             let Ok(v) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
-            if let (Some(t), Some(r), Some(s)) = (v["trial"].as_str(), v["rule"].as_str(), v["step"].as_i64()) {
+            if let (Some(t), Some(r), Some(s)) =
+                (v["trial"].as_str(), v["rule"].as_str(), v["step"].as_i64())
+            {
                 printed.push((t.to_owned(), r.to_owned(), s));
             }
         }
@@ -403,10 +448,16 @@ fn watch_killed_and_restarted_logs_every_firing_exactly_once() {
             String::from_utf8_lossy(&o.stderr)
         );
         take_printed(&o);
-        jobs.into_iter().map(|j| j.join().unwrap()).collect::<Vec<i64>>()
+        jobs.into_iter()
+            .map(|j| j.join().unwrap())
+            .collect::<Vec<i64>>()
     });
     // Reports on standard output are at most once, across all runs.
     let unique: BTreeSet<_> = printed.iter().cloned().collect();
-    assert_eq!(unique.len(), printed.len(), "a firing printed twice: {printed:?}");
+    assert_eq!(
+        unique.len(),
+        printed.len(),
+        "a firing printed twice: {printed:?}"
+    );
     assert_exactly_once(&root, &state, &trained, steps);
 }

@@ -64,16 +64,16 @@ pub fn trial_roots<'a>(keys: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for root in roots {
         // Sorted order puts a root right before the roots inside it.
-        let inside = out
-            .last()
-            .is_some_and(|outer| root.strip_prefix(outer.as_str()).is_some_and(|r| r.starts_with('/')));
+        let inside = out.last().is_some_and(|outer| {
+            root.strip_prefix(outer.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+        });
         if !inside {
             out.push(root);
         }
     }
     out
 }
-
 
 /// The trials at or below each of `locations` (local paths or object-store URLs), sorted
 /// by name: a location with an `index/` or `collections/` folder directly inside is one

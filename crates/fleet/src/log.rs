@@ -48,10 +48,7 @@ impl FiringLog {
             .map_err(io)?;
         let mut text = Vec::new();
         file.read_to_end(&mut text).map_err(io)?;
-        let whole = text
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
+        let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         if whole < text.len() {
             file.set_len(whole as u64).map_err(io)?;
             file.sync_data().map_err(io)?;

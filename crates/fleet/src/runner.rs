@@ -23,7 +23,11 @@ where
     let n = items.len();
     let threads = jobs.max(1).min(n);
     if threads <= 1 {
-        return items.into_iter().enumerate().map(|(i, t)| f(i, t)).collect();
+        return items
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| f(i, t))
+            .collect();
     }
     let inputs: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
     let outputs: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
@@ -194,7 +198,10 @@ mod tests {
                 }
             })
             .unwrap_err();
-        assert!(matches!(&err, FleetError::Trial { trial, .. } if trial == "t03"), "{err}");
+        assert!(
+            matches!(&err, FleetError::Trial { trial, .. } if trial == "t03"),
+            "{err}"
+        );
         assert_eq!(ran.load(Ordering::SeqCst), 4);
     }
 }

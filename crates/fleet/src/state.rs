@@ -88,10 +88,11 @@ impl WatchState {
                 })
             }
         };
-        let state: WatchState = serde_json::from_slice(&bytes).map_err(|e| FleetError::Corrupt {
-            path: path.to_owned(),
-            reason: format!("not a watch state: {e}"),
-        })?;
+        let state: WatchState =
+            serde_json::from_slice(&bytes).map_err(|e| FleetError::Corrupt {
+                path: path.to_owned(),
+                reason: format!("not a watch state: {e}"),
+            })?;
         if state.version != STATE_VERSION {
             return Err(FleetError::Corrupt {
                 path: path.to_owned(),

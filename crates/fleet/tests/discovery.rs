@@ -23,7 +23,12 @@ fn fleet(root: &Path) {
         ("workers", "team-b/workers"),
     ] {
         let out = root.join(out);
-        write_trial(&preset(recipe), out.to_str().unwrap(), WriteOptions::default()).unwrap();
+        write_trial(
+            &preset(recipe),
+            out.to_str().unwrap(),
+            WriteOptions::default(),
+        )
+        .unwrap();
     }
     let job = Job {
         steps: 3,
@@ -121,7 +126,9 @@ fn a_corrupt_trial_is_named_and_the_others_read() {
     fleet(dir.path());
     let trials = discover(&[dir.path().to_str().unwrap()]).unwrap();
     let read = |t: &TrialRef| -> Result<usize, smdebug_trial::TrialError> {
-        Ok(smdebug_trial::create_trial(&t.location)?.tensor_names()?.len())
+        Ok(smdebug_trial::create_trial(&t.location)?
+            .tensor_names()?
+            .len())
     };
     let outcomes = Runner::new(2).run(&trials, read).unwrap();
     assert_eq!(outcomes.len(), 4);
@@ -131,7 +138,9 @@ fn a_corrupt_trial_is_named_and_the_others_read() {
         .map(|o| o.trial.name.as_str())
         .collect();
     assert_eq!(failed, ["broken"]);
-    assert!(outcomes[1..].iter().all(|o| o.result.as_ref().unwrap() > &0));
+    assert!(outcomes[1..]
+        .iter()
+        .all(|o| o.result.as_ref().unwrap() > &0));
     let err = Runner::new(2).strict(true).run(&trials, read).unwrap_err();
     assert!(err.to_string().starts_with("trial broken: "), "{err}");
 }

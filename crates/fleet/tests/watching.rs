@@ -42,11 +42,13 @@ fn options(root: &Path, state: &Path) -> WatchOptions {
 fn judged_alone(root: &Path, names: &[&str]) -> BTreeSet<(String, String, i64)> {
     let mut out = BTreeSet::new();
     for name in names {
-        let trial =
-            std::sync::Arc::new(smdebug_trial::create_trial(root.join(name).to_str().unwrap()).unwrap());
+        let trial = std::sync::Arc::new(
+            smdebug_trial::create_trial(root.join(name).to_str().unwrap()).unwrap(),
+        );
         for r in rules() {
             let mut rule =
-                smdebug_rules::build_rule(&r.name, &r.params, std::sync::Arc::clone(&trial)).unwrap();
+                smdebug_rules::build_rule(&r.name, &r.params, std::sync::Arc::clone(&trial))
+                    .unwrap();
             let eval = smdebug_rules::invoke_rule(rule.as_mut(), 0, None, false).unwrap();
             for f in eval.firings {
                 out.insert((name.to_string(), r.label.clone(), f.step));
@@ -58,7 +60,10 @@ fn judged_alone(root: &Path, names: &[&str]) -> BTreeSet<(String, String, i64)> 
 
 fn logged(log: &Path) -> Vec<(String, String, i64)> {
     let (_, records) = FiringLog::open(log).unwrap();
-    records.into_iter().map(|r| (r.trial, r.rule, r.step)).collect()
+    records
+        .into_iter()
+        .map(|r| (r.trial, r.rule, r.step))
+        .collect()
 }
 
 #[test]
@@ -98,12 +103,19 @@ fn watches_jobs_as_they_start_and_stops_the_one_that_fires() {
                 &AtomicBool::new(false),
             )
             .unwrap();
-        assert_eq!((summary.trials, summary.ended, summary.broken), (3, 3, 0), "{summary:?}");
+        assert_eq!(
+            (summary.trials, summary.ended, summary.broken),
+            (3, 3, 0),
+            "{summary:?}"
+        );
         assert_eq!(summary.firings_new, summary.firings_total);
         let events = events.into_inner().unwrap();
         let fired = events.iter().filter(|e| e.starts_with("Fired")).count() as u64;
         assert_eq!(fired, summary.firings_new, "{events:#?}");
-        writers.into_iter().map(|w| w.join().unwrap()).collect::<Vec<i64>>()
+        writers
+            .into_iter()
+            .map(|w| w.join().unwrap())
+            .collect::<Vec<i64>>()
     });
     assert_eq!(written[0], 40);
     assert_eq!(written[2], 40);
@@ -138,7 +150,10 @@ fn watches_jobs_as_they_start_and_stops_the_one_that_fires() {
     // A state made for other rules is refused.
     let mut other = options(&root, &state);
     other.rules.pop();
-    assert!(matches!(Watcher::new(other), Err(FleetError::Corrupt { .. })));
+    assert!(matches!(
+        Watcher::new(other),
+        Err(FleetError::Corrupt { .. })
+    ));
 }
 
 #[test]
@@ -171,10 +186,21 @@ fn a_corrupt_trial_is_given_up_and_the_others_watched() {
     assert_eq!((summary.ended, summary.broken), (1, 1));
     assert_eq!(
         failures.into_inner().unwrap(),
-        [("bad".into(), false), ("bad".into(), false), ("bad".into(), true)]
+        [
+            ("bad".into(), false),
+            ("bad".into(), false),
+            ("bad".into(), true)
+        ]
     );
     let state = &watcher.state().trials["bad"];
-    assert!(state.error.as_deref().unwrap_or("").contains("000000000000_worker_0.json"), "{state:?}");
+    assert!(
+        state
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("000000000000_worker_0.json"),
+        "{state:?}"
+    );
     // The good trial fired from step 5 on (steps 5, 6, 7).
     assert_eq!(summary.firings_total, 3);
 }
