@@ -277,8 +277,8 @@ enum Target {
 fn target(paths: &[String]) -> Result<Target> {
     if let [path] = paths {
         return Ok(match discover(paths) {
-            Ok(mut trials) if trials.len() > 1 => Target::Fleet(trials),
-            Ok(trials) => match trials.pop() {
+            Ok(trials) if trials.len() > 1 => Target::Fleet(trials),
+            Ok(mut trials) => match trials.pop() {
                 Some(t) if t.name != path.trim().trim_end_matches('/') => Target::One(t.location),
                 _ => Target::One(path.clone()),
             },
