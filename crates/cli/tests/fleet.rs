@@ -248,6 +248,9 @@ fn watch(root: &Path, config: &Path, state: &Path) -> Command {
     c
 }
 
+/// A job's gradient magnitude per step and the steps holding a NaN.
+type JobSpec = (fn(i64) -> f32, &'static [i64]);
+
 /// Jobs 1–4 start 300 ms apart; job-2's gradient vanishes at step 10, job-3 has NaNs.
 fn start_jobs<'s>(
     s: &'s std::thread::Scope<'s, '_>,
@@ -255,7 +258,7 @@ fn start_jobs<'s>(
     steps: i64,
     pause: Duration,
 ) -> Vec<std::thread::ScopedJoinHandle<'s, i64>> {
-    let jobs: [(fn(i64) -> f32, &'static [i64]); 4] = [
+    let jobs: [JobSpec; 4] = [
         (healthy, &[]),
         (vanishing_from_10, &[]),
         (healthy, &[3, 17]),
