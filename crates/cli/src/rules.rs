@@ -25,7 +25,7 @@ use smdebug_config::Mode;
 use smdebug_fleet::{discover, Runner, TrialRef};
 use smdebug_rules::{
     build_rule, builtin_rules, invoke_rule_with, EndReason, Firing, Message, MessageFormat, Rule,
-    RuleConfiguration, StopTraining,
+    RuleConfiguration, RuleError, StopTraining,
 };
 use smdebug_trial::{PollPolicy, Trial, TrialOptions};
 use std::collections::BTreeMap;
@@ -349,7 +349,10 @@ fn evaluate(
                 (a, b) => a.or(b),
             };
         }
-        let mut rule = build_rule(name, params, trial)?;
+        let mut rule = build_rule(name, params, trial).map_err(|e| match e {
+            RuleError::Trial(_) | RuleError::Analysis(_) => anyhow::Error::new(e),
+            other => anyhow::Error::new(BadRule(other.to_string())),
+        })?;
         if args.stop_training {
             rule.base_mut()
                 .add_action(Box::new(StopTraining::with_default_key()?));
@@ -526,6 +529,19 @@ fn summary_json(summary: &[Outcome]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// A rule that cannot be built whatever the trial (unknown name or parameter, a bad
+/// value): over a fleet it fails the command rather than every trial.
+#[derive(Debug)]
+struct BadRule(String);
+
+impl std::fmt::Display for BadRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadRule {}
+
 /// What one trial of a fleet gave: per rule its outcome, and every firing in step order.
 struct TrialVerdicts {
     rules: Vec<Outcome>,
@@ -563,6 +579,14 @@ fn fleet(
         Ok(TrialVerdicts { rules, firings })
     })?;
     bar.finish_and_clear();
+    if let Some(e) = outcomes.iter().find_map(|o| {
+        o.result
+            .as_ref()
+            .err()
+            .and_then(|e| e.downcast_ref::<BadRule>())
+    }) {
+        bail!("{e}");
+    }
     let mut fired = false;
     let mut broken: Vec<(&str, String)> = Vec::new();
     let mut rows: Vec<[String; 6]> = Vec::new();

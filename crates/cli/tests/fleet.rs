@@ -218,6 +218,20 @@ fn rules_over_a_fleet_judge_each_trial_as_alone() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("trial broken"));
+
+    // A rule that cannot be built is the command's error, not every trial's.
+    let o = smdebug()
+        .arg("rules")
+        .arg(root.join("hook"))
+        .args(["--rule", "VanishingGradient:treshold=1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("treshold") && !stderr.contains("skipped"),
+        "{stderr}"
+    );
 }
 
 /// The rules the watcher runs: VanishingGradient stops training (SageMaker's action

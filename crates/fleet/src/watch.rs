@@ -546,7 +546,13 @@ impl Shared<'_> {
             let mut rule = match build_rule(&spec.name, &spec.params, Arc::clone(&opened)) {
                 Ok(r) => r,
                 Err(smdebug_rules::RuleError::Trial(e)) => return Err(Opened::Trial(e)),
-                Err(e) => return Err(fatal(e.to_string())),
+                Err(e) => {
+                    // The rule's errors name it already.
+                    let text = e.to_string();
+                    let prefix = format!("rule {}: ", spec.name);
+                    let reason = text.strip_prefix(&prefix).unwrap_or(&text).to_owned();
+                    return Err(fatal(reason));
+                }
             };
             if rule.drive() == Drive::WallClock {
                 return Err(fatal(
