@@ -33,7 +33,7 @@ pub fn write_job(out: &Path, job: &Job) -> i64 {
     cm.set_num_workers(1);
     store
         .put(
-            &smdebug_index_key(),
+            &smdebug_index::collections_file_key("worker_0").unwrap(),
             smdebug_storage::Bytes::from(cm.to_json().into_bytes()),
         )
         .unwrap();
@@ -58,10 +58,6 @@ pub fn write_job(out: &Path, job: &Job) -> i64 {
     }
     write_end_marker(&store).unwrap();
     written
-}
-
-fn smdebug_index_key() -> String {
-    smdebug_index::collections_file_key("worker_0").unwrap()
 }
 
 /// A healthy gradient.
