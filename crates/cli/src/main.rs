@@ -1,5 +1,6 @@
 //! `smdebug`: the command-line tool of smdebug-rs: `demo` (the README's main command),
-//! `dump`, `export`, `inspect`, `rules`, `synth`, `synth-scale` and `roundtrip`.
+//! `dump`, `export`, `inspect`, `rules` (one trial or a fleet), `watch` (the rule service),
+//! `synth`, `synth-scale` and `roundtrip`.
 
 #[cfg(feature = "demo")]
 mod demo;
@@ -17,6 +18,7 @@ mod seal;
 mod steps;
 mod synth;
 mod synth_scale;
+mod watch;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -83,6 +85,11 @@ enum Command {
     Report(report::Args),
     /// Draw one statistic of the tensors a regex matches over steps, as PNG or SVG.
     Plot(plot::Args),
+    /// The rule service: watch every trial under prefixes while the jobs write them, run
+    /// the rules live, take their actions (stop training), record each firing exactly once
+    /// in a firing log and resume from a state file after a restart (exit status 0: no
+    /// firing, 1: a firing, 2: error).
+    Watch(watch::Args),
 }
 
 fn main() -> Result<()> {
@@ -101,5 +108,6 @@ fn main() -> Result<()> {
         Command::Demo(args) => demo::run(&args, &mut std::io::stdout().lock()),
         Command::Report(args) => report::run(&args, &mut std::io::stdout().lock()),
         Command::Plot(args) => plot::run(&args, &mut std::io::stdout().lock()),
+        Command::Watch(args) => watch::main(&args),
     }
 }

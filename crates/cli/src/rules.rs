@@ -1,8 +1,9 @@
-//! `smdebug rules`: evaluates built-in rules over a finished or live trial.
+//! `smdebug rules`: evaluates built-in rules over a finished or live trial, or a fleet.
 //!
 //! ```text
 //! smdebug rules PATH --rule VanishingGradient --rule 'ExplodingTensor:collection_names=gradients,weights,only_nan=True'
 //! smdebug rules PATH --config rules.json --json --stop-training
+//! smdebug rules s3://bucket/jobs/ /data/other-job --rule LossNotDecreasing -j 8
 //! smdebug rules --list
 //! ```
 //!
@@ -13,16 +14,23 @@
 //! training; each firing is printed as it happens (`--json`: one object per line with
 //! `rule`, `step`, `tensor`, `message`, `trial`), then a summary.
 //!
+//! Several paths, or a prefix holding several trials (found by `smdebug_fleet::discover`),
+//! make a fleet: at most `--jobs` trials are evaluated at once, each as it would be alone,
+//! and a verdict table (trial × rule: fired or not, first step, mode, message) follows; a
+//! trial that cannot be read is named and skipped (`--strict`: the command fails).
+//!
 //! Exit status: 0 no rule fired, 1 a rule fired, 2 an error.
 use anyhow::{bail, Context, Result};
+use smdebug_config::Mode;
+use smdebug_fleet::{discover, Runner, TrialRef};
 use smdebug_rules::{
     build_rule, builtin_rules, invoke_rule_with, EndReason, Firing, Message, MessageFormat, Rule,
-    RuleConfiguration, StopTraining,
+    RuleConfiguration, RuleError, StopTraining,
 };
 use smdebug_trial::{PollPolicy, Trial, TrialOptions};
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,8 +38,9 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct Args {
     /// The trial: a local directory, `s3://bucket/prefix` or `memory://name/prefix`.
-    #[arg(required_unless_present = "list")]
-    path: Option<String>,
+    /// Several, or a prefix holding several trials, make a fleet.
+    #[arg(required_unless_present = "list", value_name = "PATH")]
+    paths: Vec<String>,
     /// A rule to evaluate: `Name[:key=value,…]` (repeatable).
     #[arg(long = "rule", short = 'r', value_name = "NAME[:K=V,…]")]
     rules: Vec<String>,
@@ -66,6 +75,13 @@ pub struct Args {
     timeout: u64,
     #[command(flatten)]
     steps: crate::steps::StepArgs,
+    /// Fleets: trials evaluated at once (default: the number of cores).
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<usize>,
+    /// Fleets: a trial that cannot be read fails the command (default: it is named and
+    /// skipped).
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Runs the command and exits with its status (0 none fired, 1 fired, 2 error).
@@ -79,6 +95,31 @@ pub fn main(args: &Args) -> ! {
         }
     };
     std::process::exit(code)
+}
+
+/// A rule to build: its label (configuration name), rule name and parameters.
+pub type RuleSpecArg = (String, String, BTreeMap<String, String>);
+
+/// The rules of `--rule` arguments and a `--config` file, in that order.
+pub fn rule_specs(rules: &[String], config: Option<&Path>) -> Result<Vec<RuleSpecArg>> {
+    let mut specs: Vec<RuleSpecArg> = Vec::new();
+    for r in rules {
+        let (name, params) = parse_rule_arg(r)?;
+        specs.push((name.clone(), name, params));
+    }
+    if let Some(file) = config {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        for c in RuleConfiguration::parse(&text)
+            .with_context(|| format!("rule configuration {}", file.display()))?
+        {
+            specs.push((c.configuration_name, c.rule, c.parameters));
+        }
+    }
+    if specs.is_empty() {
+        bail!("no rule given: use --rule NAME[:key=value,…] or --config FILE (see --list)");
+    }
+    Ok(specs)
 }
 
 /// Parses `Name[:key=value,…]`.
@@ -214,11 +255,43 @@ struct Outcome {
     firings: usize,
     /// First and last step fired at.
     span: Option<(i64, i64)>,
+    /// The first firing and the mode and mode step of its step (for the fleet table).
+    first: Option<(Firing, Option<(Mode, i64)>)>,
     /// What the rule set aside instead of judging (NaN activations, …).
     remarks: Vec<smdebug_rules::Remark>,
     evaluated: u64,
     skipped: u64,
     end: String,
+}
+
+/// What `smdebug rules` runs on.
+enum Target {
+    /// One trial: the output of a single trial.
+    One(String),
+    /// Several trials: a verdict table.
+    Fleet(Vec<TrialRef>),
+}
+
+/// One path that is a trial (or holds exactly one, or none yet: a live job may not have
+/// started) is one trial; otherwise the trials found at and below the paths.
+fn target(paths: &[String]) -> Result<Target> {
+    if let [path] = paths {
+        return Ok(match discover(paths) {
+            Ok(trials) if trials.len() > 1 => Target::Fleet(trials),
+            Ok(mut trials) => match trials.pop() {
+                Some(t) if t.name != path.trim().trim_end_matches('/') => Target::One(t.location),
+                _ => Target::One(path.clone()),
+            },
+            // Opening the trial reports the problem as a single trial always did.
+            Err(_) => Target::One(path.clone()),
+        });
+    }
+    let mut trials = discover(paths)?;
+    match trials.len() {
+        0 => bail!("no trial found at or below {}", paths.join(", ")),
+        1 => Ok(Target::One(trials.remove(0).location)),
+        _ => Ok(Target::Fleet(trials)),
+    }
 }
 
 /// Runs `smdebug rules`; `Ok(true)` when some rule fired.
@@ -227,27 +300,11 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
         list(args, out)?;
         return Ok(false);
     }
-    let Some(path) = args.path.as_deref() else {
+    if args.paths.is_empty() {
         bail!("a trial path is required");
-    };
-    let mut specs: Vec<(String, String, BTreeMap<String, String>)> = Vec::new();
-    for r in &args.rules {
-        let (name, params) = parse_rule_arg(r)?;
-        specs.push((name.clone(), name, params));
     }
-    if let Some(file) = &args.config {
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        for c in RuleConfiguration::parse(&text)
-            .with_context(|| format!("rule configuration {}", file.display()))?
-        {
-            specs.push((c.configuration_name, c.rule, c.parameters));
-        }
-    }
-    if specs.is_empty() {
-        bail!("no rule given: use --rule NAME[:key=value,…] or --config FILE (see --list)");
-    }
-    let mut options = args.steps.apply(TrialOptions {
+    let specs = rule_specs(&args.rules, args.config.as_deref())?;
+    let options = args.steps.apply(TrialOptions {
         poll: PollPolicy {
             initial: Duration::from_millis(1),
             max: Duration::from_millis(args.poll_ms.max(1)),
@@ -255,6 +312,23 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
         collections_timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
         ..TrialOptions::default()
     });
+    match target(&args.paths)? {
+        Target::One(path) => single(args, &path, &specs, &options, out),
+        Target::Fleet(trials) => fleet(args, &trials, &specs, &options, out),
+    }
+}
+
+/// Builds every rule over its own reader of the trial at `path` and runs them concurrently
+/// until `--end-step` or the end of training, calling `print(firing, first_of_its_rule)` as
+/// firings happen. `Err` when a rule cannot be built; each rule's own result otherwise.
+fn evaluate(
+    args: &Args,
+    path: &str,
+    specs: &[RuleSpecArg],
+    options: &TrialOptions,
+    print: &(dyn Fn(&Firing, bool) + Sync),
+) -> Result<Vec<Result<Outcome>>> {
+    let mut options = options.clone();
     // Each rule gets its own reader: rules switch refreshing on and off around their
     // evaluation, which must not interfere between threads.
     let mut rules: Vec<(String, Box<dyn Rule>)> = Vec::new();
@@ -275,45 +349,20 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                 (a, b) => a.or(b),
             };
         }
-        let mut rule = build_rule(&name, &params, trial)?;
+        let mut rule = build_rule(name, params, trial).map_err(|e| match e {
+            RuleError::Trial(_) | RuleError::Analysis(_) => anyhow::Error::new(e),
+            other => anyhow::Error::new(BadRule(other.to_string())),
+        })?;
         if args.stop_training {
             rule.base_mut()
                 .add_action(Box::new(StopTraining::with_default_key()?));
         }
-        rules.push((label, rule));
+        rules.push((label.clone(), rule));
     }
-
-    let format = if args.json {
-        MessageFormat::Json
-    } else {
-        MessageFormat::Text
-    };
-    let out = Mutex::new(out);
-    let rules_count = rules.len();
-    // Rules report firings, not steps: a spinner with the number of firings so far.
-    let bar = crate::progress::spinner(&format!("evaluating {rules_count} rule(s)"), !args.json);
-    let fired_so_far = std::sync::atomic::AtomicUsize::new(0);
-    let print = |f: &Firing, first: bool| {
-        let n = fired_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        bar.set_message(format!("evaluating {rules_count} rule(s), {n} firing(s)"));
-        if !(args.json || args.all_firings || first) {
-            return;
-        }
-        let mut line = Message::line(format, f);
-        if !args.json && !args.all_firings {
-            line.push_str(" (first firing; later ones are counted in the summary)");
-        }
-        let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
-        bar.suspend(|| {
-            let _ = writeln!(o, "{line}");
-            let _ = o.flush();
-        });
-    };
-    let results: Vec<Result<Outcome>> = std::thread::scope(|scope| {
+    Ok(std::thread::scope(|scope| {
         let handles: Vec<_> = rules
             .into_iter()
             .map(|(label, mut rule)| {
-                let print = &print;
                 scope.spawn(move || -> Result<Outcome> {
                     let mut seen = 0usize;
                     let eval =
@@ -324,10 +373,16 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                         .with_context(|| format!("rule {label}"))?;
                     let steps = eval.firings.iter().map(|f| f.step);
                     let span = steps.clone().min().zip(steps.max());
+                    let first = eval.firings.first().map(|f| {
+                        let trial = rule.base().base_trial();
+                        let mode = trial.no_refresh(|t| t.mode_modestep(f.step)).ok().flatten();
+                        (f.clone(), mode)
+                    });
                     Ok(Outcome {
                         label,
                         firings: eval.firings.len(),
                         span,
+                        first,
                         remarks: eval.remarks,
                         evaluated: eval.steps_evaluated,
                         skipped: eval.steps_skipped,
@@ -347,7 +402,44 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("a rule thread panicked")))
             })
             .collect()
-    });
+    }))
+}
+
+/// One trial: firings as they happen, then a summary per rule.
+fn single(
+    args: &Args,
+    path: &str,
+    specs: &[RuleSpecArg],
+    options: &TrialOptions,
+    out: &mut (dyn Write + Send),
+) -> Result<bool> {
+    let format = if args.json {
+        MessageFormat::Json
+    } else {
+        MessageFormat::Text
+    };
+    let out = Mutex::new(out);
+    let rules_count = specs.len();
+    // Rules report firings, not steps: a spinner with the number of firings so far.
+    let bar = crate::progress::spinner(&format!("evaluating {rules_count} rule(s)"), !args.json);
+    let fired_so_far = std::sync::atomic::AtomicUsize::new(0);
+    let print = |f: &Firing, first: bool| {
+        let n = fired_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        bar.set_message(format!("evaluating {rules_count} rule(s), {n} firing(s)"));
+        if !(args.json || args.all_firings || first) {
+            return;
+        }
+        let mut line = Message::line(format, f);
+        if !args.json && !args.all_firings {
+            line.push_str(" (first firing; later ones are counted in the summary)");
+        }
+        let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
+        bar.suspend(|| {
+            let _ = writeln!(o, "{line}");
+            let _ = o.flush();
+        });
+    };
+    let results = evaluate(args, path, specs, options, &print)?;
     bar.finish_and_clear();
     let out = out.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut fired = false;
@@ -365,16 +457,11 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
         }
     }
     if args.json {
-        let items: Vec<serde_json::Value> = summary
-            .iter()
-            .map(|o| {
-                let remarks: Vec<_> = o.remarks.iter().map(|r| r.to_json()).collect();
-                serde_json::json!({"rule": o.label, "firings": o.firings,
-                    "steps_evaluated": o.evaluated, "steps_skipped": o.skipped, "end": o.end,
-                    "remarks": remarks})
-            })
-            .collect();
-        writeln!(out, "{}", serde_json::json!({ "summary": items }))?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({ "summary": summary_json(&summary) })
+        )?;
     } else {
         writeln!(out, "summary:")?;
         for o in &summary {
@@ -429,6 +516,178 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
     Ok(fired)
 }
 
+/// The `summary` array of the JSON output: per rule, its counts, end and remarks.
+fn summary_json(summary: &[Outcome]) -> Vec<serde_json::Value> {
+    summary
+        .iter()
+        .map(|o| {
+            let remarks: Vec<_> = o.remarks.iter().map(|r| r.to_json()).collect();
+            serde_json::json!({"rule": o.label, "firings": o.firings,
+                "steps_evaluated": o.evaluated, "steps_skipped": o.skipped, "end": o.end,
+                "remarks": remarks})
+        })
+        .collect()
+}
+
+/// A rule that cannot be built whatever the trial (unknown name or parameter, a bad
+/// value): over a fleet it fails the command rather than every trial.
+#[derive(Debug)]
+struct BadRule(String);
+
+impl std::fmt::Display for BadRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadRule {}
+
+/// What one trial of a fleet gave: per rule its outcome, and every firing in step order.
+struct TrialVerdicts {
+    rules: Vec<Outcome>,
+    firings: Vec<Firing>,
+}
+
+/// Several trials, at most `--jobs` at once, each evaluated as it would be alone; then a
+/// verdict table (or JSON lines carrying the trial) in trial order.
+fn fleet(
+    args: &Args,
+    trials: &[TrialRef],
+    specs: &[RuleSpecArg],
+    options: &TrialOptions,
+    out: &mut (dyn Write + Send),
+) -> Result<bool> {
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let bar = crate::progress::bar(trials.len() as u64, "trials", !args.json);
+    bar.set_message(format!("{} rule(s)", specs.len()));
+    let runner = Runner::new(jobs).strict(args.strict);
+    let outcomes = runner.run(trials, |t| -> Result<TrialVerdicts> {
+        let firings = Mutex::new(Vec::new());
+        let collect = |f: &Firing, _first: bool| {
+            firings
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(f.clone());
+        };
+        let results = evaluate(args, &t.location, specs, options, &collect);
+        bar.inc(1);
+        let rules = results?.into_iter().collect::<Result<Vec<_>>>()?;
+        let mut firings = firings.into_inner().unwrap_or_else(|p| p.into_inner());
+        firings.sort_by(|a, b| (a.step, &a.rule).cmp(&(b.step, &b.rule)));
+        Ok(TrialVerdicts { rules, firings })
+    })?;
+    bar.finish_and_clear();
+    if let Some(e) = outcomes.iter().find_map(|o| {
+        o.result
+            .as_ref()
+            .err()
+            .and_then(|e| e.downcast_ref::<BadRule>())
+    }) {
+        bail!("{e}");
+    }
+    let mut fired = false;
+    let mut broken: Vec<(&str, String)> = Vec::new();
+    let mut rows: Vec<[String; 6]> = Vec::new();
+    for o in &outcomes {
+        let name = o.trial.name.as_str();
+        let v = match &o.result {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("warning: trial {name} skipped: {e:#}");
+                if args.json {
+                    writeln!(
+                        out,
+                        "{}",
+                        serde_json::json!({"trial": name, "error": format!("{e:#}")})
+                    )?;
+                }
+                broken.push((name, format!("{e:#}")));
+                continue;
+            }
+        };
+        fired |= v.rules.iter().any(|r| r.firings > 0);
+        if args.json {
+            for f in &v.firings {
+                let mut line = f.to_json();
+                line["trial"] = name.into();
+                writeln!(out, "{line}")?;
+            }
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"trial": name, "summary": summary_json(&v.rules)})
+            )?;
+            continue;
+        }
+        for r in &v.rules {
+            let (step, mode, message) = match &r.first {
+                Some((f, m)) => (
+                    f.step.to_string(),
+                    m.map_or("-".to_owned(), |(mode, s)| format!("{} {s}", mode.name())),
+                    f.message.clone(),
+                ),
+                None => ("-".into(), "-".into(), "-".into()),
+            };
+            let verdict = match r.firings {
+                0 => "did not fire".to_owned(),
+                n => format!("fired {n} time(s)"),
+            };
+            rows.push([
+                name.to_owned(),
+                r.label.clone(),
+                verdict,
+                step,
+                mode,
+                message,
+            ]);
+        }
+    }
+    if !args.json {
+        write_table(out, &rows)?;
+        let with_firing = outcomes
+            .iter()
+            .filter(|o| {
+                o.result
+                    .as_ref()
+                    .is_ok_and(|v| v.rules.iter().any(|r| r.firings > 0))
+            })
+            .count();
+        writeln!(
+            out,
+            "{} trial(s): {with_firing} with a firing, {} skipped",
+            outcomes.len(),
+            broken.len()
+        )?;
+        for (name, e) in &broken {
+            writeln!(out, "  skipped {name}: {e}")?;
+        }
+    }
+    Ok(fired)
+}
+
+/// The verdict table: a header and one row per trial and rule, columns padded (the
+/// message last, unpadded).
+fn write_table(out: &mut dyn Write, rows: &[[String; 6]]) -> Result<()> {
+    let header = ["trial", "rule", "verdict", "first step", "mode", "message"].map(String::from);
+    let mut widths = [0usize; 5];
+    for row in std::iter::once(&header).chain(rows) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(rows) {
+        let mut line = String::new();
+        for (w, cell) in widths.iter().zip(row) {
+            line.push_str(&format!("{cell:<w$}  "));
+        }
+        line.push_str(&row[5]);
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -451,7 +710,7 @@ mod tests {
 
     fn args(path: &str, rules: &[&str], json: bool) -> Args {
         Args {
-            path: Some(path.to_owned()),
+            paths: vec![path.to_owned()],
             rules: rules.iter().map(|s| s.to_string()).collect(),
             config: None,
             list: false,
@@ -463,6 +722,8 @@ mod tests {
             poll_ms: 5,
             timeout: 10,
             steps: Default::default(),
+            jobs: None,
+            strict: false,
         }
     }
 

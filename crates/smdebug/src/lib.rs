@@ -17,6 +17,7 @@
 //! | [`rules`] | smdebug-rules | the rule engine and the 20 built-in rules |
 //! | [`dump`] | smdebug-dump | the `smdebug-trial-dump/v1` JSON document of a trial |
 //! | [`diagnose`] | smdebug-diagnose | health, doctor, verify and seal: typed reports of what is wrong with a trial |
+//! | [`fleet`] | smdebug-fleet | many trials: discovery under a prefix, a bounded runner, the `watch` rule service |
 //! | `export` (feature `export`) | smdebug-export | a trial as Parquet / Arrow IPC / CSV tables |
 //! | `report` (feature `report`) | smdebug-report | one self-contained HTML report of a trial; plots |
 //! | `candle` (feature `candle`) | smdebug-candle | saving a candle model's tensors |
@@ -57,6 +58,7 @@
 
 pub use smdebug_config as config;
 pub use smdebug_diagnose as diagnose;
+pub use smdebug_fleet as fleet;
 pub use smdebug_dump as dump;
 pub use smdebug_exceptions as exceptions;
 pub use smdebug_hook as hook;

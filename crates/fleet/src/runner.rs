@@ -1,0 +1,207 @@
+//! Running one piece of work per trial, a bounded number at a time.
+
+use crate::discover::TrialRef;
+use crate::error::{FleetError, Result};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Calls `f(i, item)` for every item on at most `jobs` scoped threads (at least one) and
+/// returns the results in item order. At most `jobs` items are in progress at any time, so
+/// what each call holds (an open trial, its index and cache) is bounded by `jobs`, not by
+/// the number of items. One job (or one item) runs on the calling thread.
+///
+/// ```
+/// let squares = smdebug_fleet::map_bounded((1..=5).collect(), 2, |_, x: u64| x * x);
+/// assert_eq!(squares, [1, 4, 9, 16, 25]);
+/// ```
+pub fn map_bounded<T, R, F>(items: Vec<T>, jobs: usize, f: F) -> Vec<R>
+where
+    T: Send,
+    R: Send,
+    F: Fn(usize, T) -> R + Sync,
+{
+    let n = items.len();
+    let threads = jobs.max(1).min(n);
+    if threads <= 1 {
+        return items
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| f(i, t))
+            .collect();
+    }
+    let inputs: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
+    let outputs: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(slot) = inputs.get(i) else { break };
+                let item = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some(item) = item {
+                    let r = f(i, item);
+                    *outputs[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    outputs
+        .into_iter()
+        .filter_map(|o| o.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .collect()
+}
+
+/// What one trial's work gave.
+#[derive(Debug)]
+pub struct TrialOutcome<R, E> {
+    /// The trial.
+    pub trial: TrialRef,
+    /// Its result; a failed trial does not stop the others (unless the run is strict).
+    pub result: std::result::Result<R, E>,
+}
+
+/// Runs a closure per trial of a fleet, in parallel with at most `jobs` trials in progress
+/// at once (memory stays bounded whatever the fleet size), results in trial order.
+///
+/// A trial's error is reported by name in its [`TrialOutcome`] and the others go on; a
+/// strict runner stops starting trials after the first error and returns it as
+/// [`FleetError::Trial`] (the first failed trial in trial order among those that ran).
+///
+/// ```
+/// use smdebug_fleet::{Runner, TrialRef};
+/// let trials: Vec<TrialRef> = ["a", "b", "c"]
+///     .map(|n| TrialRef { name: n.into(), location: format!("/data/{n}") })
+///     .to_vec();
+/// let work = |t: &TrialRef| if t.name == "b" { Err("corrupt") } else { Ok(t.name.len()) };
+/// let outcomes = Runner::new(2).run(&trials, work)?;
+/// assert_eq!(outcomes[1].trial.name, "b");
+/// assert_eq!(outcomes[1].result, Err("corrupt"));
+/// assert_eq!(outcomes[2].result, Ok(1));
+/// let err = Runner::new(2).strict(true).run(&trials, work).unwrap_err();
+/// assert_eq!(err.to_string(), "trial b: corrupt");
+/// # Ok::<(), smdebug_fleet::FleetError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Runner {
+    jobs: usize,
+    strict: bool,
+}
+
+impl Runner {
+    /// A runner with at most `jobs` trials in progress (0 counts as 1), not strict.
+    pub fn new(jobs: usize) -> Self {
+        Runner {
+            jobs: jobs.max(1),
+            strict: false,
+        }
+    }
+
+    /// Whether a trial's error ends the run.
+    pub fn strict(self, strict: bool) -> Self {
+        Runner { strict, ..self }
+    }
+
+    /// The bound on trials in progress.
+    pub fn jobs(&self) -> usize {
+        self.jobs
+    }
+
+    /// Whether the runner is strict.
+    pub fn is_strict(&self) -> bool {
+        self.strict
+    }
+
+    /// Calls `work` once per trial (see the type's docs). Without `strict`, every trial
+    /// runs and the outcomes come back in trial order.
+    pub fn run<R, E, F>(&self, trials: &[TrialRef], work: F) -> Result<Vec<TrialOutcome<R, E>>>
+    where
+        R: Send,
+        E: Into<Box<dyn std::error::Error + Send + Sync + 'static>> + Send,
+        F: Fn(&TrialRef) -> std::result::Result<R, E> + Sync,
+    {
+        let failed = AtomicBool::new(false);
+        let results = map_bounded(trials.iter().collect(), self.jobs, |_, trial| {
+            if self.strict && failed.load(Ordering::Relaxed) {
+                return None;
+            }
+            let result = work(trial);
+            if result.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            Some(TrialOutcome {
+                trial: trial.clone(),
+                result,
+            })
+        });
+        let mut outcomes = Vec::with_capacity(results.len());
+        for outcome in results.into_iter().flatten() {
+            match outcome.result {
+                Err(e) if self.strict => {
+                    return Err(FleetError::Trial {
+                        trial: outcome.trial.name,
+                        source: e.into(),
+                    })
+                }
+                _ => outcomes.push(outcome),
+            }
+        }
+        Ok(outcomes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::atomic::AtomicIsize;
+
+    proptest! {
+        /// Results come back in item order, every item runs once, and no more than `jobs`
+        /// run at the same time.
+        #[test]
+        fn ordered_complete_and_bounded(n in 0usize..40, jobs in 0usize..6) {
+            let running = AtomicIsize::new(0);
+            let peak = AtomicIsize::new(0);
+            let calls = AtomicUsize::new(0);
+            let out = map_bounded((0..n).collect(), jobs, |i, x: usize| {
+                assert_eq!(i, x);
+                calls.fetch_add(1, Ordering::SeqCst);
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                running.fetch_sub(1, Ordering::SeqCst);
+                x * 3
+            });
+            prop_assert_eq!(out, (0..n).map(|x| x * 3).collect::<Vec<_>>());
+            prop_assert_eq!(calls.load(Ordering::SeqCst), n);
+            prop_assert!(peak.load(Ordering::SeqCst) <= jobs.max(1) as isize);
+        }
+    }
+
+    #[test]
+    fn strict_stops_starting_trials() {
+        let trials: Vec<TrialRef> = (0..50)
+            .map(|i| TrialRef {
+                name: format!("t{i:02}"),
+                location: String::new(),
+            })
+            .collect();
+        let ran = AtomicUsize::new(0);
+        let err = Runner::new(1)
+            .strict(true)
+            .run(&trials, |t| {
+                ran.fetch_add(1, Ordering::SeqCst);
+                if t.name == "t03" {
+                    Err("broken")
+                } else {
+                    Ok(())
+                }
+            })
+            .unwrap_err();
+        assert!(
+            matches!(&err, FleetError::Trial { trial, .. } if trial == "t03"),
+            "{err}"
+        );
+        assert_eq!(ran.load(Ordering::SeqCst), 4);
+    }
+}
