@@ -58,9 +58,9 @@
 
 pub use smdebug_config as config;
 pub use smdebug_diagnose as diagnose;
-pub use smdebug_fleet as fleet;
 pub use smdebug_dump as dump;
 pub use smdebug_exceptions as exceptions;
+pub use smdebug_fleet as fleet;
 pub use smdebug_hook as hook;
 pub use smdebug_index as index;
 pub use smdebug_record as record;
