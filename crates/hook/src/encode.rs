@@ -56,7 +56,7 @@ impl StepFile {
         name: String,
         (mode, mode_step): (Mode, i64),
         event_key: Option<String>,
-        encode: impl FnOnce(&mut Vec<u8>, &str) -> Result<RecordInfo, smdebug_record::Error>,
+        encode: impl FnOnce(&mut Vec<u8>, &str) -> Result<RecordInfo, smdebug_record::RecordError>,
     ) -> Result<(), WriterError> {
         let info = encode(&mut self.events, &name).map_err(|source| WriterError::Encode {
             name: name.clone(),
