@@ -68,6 +68,7 @@ use thiserror::Error;
 
 /// An error of the burn adapter, naming the tensor it happened on.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum BurnError {
     /// burn could not hand out a tensor's values.
     #[error("burn could not read tensor {name:?}: {message}")]

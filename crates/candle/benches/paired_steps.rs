@@ -3,13 +3,12 @@
 //! last N = 10 steps of every collection, and with reductions of every collection saved at
 //! every step. Three comparisons and their goals: interval 500 against no hook (≤ 1 %
 //! slower), reductions every step against no hook (≤ 5 %), the recorder against interval 500
-//! (issue 18: ≤ 5 %).
+//! (≤ 5 %).
 //!
 //! Why turns: criterion runs `overhead`'s benches one after the other, seconds apart, and on
-//! a 2-core VM the fastest sample of the same bench of the same code moved from 1.02 to
-//! 1.29 ms between runs (candle's two-thread barrier pool and whatever else the machine
-//! runs decide how often a step waits for a descheduled thread). That spread is larger than
-//! the 1–5 % being measured. Here the four networks advance together: each round times one
+//! a 2-core VM the fastest sample of the same bench of the same code moves between runs by
+//! far more than the few per cent being measured (candle's two-thread barrier pool and
+//! whatever else the machine runs decide how often a step waits for a descheduled thread). Here the four networks advance together: each round times one
 //! block of [`BLOCK`] steps of each, in an order reversed every other round, so that a slow
 //! spell of the machine falls on all of them. The two networks of each comparison are
 //! neighbours in both orders. A round's ratio is the block time of the comparison's

@@ -4,6 +4,7 @@ use thiserror::Error;
 
 /// An error of the candle adapter, naming the tensor it happened on.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum CandleError {
     /// candle failed to read a tensor (device download, dtype cast, layout).
     #[error("candle could not read tensor {name:?}: {source}")]

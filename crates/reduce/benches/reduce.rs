@@ -12,7 +12,7 @@
 //!   statistics (`reduce`): what the writer computes for a collection without a health
 //!   summary.
 //! * `reduce/health_f32_64Mi`: the same requests plus the health summary
-//!   (`reduce_with_health`, no histogram): the issue asks for ≤ 10 % over
+//!   (`reduce_with_health`, no histogram): the goal is ≤ 10 % over
 //!   `reductions_only_f32_64Mi`. `reduce/health_hist_f32_64Mi`: with the exponent histogram.
 //! * `reduce/finite_stats_f32_10Ki`, `reduce/finite_stats_le_f32_10Ki`: the statistics of
 //!   one 100 × 100 float32 tensor, decoded and from its little-endian bytes (unaligned).

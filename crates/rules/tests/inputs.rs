@@ -39,8 +39,8 @@ fn run(name: &str, p: &[(&str, &str)], trial: Arc<smdebug_trial::Trial>) -> Eval
 
 #[test]
 fn binary_probabilities_are_thresholded_not_truncated() {
-    // The binary:logistic case of issue 20: truncating 0.95 to class 0 made both rules fire
-    // on a good model.
+    // binary:logistic predictions are probabilities: truncating 0.95 to class 0 would make
+    // both rules fire on a good model.
     let samples = [("samples", "100")];
     assert_eq!(
         messages("ClassImbalance", &samples, binary_trial(200, true)),

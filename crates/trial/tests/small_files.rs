@@ -1,5 +1,5 @@
 //! Small events files on local disk are read whole on their second miss and decoded in one
-//! pass (issue 17: pay per file, not per record). What must hold: every value equals the
+//! pass, so that a reader pays per file, not per record. What must hold: every value equals the
 //! one a record-by-record read gives; the rest of a file is served without reading it
 //! again; a damaged record still fails on its own, with its own error, while the other
 //! records of its file read back right.

@@ -3,12 +3,17 @@
 (``USE_SMDEBUG``, ``SMDEBUG_CONFIG_FILE_PATH``) and making a hook from the JSON
 configuration without ever raising."""
 
+import importlib
 import os
 
 from smdebug_rs.core.logger import get_logger
 
 __all__ = ["DEFAULT_CONFIG_FILE_PATH", "CONFIG_FILE_PATH_ENV", "use_smdebug",
-           "json_config_path", "create_from_json", "HookSlot"]
+           "json_config_path", "create_from_json", "HookSlot", "SINGLETON_API"]
+
+#: What every framework's ``singleton_utils`` exports.
+SINGLETON_API = ["get_hook", "get_collection", "set_hook", "del_hook", "use_smdebug",
+                 "json_config_path"]
 
 DEFAULT_CONFIG_FILE_PATH = "/opt/ml/input/config/debughookconfig.json"
 CONFIG_FILE_PATH_ENV = "SMDEBUG_CONFIG_FILE_PATH"
@@ -53,14 +58,18 @@ def create_from_json(hook_class, json_file_path, label):
 
 class HookSlot:
     """The one hook of a framework in this process, behind its ``singleton_utils``
-    functions (:meth:`functions`). ``hook_class`` is called for the framework's ``Hook``
-    class only when one is made from the JSON configuration (the hook's module imports its
-    singleton, so the class cannot be imported here first)."""
+    functions (:meth:`functions`). ``hook_class`` names the framework's hook class as
+    ``"module:Class"``; it is imported only when a hook is made from the JSON configuration
+    (the hook's module imports its singleton, so the class cannot be imported here first)."""
 
     def __init__(self, label, hook_class):
         self.label = label
         self.hook = None
-        self._hook_class = hook_class
+        self._hook_class_path = hook_class
+
+    def _hook_class(self):
+        module, name = self._hook_class_path.split(":")
+        return getattr(importlib.import_module(module), name)
 
     def functions(self, create_by_default):
         """``(set_hook, del_hook, get_hook, get_collection)`` of the framework's module;

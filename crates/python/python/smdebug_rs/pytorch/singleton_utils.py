@@ -4,21 +4,13 @@ SageMaker jobs use (``SMDEBUG_CONFIG_FILE_PATH``, ``USE_SMDEBUG``)."""
 from smdebug_rs.core.singleton import (  # noqa: F401 (re-exported)
     CONFIG_FILE_PATH_ENV,
     DEFAULT_CONFIG_FILE_PATH,
+    SINGLETON_API,
     HookSlot,
     json_config_path,
     use_smdebug,
 )
 
-__all__ = ["get_hook", "get_collection", "set_hook", "del_hook", "use_smdebug",
-           "json_config_path"]
+__all__ = list(SINGLETON_API)
 
-
-def _hook_class():
-    from smdebug_rs.pytorch.hook import Hook
-
-    return Hook
-
-
-_slot = HookSlot("smdebug_rs.pytorch", _hook_class)
-set_hook, del_hook, get_hook, get_collection = _slot.functions(
-    create_by_default=False)
+_slot = HookSlot("smdebug_rs.pytorch", "smdebug_rs.pytorch.hook:Hook")
+set_hook, del_hook, get_hook, get_collection = _slot.functions(create_by_default=False)

@@ -11,28 +11,14 @@ TensorFlow 2 with Keras 3, writing through the Rust hook. See
 ``SessionHook`` and ``EstimatorHook`` (TF1 sessions and estimators) are not provided.
 """
 
-from smdebug_rs import modes
-from smdebug_rs.core.reduction_config import ReductionConfig
-from smdebug_rs.core.save_config import SaveConfig, SaveConfigMode
+from smdebug_rs.core import framework_api as _api
+from smdebug_rs.core.framework_api import *  # noqa: F401,F403 (the common names, _api.__all__)
 from smdebug_rs.tensorflow.collection import Collection, CollectionKeys
 from smdebug_rs.tensorflow.keras import KerasHook
 from smdebug_rs.tensorflow.singleton_utils import del_hook, get_collection, get_hook, set_hook
 from smdebug_rs.trials import create_trial as _create_trial
 
-__all__ = [
-    "KerasHook",
-    "SaveConfig",
-    "SaveConfigMode",
-    "ReductionConfig",
-    "Collection",
-    "CollectionKeys",
-    "modes",
-    "create_trial",
-    "get_hook",
-    "set_hook",
-    "del_hook",
-    "get_collection",
-]
+__all__ = ["KerasHook"] + _api.__all__ + _api.FRAMEWORK_API
 
 
 def create_trial(path=None, name=None, *, out_dir=None, **kwargs):

@@ -6,22 +6,15 @@ from smdebug_rs.core.logger import get_logger
 from smdebug_rs.core.singleton import (  # noqa: F401 (re-exported)
     CONFIG_FILE_PATH_ENV,
     DEFAULT_CONFIG_FILE_PATH,
+    SINGLETON_API,
     HookSlot,
     json_config_path,
     use_smdebug,
 )
 
-__all__ = ["get_hook", "get_collection", "set_hook", "del_hook", "use_smdebug",
-           "json_config_path"]
+__all__ = list(SINGLETON_API)
 
-
-def _hook_class():
-    from smdebug_rs.tensorflow.keras import KerasHook
-
-    return KerasHook
-
-
-_slot = HookSlot("smdebug_rs.tensorflow", _hook_class)
+_slot = HookSlot("smdebug_rs.tensorflow", "smdebug_rs.tensorflow.keras:KerasHook")
 set_hook, del_hook, _get_keras_hook, get_collection = _slot.functions(create_by_default=False)
 
 
