@@ -113,9 +113,11 @@ fn json_commands_over_a_fleet_carry_the_trial() {
         let mut args = vec![command, jobs_s, "--json", "--timeout", "1"];
         match command {
             "doctor" => args.truncate(3),
-            "dump" => args.remove(2),
-            _ => "",
-        };
+            "dump" => {
+                args.remove(2);
+            }
+            _ => {}
+        }
         let o = smdebug(&args);
         let lines: Vec<Value> = stdout(&o)
             .lines()
