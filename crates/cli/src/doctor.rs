@@ -1,9 +1,12 @@
 //! `smdebug doctor TRIAL`: diagnoses the problems smdebug users hit and cannot read from
 //! its exceptions (`smdebug_diagnose::doctor`). Each finding has a plain-language
 //! explanation and the command to look further; the report also says whether the trial's
-//! payloads can be verified.
+//! payloads can be verified. Several trials, or a prefix holding several, give one section
+//! per trial (`--json`: one object per line carrying `"trial"`; `crate::fleet`).
 //!
-//! Exit status: 0 nothing found, 1 a problem found, 2 the doctor itself failed.
+//! Exit status: 0 nothing found, 1 a problem found (in some trial), 2 the doctor itself
+//! failed (with `--strict`, on some trial).
+use crate::fleet::Target;
 use anyhow::Result;
 use serde_json::{json, Value};
 use smdebug_diagnose::DoctorReport;
@@ -13,10 +16,14 @@ use std::io::Write;
 #[derive(clap::Args)]
 pub struct Args {
     /// The trial: a local directory, `s3://bucket/prefix` or `memory://name/prefix`.
-    path: String,
+    /// Several, or a prefix holding several trials, make a fleet.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<String>,
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    fleet: crate::fleet::FleetArgs,
 }
 
 /// The `--json` document: the report without the findings' evidence.
@@ -30,13 +37,31 @@ fn to_json(d: &DoctorReport) -> Value {
     })
 }
 
-/// Runs the command; `Ok(true)` when something was found.
+/// Runs the command; `Ok(true)` when something was found (in some trial).
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
-    let d = smdebug_diagnose::doctor(&args.path)?;
+    match crate::fleet::target(&args.paths)? {
+        Target::One(path) => one(args, &path, out),
+        Target::Fleet(trials) => {
+            crate::fleet::sections(&trials, &args.fleet, args.json, out, |t, section| {
+                if args.json {
+                    let d = smdebug_diagnose::doctor(&t.location)?;
+                    writeln!(section, "{}", crate::fleet::json_line(&t.name, to_json(&d)))?;
+                    Ok(!d.findings.is_empty())
+                } else {
+                    one(args, &t.location, section)
+                }
+            })
+        }
+    }
+}
+
+/// The doctor's report of the trial at `path`, as a single trial prints it.
+fn one(args: &Args, path: &str, out: &mut dyn Write) -> Result<bool> {
+    let d = smdebug_diagnose::doctor(path)?;
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&d))?)?;
     } else {
-        writeln!(out, "trial {}", args.path)?;
+        writeln!(out, "trial {path}")?;
         for f in &d.findings {
             writeln!(out, "\n[{}] {}", f.kind.name(), f.what)?;
             writeln!(out, "  why: {}", f.why)?;
@@ -58,7 +83,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
                 "payloads NOT verifiable: {} of {} index entries carry a payload CRC \
                  (trials the original smdebug wrote have none; a flipped byte would read back as \
                  a wrong value without an error). Run: smdebug seal {}",
-                p.with_crc, p.entries, args.path
+                p.with_crc, p.entries, path
             )
         };
         writeln!(out, "\n{v}")?;
@@ -68,13 +93,5 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
 
 /// `smdebug doctor`'s entry (exit status 0: nothing found, 1: found, 2: error).
 pub fn main(args: &Args) -> ! {
-    let code = match run(args, &mut std::io::stdout().lock()) {
-        Ok(true) => 1,
-        Ok(false) => 0,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            2
-        }
-    };
-    std::process::exit(code)
+    crate::fleet::exit(run(args, &mut std::io::stdout().lock()))
 }

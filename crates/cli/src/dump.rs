@@ -1,6 +1,11 @@
 //! `smdebug dump`: the `smdebug-trial-dump/v1` JSON document of a trial (what
 //! `tests/peer/dump.py` prints for the Python smdebug), for comparison with
 //! `tests/peer/compare_dumps.py`.
+//!
+//! Several trials, or a prefix holding several, print one line per trial,
+//! `{"trial": NAME, "dump": DOCUMENT}` with the document compact, in trial order
+//! (`crate::fleet`); a trial that cannot be dumped gives `{"trial", "error"}`.
+use crate::fleet::Target;
 use anyhow::{Context, Result};
 use smdebug_dump::{write_dump, DumpOptions};
 use smdebug_trial::TrialOptions;
@@ -11,7 +16,9 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct Args {
     /// The trial: a local directory, `s3://bucket/prefix` or `memory://name/prefix`.
-    path: String,
+    /// Several, or a prefix holding several trials, make a fleet.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<String>,
     /// Values with at most this many elements are written out in full.
     #[arg(long, default_value_t = 64)]
     max_inline: usize,
@@ -30,10 +37,33 @@ pub struct Args {
     timeout: u64,
     #[command(flatten)]
     steps: crate::steps::StepArgs,
+    #[command(flatten)]
+    fleet: crate::fleet::FleetArgs,
 }
 
-/// Runs the command, writing the document to `out`.
+/// Runs the command, writing the document (of each trial) to `out`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
+    match crate::fleet::target(&args.paths)? {
+        Target::One(path) => one(args, &path, args.compact, out),
+        Target::Fleet(trials) => {
+            crate::fleet::sections(&trials, &args.fleet, true, out, |t, section| {
+                let name = serde_json::Value::from(t.name.as_str());
+                write!(section, "{{\"trial\":{name},\"dump\":")?;
+                one(args, &t.location, true, section)?;
+                // The compact document ends with a newline: the line closes after it.
+                while section.last() == Some(&b'\n') {
+                    section.pop();
+                }
+                writeln!(section, "}}")?;
+                Ok(false)
+            })?;
+            Ok(())
+        }
+    }
+}
+
+/// Writes the document of the trial at `path`.
+fn one(args: &Args, path: &str, compact: bool, out: &mut dyn Write) -> Result<()> {
     let options = DumpOptions {
         max_inline: args.max_inline,
         computed_reductions: !args.no_computed_reductions,
@@ -47,8 +77,8 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     // its text.
     let mut out = std::io::BufWriter::new(out);
     // The dump has no step count to show; a spinner says it is alive.
-    let spinner = crate::progress::spinner(&format!("dumping {}", args.path), true);
-    let written = write_dump(&mut out, &args.path, &options, trial_options, args.compact)
+    let spinner = crate::progress::spinner(&format!("dumping {path}"), true);
+    let written = write_dump(&mut out, path, &options, trial_options, compact)
         .and_then(|()| out.flush())
         .context("writing the dump");
     spinner.finish_and_clear();
@@ -66,13 +96,14 @@ mod tests {
         std::fs::create_dir(&path).unwrap();
         std::fs::write(path.join("training_job_end.ts"), b"").unwrap();
         let args = Args {
-            path: path.to_str().unwrap().into(),
+            paths: vec![path.to_str().unwrap().into()],
             max_inline: 64,
             no_computed_reductions: true,
             no_global_lookup: true,
             compact: true,
             timeout: 1,
             steps: Default::default(),
+            fleet: Default::default(),
         };
         let mut out = Vec::new();
         run(&args, &mut out).unwrap();

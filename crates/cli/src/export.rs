@@ -1,20 +1,31 @@
 //! `smdebug export`: a trial as columnar tables (Parquet, Arrow IPC or CSV) for pandas,
 //! polars, DuckDB and SQL engines; see `docs/src/export.md` for the tables' schemas.
-use anyhow::{Context, Result};
+//!
+//! Several trials, or a prefix holding several, make one dataset in a local folder: each
+//! table Hive-partitioned by run, `OUT/TABLE/run=NAME/…` (the trial's name, percent-encoded),
+//! so that Spark, DuckDB, polars and pyarrow read each table as one with a `run` column;
+//! `OUT/_SUCCESS`, written last, holds a JSON summary of the runs (see `docs/src/fleets.md`).
+use crate::fleet::Target;
+use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use smdebug_export::{
     export_trial, follow_trial, ExportOptions, Format, Layout, Progress, StepRange, Summary,
     ValuesMode,
 };
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Options of `smdebug export`.
 #[derive(clap::Args)]
 pub struct Args {
     /// The trial: a local directory or an object-store URL (`s3://bucket/prefix`, …).
-    trial: String,
-    /// Where the tables go: a local directory or an object-store URL.
+    /// Several, or a prefix holding several trials, make a fleet dataset.
+    #[arg(required = true, num_args = 1.., value_name = "TRIAL")]
+    trials: Vec<String>,
+    /// Where the tables go: a local directory or an object-store URL (a local directory for
+    /// a fleet).
     out: String,
     /// File format of the tables.
     #[arg(long, default_value = "parquet", value_parser = ["parquet", "arrow", "csv"])]
@@ -59,9 +70,13 @@ pub struct Args {
     #[arg(long, default_value_t = 1.0)]
     poll: f64,
     /// Stop at the first unreadable record or index file (else it is skipped, named and
-    /// counted).
+    /// counted); for a fleet, a trial that cannot be exported also fails the command (else
+    /// it is named and skipped).
     #[arg(long)]
     strict: bool,
+    /// Fleets: trials exported at once (default: the number of cores).
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<usize>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -94,6 +109,10 @@ pub fn options(args: &Args) -> Result<ExportOptions> {
 /// is a terminal.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     let options = options(args)?;
+    let trial = match crate::fleet::target(&args.trials)? {
+        Target::One(path) => path,
+        Target::Fleet(trials) => return fleet(args, &trials, options, out),
+    };
     let bar = if std::io::stderr().is_terminal() && !args.json {
         ProgressBar::new(0)
     } else {
@@ -111,42 +130,46 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     };
     let summary = if args.follow {
         let poll = Duration::from_secs_f64(args.poll.max(0.01));
-        follow_trial(&args.trial, &args.out, &options, poll, &mut progress)
+        follow_trial(&trial, &args.out, &options, poll, &mut progress)
     } else {
-        export_trial(&args.trial, &args.out, &options, &mut progress)
+        export_trial(&trial, &args.out, &options, &mut progress)
     }
-    .with_context(|| format!("exporting {} to {}", args.trial, args.out))?;
+    .with_context(|| format!("exporting {trial} to {}", args.out))?;
     bar.finish_and_clear();
     report(&summary, args.json, out)
 }
 
-fn report(s: &Summary, json: bool, out: &mut dyn Write) -> Result<()> {
+/// The `--json` summary of one export.
+fn summary_json(s: &Summary) -> serde_json::Value {
     let skipped = |v: &[smdebug_export::Skipped]| -> Vec<serde_json::Value> {
         v.iter()
             .map(|k| serde_json::json!({"what": k.what, "error": k.message}))
             .collect()
     };
+    let tables: serde_json::Map<String, serde_json::Value> = s
+        .tables
+        .iter()
+        .map(|(name, w)| {
+            (
+                name.to_string(),
+                serde_json::json!({"rows": w.rows, "bytes": w.bytes, "files": w.files}),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "rows": s.rows(),
+        "bytes": s.bytes(),
+        "seconds": s.seconds,
+        "value_bytes": s.value_bytes,
+        "tables": tables,
+        "skipped_records": skipped(&s.skipped_records),
+        "skipped_index_files": skipped(&s.skipped_index_files),
+    })
+}
+
+fn report(s: &Summary, json: bool, out: &mut dyn Write) -> Result<()> {
     if json {
-        let tables: serde_json::Map<String, serde_json::Value> = s
-            .tables
-            .iter()
-            .map(|(name, w)| {
-                (
-                    name.to_string(),
-                    serde_json::json!({"rows": w.rows, "bytes": w.bytes, "files": w.files}),
-                )
-            })
-            .collect();
-        let doc = serde_json::json!({
-            "rows": s.rows(),
-            "bytes": s.bytes(),
-            "seconds": s.seconds,
-            "value_bytes": s.value_bytes,
-            "tables": tables,
-            "skipped_records": skipped(&s.skipped_records),
-            "skipped_index_files": skipped(&s.skipped_index_files),
-        });
-        writeln!(out, "{doc}")?;
+        writeln!(out, "{}", summary_json(s))?;
         return Ok(());
     }
     for (name, w) in &s.tables {
@@ -171,4 +194,190 @@ fn report(s: &Summary, json: bool, out: &mut dyn Write) -> Result<()> {
         s.skipped_index_files.len()
     )?;
     Ok(())
+}
+
+/// The name of a fleet dataset's marker, written last; its presence means the export
+/// finished.
+pub const SUCCESS: &str = "_SUCCESS";
+
+/// The schema of the marker's JSON summary.
+pub const FLEET_SCHEMA: &str = "smdebug-fleet-export/v1";
+
+/// A trial's name as a Hive partition value: every byte but `A-Z a-z 0-9 . _ -` as `%XX`
+/// (the escaping Spark, DuckDB, polars and pyarrow undo when they read `run=`).
+pub fn partition_value(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// One run of a fleet dataset, for the marker.
+struct Run {
+    name: String,
+    location: String,
+    rows: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Several trials into one dataset under the local folder `args.out`: each trial exported
+/// on its own into `OUT/_staging/RUN/`, then its files moved (renamed) to
+/// `OUT/TABLE/run=RUN/…`; the marker last.
+fn fleet(
+    args: &Args,
+    trials: &[smdebug_fleet::TrialRef],
+    mut options: ExportOptions,
+    out: &mut dyn Write,
+) -> Result<()> {
+    if args.follow {
+        bail!("--follow exports one trial; a fleet is exported once");
+    }
+    let root = match args.out.strip_prefix("file://") {
+        Some(p) => PathBuf::from(p),
+        None if args.out.contains("://") => {
+            bail!("a fleet export writes to a local folder, not {}", args.out)
+        }
+        None => PathBuf::from(&args.out),
+    };
+    // Every run has the same partition depth, so that readers see one table.
+    if options.layout == Layout::Auto {
+        options.layout = Layout::Partitioned;
+    }
+    std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+    let marker = root.join(SUCCESS);
+    if marker.exists() {
+        // The dataset is about to change: it is not a finished export until the new marker.
+        std::fs::remove_file(&marker).with_context(|| format!("removing {}", marker.display()))?;
+    }
+    let staging = root.join("_staging");
+    let runs = Mutex::new(Vec::new());
+    let failed = Mutex::new(Vec::new());
+    let fleet_args = crate::fleet::FleetArgs {
+        jobs: args.jobs,
+        strict: args.strict,
+    };
+    crate::fleet::sections(trials, &fleet_args, args.json, out, |t, section| {
+        let exported = export_run(&root, &staging, t, &options);
+        match exported {
+            Ok(summary) => {
+                let rows = summary
+                    .tables
+                    .iter()
+                    .map(|(table, w)| (table.to_string(), w.rows.into()))
+                    .collect();
+                runs.lock().unwrap_or_else(|p| p.into_inner()).push(Run {
+                    name: t.name.clone(),
+                    location: t.location.clone(),
+                    rows,
+                });
+                if args.json {
+                    let line = crate::fleet::json_line(&t.name, summary_json(&summary));
+                    writeln!(section, "{line}")?;
+                } else {
+                    report(&summary, false, section)?;
+                }
+                Ok(false)
+            }
+            Err(e) => {
+                failed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(serde_json::json!({"trial": t.name, "error": format!("{e:#}")}));
+                Err(e)
+            }
+        }
+    })?;
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("removing {}", staging.display()))?;
+    }
+    let mut runs = runs.into_inner().unwrap_or_else(|p| p.into_inner());
+    runs.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut failed = failed.into_inner().unwrap_or_else(|p| p.into_inner());
+    failed.sort_by(|a, b| a["trial"].as_str().cmp(&b["trial"].as_str()));
+    let mut totals = serde_json::Map::new();
+    for r in &runs {
+        for (table, rows) in &r.rows {
+            let total = totals.entry(table.clone()).or_insert(0u64.into());
+            *total = (total.as_u64().unwrap_or(0) + rows.as_u64().unwrap_or(0)).into();
+        }
+    }
+    let doc = serde_json::json!({
+        "schema": FLEET_SCHEMA,
+        "schema_version": smdebug_export::SCHEMA_VERSION,
+        "format": args.format,
+        "partitioning": "hive",
+        "runs": runs.iter().map(|r| serde_json::json!({
+            "run": r.name,
+            "partition": format!("run={}", partition_value(&r.name)),
+            "location": r.location,
+            "rows": r.rows,
+        })).collect::<Vec<_>>(),
+        "skipped": failed,
+        "rows": totals,
+    });
+    let tmp = root.join("_SUCCESS.tmp");
+    std::fs::write(&tmp, format!("{doc:#}\n"))
+        .and_then(|()| std::fs::rename(&tmp, &marker))
+        .with_context(|| format!("writing {}", marker.display()))?;
+    Ok(())
+}
+
+/// Exports trial `t` into `staging/RUN` and moves its files to `root/TABLE/run=RUN/…`
+/// (a table of the single layout becomes `run=RUN/part-00000.EXT`), replacing what an
+/// earlier export left for the run.
+fn export_run(
+    root: &Path,
+    staging: &Path,
+    t: &smdebug_fleet::TrialRef,
+    options: &ExportOptions,
+) -> Result<Summary> {
+    let run = partition_value(&t.name);
+    let stage = staging.join(&run);
+    if stage.exists() {
+        std::fs::remove_dir_all(&stage).with_context(|| format!("removing {}", stage.display()))?;
+    }
+    let stage_url = stage.to_str().context("a non-UTF-8 output folder")?;
+    let summary = export_trial(&t.location, stage_url, options, &mut |_| {})
+        .with_context(|| format!("exporting {}", t.location))?;
+    for (table, w) in &summary.tables {
+        let dest = root.join(table).join(format!("run={run}"));
+        if dest.exists() {
+            std::fs::remove_dir_all(&dest)
+                .with_context(|| format!("removing {}", dest.display()))?;
+        }
+        for key in &w.files {
+            let rest = match key.strip_prefix(&format!("{table}/")) {
+                Some(rest) => rest.to_owned(),
+                None => format!("part-00000.{}", options.format.extension()),
+            };
+            let (from, to) = (stage.join(key), dest.join(rest));
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
+            std::fs::rename(&from, &to)
+                .with_context(|| format!("moving {} to {}", from.display(), to.display()))?;
+        }
+    }
+    std::fs::remove_dir_all(&stage).with_context(|| format!("removing {}", stage.display()))?;
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_names_are_escaped_for_hive() {
+        assert_eq!(
+            partition_value("job-1/debug_out.v2"),
+            "job-1%2Fdebug_out.v2"
+        );
+        assert_eq!(partition_value("a=b c%"), "a%3Db%20c%25");
+    }
 }

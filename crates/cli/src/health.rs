@@ -1,6 +1,12 @@
 //! `smdebug health TRIAL`: the first step, mode, worker and tensor holding a non-finite
 //! value, a per-tensor timeline around it, and the tensors whose magnitudes first grew
-//! (`smdebug_diagnose::health`, which says where the numbers come from).
+//! (`smdebug_diagnose::health`, which says where the numbers come from). Several trials, or
+//! a prefix holding several, give one section per trial (`--json`: one object per line
+//! carrying `"trial"`; `crate::fleet`).
+//!
+//! Exit status: 0 every value finite (in every trial read), 1 a non-finite value found in
+//! some trial, 2 an error (with `--strict`, a trial that cannot be read).
+use crate::fleet::Target;
 use anyhow::{Context, Result};
 use smdebug_diagnose::{HealthOptions, HealthReport, Sample, Source};
 use smdebug_trial::{Trial, TrialOptions};
@@ -11,7 +17,9 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct Args {
     /// The trial: a local directory, `s3://bucket/prefix` or `memory://name/prefix`.
-    path: String,
+    /// Several, or a prefix holding several trials, make a fleet.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<String>,
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
@@ -25,6 +33,8 @@ pub struct Args {
     /// Give up waiting for the collections files after this many seconds (0: no limit).
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+    #[command(flatten)]
+    fleet: crate::fleet::FleetArgs,
 }
 
 /// A number of the timeline: `-` when unknown, its name when not finite.
@@ -125,39 +135,57 @@ fn text(r: &HealthReport, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// Runs the command; `Ok(true)` when a non-finite value was found.
+/// Runs the command; `Ok(true)` when a non-finite value was found (in some trial).
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
+    match crate::fleet::target(&args.paths)? {
+        Target::One(path) => {
+            let r = report(args, &path)?;
+            write(args, &r, out)?;
+            Ok(r.first_non_finite.is_some())
+        }
+        Target::Fleet(trials) => {
+            crate::fleet::sections(&trials, &args.fleet, args.json, out, |t, section| {
+                let r = report(args, &t.location)?;
+                if args.json {
+                    let line = crate::fleet::json_line(&t.name, serde_json::to_value(&r)?);
+                    writeln!(section, "{line}")?;
+                } else {
+                    text(&r, section)?;
+                }
+                Ok(r.first_non_finite.is_some())
+            })
+        }
+    }
+}
+
+/// The health report of the trial at `path`.
+fn report(args: &Args, path: &str) -> Result<HealthReport> {
     let options = TrialOptions {
         collections_timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
         ..TrialOptions::default()
     };
-    let trial = Trial::open(&args.path, options)
-        .with_context(|| format!("cannot open trial {}", args.path))?;
+    let trial = Trial::open(path, options).with_context(|| format!("cannot open trial {path}"))?;
     let health = HealthOptions {
         context: args.context,
         growth: args.growth,
     };
-    let r = smdebug_diagnose::health(&trial, &health)?;
+    Ok(smdebug_diagnose::health(&trial, &health)?)
+}
+
+/// One trial's report as a single trial prints it.
+fn write(args: &Args, r: &HealthReport, out: &mut dyn Write) -> Result<()> {
     if args.json {
         // Through a `Value`, whose map orders the keys.
-        let v = serde_json::to_value(&r)?;
+        let v = serde_json::to_value(r)?;
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        text(&r, out)?;
+        text(r, out)?;
     }
-    Ok(r.first_non_finite.is_some())
+    Ok(())
 }
 
 /// `smdebug health`'s entry: exit status 0 when every value is finite, 1 when a non-finite
 /// value was found, 2 on error.
 pub fn main(args: &Args) -> ! {
-    let code = match run(args, &mut std::io::stdout().lock()) {
-        Ok(true) => 1,
-        Ok(false) => 0,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            2
-        }
-    };
-    std::process::exit(code)
+    crate::fleet::exit(run(args, &mut std::io::stdout().lock()))
 }

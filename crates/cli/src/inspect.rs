@@ -1,5 +1,7 @@
 //! `smdebug inspect`: a human summary of a trial — steps, modes, workers, collections and
-//! tensors with their dtypes, shapes and sizes.
+//! tensors with their dtypes, shapes and sizes. Several trials, or a prefix holding several,
+//! give one section per trial after a `== trial NAME ==` header (`crate::fleet`).
+use crate::fleet::Target;
 use anyhow::{Context, Result};
 use smdebug_diagnose::step_runs;
 use smdebug_trial::{Mode, Trial, TrialOptions};
@@ -10,12 +12,16 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct Args {
     /// The trial: a local directory, `s3://bucket/prefix` or `memory://name/prefix`.
-    path: String,
+    /// Several, or a prefix holding several trials, make a fleet.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<String>,
     /// Give up waiting for the collections files after this many seconds (0: no limit).
     #[arg(long, default_value_t = 60)]
     timeout: u64,
     #[command(flatten)]
     steps: crate::steps::StepArgs,
+    #[command(flatten)]
+    fleet: crate::fleet::FleetArgs,
 }
 
 fn human(bytes: u64) -> String {
@@ -33,14 +39,26 @@ fn human(bytes: u64) -> String {
     }
 }
 
-/// Runs the command, writing the summary to `out`.
+/// Runs the command, writing the summary of each trial to `out`.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
+    match crate::fleet::target(&args.paths)? {
+        Target::One(path) => one(args, &path, out),
+        Target::Fleet(trials) => {
+            crate::fleet::sections(&trials, &args.fleet, false, out, |t, section| {
+                one(args, &t.location, section).map(|()| false)
+            })?;
+            Ok(())
+        }
+    }
+}
+
+/// The summary of the trial at `path`.
+fn one(args: &Args, path: &str, out: &mut dyn Write) -> Result<()> {
     let options = args.steps.apply(TrialOptions {
         collections_timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
         ..TrialOptions::default()
     });
-    let trial = Trial::open(&args.path, options)
-        .with_context(|| format!("cannot open trial {}", args.path))?;
+    let trial = Trial::open(path, options).with_context(|| format!("cannot open trial {path}"))?;
     let names = trial.tensor_names()?;
     let all = trial.steps(Mode::Global, true)?;
     let complete = trial.steps(Mode::Global, false)?;
@@ -166,9 +184,10 @@ mod tests {
         write_end_marker(&store).unwrap();
         let mut out = Vec::new();
         let args = Args {
-            path: url.into(),
+            paths: vec![url.into()],
             timeout: 1,
             steps: Default::default(),
+            fleet: Default::default(),
         };
         run(&args, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -197,9 +216,10 @@ mod tests {
         let run_with = |steps: crate::steps::StepArgs| {
             let mut out = Vec::new();
             let args = Args {
-                path: url.into(),
+                paths: vec![url.into()],
                 timeout: 1,
                 steps,
+                fleet: Default::default(),
             };
             run(&args, &mut out).unwrap();
             String::from_utf8(out).unwrap()

@@ -7,6 +7,7 @@ mod demo;
 mod doctor;
 mod dump;
 mod export;
+mod fleet;
 mod health;
 mod inspect;
 mod plot;

@@ -20,9 +20,10 @@
 //! trial that cannot be read is named and skipped (`--strict`: the command fails).
 //!
 //! Exit status: 0 no rule fired, 1 a rule fired, 2 an error.
+use crate::fleet::{target, Target};
 use anyhow::{bail, Context, Result};
 use smdebug_config::Mode;
-use smdebug_fleet::{discover, Runner, TrialRef};
+use smdebug_fleet::{Runner, TrialRef};
 use smdebug_rules::{
     build_rule, builtin_rules, invoke_rule_with, EndReason, Firing, Message, MessageFormat, Rule,
     RuleConfiguration, RuleError, StopTraining,
@@ -86,15 +87,7 @@ pub struct Args {
 
 /// Runs the command and exits with its status (0 none fired, 1 fired, 2 error).
 pub fn main(args: &Args) -> ! {
-    let code = match run(args, &mut std::io::stdout()) {
-        Ok(true) => 1,
-        Ok(false) => 0,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            2
-        }
-    };
-    std::process::exit(code)
+    crate::fleet::exit(run(args, &mut std::io::stdout()))
 }
 
 /// A rule to build: its label (configuration name), rule name and parameters.
@@ -262,36 +255,6 @@ struct Outcome {
     evaluated: u64,
     skipped: u64,
     end: String,
-}
-
-/// What `smdebug rules` runs on.
-enum Target {
-    /// One trial: the output of a single trial.
-    One(String),
-    /// Several trials: a verdict table.
-    Fleet(Vec<TrialRef>),
-}
-
-/// One path that is a trial (or holds exactly one, or none yet: a live job may not have
-/// started) is one trial; otherwise the trials found at and below the paths.
-fn target(paths: &[String]) -> Result<Target> {
-    if let [path] = paths {
-        return Ok(match discover(paths) {
-            Ok(trials) if trials.len() > 1 => Target::Fleet(trials),
-            Ok(mut trials) => match trials.pop() {
-                Some(t) if t.name != path.trim().trim_end_matches('/') => Target::One(t.location),
-                _ => Target::One(path.clone()),
-            },
-            // Opening the trial reports the problem as a single trial always did.
-            Err(_) => Target::One(path.clone()),
-        });
-    }
-    let mut trials = discover(paths)?;
-    match trials.len() {
-        0 => bail!("no trial found at or below {}", paths.join(", ")),
-        1 => Ok(Target::One(trials.remove(0).location)),
-        _ => Ok(Target::Fleet(trials)),
-    }
 }
 
 /// Runs `smdebug rules`; `Ok(true)` when some rule fired.
@@ -557,9 +520,7 @@ fn fleet(
     options: &TrialOptions,
     out: &mut (dyn Write + Send),
 ) -> Result<bool> {
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
+    let jobs = crate::fleet::jobs(args.jobs);
     let bar = crate::progress::bar(trials.len() as u64, "trials", !args.json);
     bar.set_message(format!("{} rule(s)", specs.len()));
     let runner = Runner::new(jobs).strict(args.strict);

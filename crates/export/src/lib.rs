@@ -67,7 +67,7 @@ mod table;
 pub use error::{ExportError, Result};
 pub use export::{export, export_batches, export_trial, follow, follow_trial, trial_options};
 pub use options::{ExportOptions, Format, Layout, StepRange, ValuesMode, SMALL_VALUE_ELEMENTS};
-pub use sink::{BatchSink, Written};
+pub use sink::{BatchSink, Written, SCHEMA_VERSION, SCHEMA_VERSION_KEY};
 pub use stats::{statistics, Statistics};
 pub use summary::{Progress, Skipped, Summary};
 pub use table::Table;

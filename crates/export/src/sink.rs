@@ -6,6 +6,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use smdebug_storage::{BlockingStore, Bytes};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,6 +15,14 @@ use std::sync::Arc;
 use crate::error::{ExportError, Result};
 use crate::options::{Format, Layout};
 use crate::table::{Rows, Table};
+
+/// The version of the tables' schemas, in every Parquet file's key-value metadata under
+/// [`SCHEMA_VERSION_KEY`]; it changes only when a column changes meaning or type (columns
+/// are only ever added at the end).
+pub const SCHEMA_VERSION: &str = "1";
+
+/// The key-value metadata key of [`SCHEMA_VERSION`].
+pub const SCHEMA_VERSION_KEY: &str = "smdebug.export.schema_version";
 
 /// What receives one table's record batches: a table's batches handed over as they are
 /// made, with the table they belong to.
@@ -69,6 +78,10 @@ impl Encoder {
                 let props = WriterProperties::builder()
                     .set_compression(Compression::ZSTD(ZstdLevel::default()))
                     .set_max_row_group_row_count(Some(row_group_rows.max(1)))
+                    .set_key_value_metadata(Some(vec![KeyValue::new(
+                        SCHEMA_VERSION_KEY.to_owned(),
+                        SCHEMA_VERSION.to_owned(),
+                    )]))
                     .build();
                 Encoder::Parquet(ArrowWriter::try_new(
                     Vec::new(),
