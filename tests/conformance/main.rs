@@ -5,6 +5,7 @@ mod config;
 mod demo;
 mod doctor;
 mod export;
+mod fleet;
 mod health;
 mod hook;
 mod index;

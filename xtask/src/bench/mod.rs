@@ -41,6 +41,7 @@
 //! `--json PATH` the result it was made from.
 mod doc;
 mod figures;
+mod fleet;
 mod frameworks;
 mod health;
 mod measure;
@@ -90,6 +91,10 @@ pub struct BenchArgs {
     /// Only the framework hooks' step times (see xtask/src/bench/frameworks.rs).
     #[arg(long)]
     pub frameworks: bool,
+    /// Only the fleet rows (see xtask/src/bench/fleet.rs): `smdebug rules` over many trials
+    /// against the Python smdebug's loop, and `rule_verdicts` on local Spark.
+    #[arg(long)]
+    pub fleet: bool,
     /// Only the scaling table (docs/src/scale.md): open time and peak RSS of trials of 10k
     /// to 1M index entries, ours and the Python smdebug's (minutes; not in the default run).
     #[arg(long)]
@@ -112,6 +117,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     if args.frameworks {
         let rows = frameworks::rows(args.quick);
+        print_rows(&rows);
+        return fail_on_error_rows(&rows);
+    }
+    if args.fleet {
+        let peer = crate::peer::ensure_peer()?;
+        step("cargo build --release -p smdebug-cli (rules, synth)");
+        exec(cargo().args(["build", "--release", "-p", "smdebug-cli"]))?;
+        let rows = fleet::rows(&peer);
         print_rows(&rows);
         return fail_on_error_rows(&rows);
     }
@@ -248,6 +261,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     ));
     if !args.no_run {
         rows.extend(frameworks::rows(args.quick));
+        rows.extend(fleet::rows(&peer_python));
     }
     rows.extend(report::report_rows(&large_trial_dir(), &smdebug_bin()));
     print_rows(&rows);
