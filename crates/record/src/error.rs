@@ -187,40 +187,35 @@ pub enum RecordError {
     },
 }
 
+/// The `at` field of any [`RecordError`] variant, by reference or by mutable reference as
+/// `$e` is (every variant carries one: the list is written once for both accessors).
+macro_rules! position_of {
+    ($e:expr) => {
+        match $e {
+            RecordError::BadLengthCrc { at, .. }
+            | RecordError::BadDataCrc { at, .. }
+            | RecordError::Truncated { at, .. }
+            | RecordError::LengthBeyondInput { at, .. }
+            | RecordError::LengthMismatch { at, .. }
+            | RecordError::RangeOutOfBounds { at, .. }
+            | RecordError::Protobuf { at, .. }
+            | RecordError::UnsupportedDType { at, .. }
+            | RecordError::MalformedTensor { at, .. }
+            | RecordError::UnencodableTensor { at, .. }
+            | RecordError::UnexpectedEvent { at, .. }
+            | RecordError::Io { at, .. } => at,
+        }
+    };
+}
+
 impl RecordError {
     /// Where the error happened.
     pub fn location(&self) -> &Position {
-        match self {
-            RecordError::BadLengthCrc { at, .. }
-            | RecordError::BadDataCrc { at, .. }
-            | RecordError::Truncated { at, .. }
-            | RecordError::LengthBeyondInput { at, .. }
-            | RecordError::LengthMismatch { at, .. }
-            | RecordError::RangeOutOfBounds { at, .. }
-            | RecordError::Protobuf { at, .. }
-            | RecordError::UnsupportedDType { at, .. }
-            | RecordError::MalformedTensor { at, .. }
-            | RecordError::UnencodableTensor { at, .. }
-            | RecordError::UnexpectedEvent { at, .. }
-            | RecordError::Io { at, .. } => at,
-        }
+        position_of!(self)
     }
 
     fn location_mut(&mut self) -> &mut Position {
-        match self {
-            RecordError::BadLengthCrc { at, .. }
-            | RecordError::BadDataCrc { at, .. }
-            | RecordError::Truncated { at, .. }
-            | RecordError::LengthBeyondInput { at, .. }
-            | RecordError::LengthMismatch { at, .. }
-            | RecordError::RangeOutOfBounds { at, .. }
-            | RecordError::Protobuf { at, .. }
-            | RecordError::UnsupportedDType { at, .. }
-            | RecordError::MalformedTensor { at, .. }
-            | RecordError::UnencodableTensor { at, .. }
-            | RecordError::UnexpectedEvent { at, .. }
-            | RecordError::Io { at, .. } => at,
-        }
+        position_of!(self)
     }
 
     /// Attaches the name of the input (a path or object key) to the error.

@@ -55,6 +55,31 @@ fn le_array<const N: usize>(bytes: &[u8]) -> [u8; N] {
     a
 }
 
+/// The [`Element`] methods every plain-old-data element type shares: bulk little-endian
+/// conversion by casting, and the [`TensorValue`] variant `$dtype` that holds its arrays.
+macro_rules! pod_element_common {
+    ($dtype:ident) => {
+        // On little-endian machines the in-memory bytes are the file's bytes: one copy.
+        #[cfg(target_endian = "little")]
+        fn put_le_slice(items: &[Self], out: &mut Vec<u8>) {
+            out.extend_from_slice(bytemuck::cast_slice(items));
+        }
+        #[cfg(target_endian = "little")]
+        fn vec_from_le(bytes: &[u8]) -> Vec<Self> {
+            pod_vec_from_le(bytes)
+        }
+        fn into_tensor(array: ArrayD<Self>) -> TensorValue {
+            TensorValue::$dtype(array)
+        }
+        fn array_of(tensor: &TensorValue) -> Option<&ArrayD<Self>> {
+            match tensor {
+                TensorValue::$dtype(a) => Some(a),
+                _ => None,
+            }
+        }
+    };
+}
+
 macro_rules! plain_element {
     ($t:ty, $dtype:ident, $size:expr) => {
         impl Element for $t {
@@ -66,24 +91,7 @@ macro_rules! plain_element {
             fn from_le(bytes: &[u8]) -> Self {
                 <$t>::from_le_bytes(le_array::<$size>(bytes))
             }
-            // On little-endian machines the in-memory bytes are the file's bytes: one copy.
-            #[cfg(target_endian = "little")]
-            fn put_le_slice(items: &[Self], out: &mut Vec<u8>) {
-                out.extend_from_slice(bytemuck::cast_slice(items));
-            }
-            #[cfg(target_endian = "little")]
-            fn vec_from_le(bytes: &[u8]) -> Vec<Self> {
-                pod_vec_from_le(bytes)
-            }
-            fn into_tensor(array: ArrayD<Self>) -> TensorValue {
-                TensorValue::$dtype(array)
-            }
-            fn array_of(tensor: &TensorValue) -> Option<&ArrayD<Self>> {
-                match tensor {
-                    TensorValue::$dtype(a) => Some(a),
-                    _ => None,
-                }
-            }
+            pod_element_common!($dtype);
         }
     };
 }
@@ -136,24 +144,7 @@ macro_rules! complex_element {
                     <$part>::from_le_bytes(le_array::<$half>(&bytes[$half..])),
                 )
             }
-            // On little-endian machines the in-memory bytes are the file's bytes: one copy.
-            #[cfg(target_endian = "little")]
-            fn put_le_slice(items: &[Self], out: &mut Vec<u8>) {
-                out.extend_from_slice(bytemuck::cast_slice(items));
-            }
-            #[cfg(target_endian = "little")]
-            fn vec_from_le(bytes: &[u8]) -> Vec<Self> {
-                pod_vec_from_le(bytes)
-            }
-            fn into_tensor(array: ArrayD<Self>) -> TensorValue {
-                TensorValue::$dtype(array)
-            }
-            fn array_of(tensor: &TensorValue) -> Option<&ArrayD<Self>> {
-                match tensor {
-                    TensorValue::$dtype(a) => Some(a),
-                    _ => None,
-                }
-            }
+            pod_element_common!($dtype);
         }
     };
 }
