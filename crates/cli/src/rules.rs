@@ -281,7 +281,18 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
     }
 }
 
-/// Builds every rule over its own reader of the trial at `path` and runs them concurrently
+/// How the rules of one trial are run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Schedule {
+    /// Concurrently, each on its own thread and its own reader of the trial: a live trial's
+    /// firings of every rule are printed as the job writes its steps.
+    Concurrent,
+    /// One after the other on the calling thread, over one reader of the trial: a fleet
+    /// runs trials in parallel already, and its output waits for each trial's end.
+    OneByOne,
+}
+
+/// Builds every rule over a reader of the trial at `path` and runs them (see [`Schedule`])
 /// until `--end-step` or the end of training, calling `print(firing, first_of_its_rule)` as
 /// firings happen. `Err` when a rule cannot be built; each rule's own result otherwise.
 fn evaluate(
@@ -289,18 +300,27 @@ fn evaluate(
     path: &str,
     specs: &[RuleSpecArg],
     options: &TrialOptions,
+    schedule: Schedule,
     print: &(dyn Fn(&Firing, bool) + Sync),
 ) -> Result<Vec<Result<Outcome>>> {
     let mut options = options.clone();
-    // Each rule gets its own reader: rules switch refreshing on and off around their
+    // Concurrent rules get a reader each: rules switch refreshing on and off around their
     // evaluation, which must not interfere between threads.
     let mut rules: Vec<(String, Box<dyn Rule>)> = Vec::new();
     // The steps evaluated: `--start-step`/`--end-step` within the steps loaded.
     let (mut start_step, mut end_step) = (args.start_step, args.end_step);
+    let mut shared: Option<Arc<Trial>> = None;
     for (label, name, params) in specs {
-        let trial = Arc::new(
-            Trial::open(path, options.clone()).with_context(|| format!("opening trial {path}"))?,
-        );
+        let trial = match &shared {
+            Some(t) => Arc::clone(t),
+            None => Arc::new(
+                Trial::open(path, options.clone())
+                    .with_context(|| format!("opening trial {path}"))?,
+            ),
+        };
+        if schedule == Schedule::OneByOne {
+            shared = Some(Arc::clone(&trial));
+        }
         if options.last_steps.is_some() || options.range_steps.is_some() {
             // `--last` is resolved once, by the first reader; the others load the same steps.
             let (begin, end) = trial.step_range();
@@ -322,41 +342,42 @@ fn evaluate(
         }
         rules.push((label.clone(), rule));
     }
+    let run = |(label, mut rule): (String, Box<dyn Rule>)| -> Result<Outcome> {
+        let mut seen = 0usize;
+        let eval = invoke_rule_with(rule.as_mut(), start_step, end_step, false, &mut |f| {
+            seen += 1;
+            print(f, seen == 1);
+        })
+        .with_context(|| format!("rule {label}"))?;
+        let steps = eval.firings.iter().map(|f| f.step);
+        let span = steps.clone().min().zip(steps.max());
+        let first = eval.firings.first().map(|f| {
+            let trial = rule.base().base_trial();
+            let mode = trial.no_refresh(|t| t.mode_modestep(f.step)).ok().flatten();
+            (f.clone(), mode)
+        });
+        Ok(Outcome {
+            label,
+            firings: eval.firings.len(),
+            span,
+            first,
+            remarks: eval.remarks,
+            evaluated: eval.steps_evaluated,
+            skipped: eval.steps_skipped,
+            end: match eval.end {
+                EndReason::EndStep => format!("end step {}", eval.next_step),
+                EndReason::EndOfRule => "rule ended".into(),
+                EndReason::EndOfTraining(_) => "end of training".into(),
+            },
+        })
+    };
+    if schedule == Schedule::OneByOne {
+        return Ok(rules.into_iter().map(run).collect());
+    }
     Ok(std::thread::scope(|scope| {
         let handles: Vec<_> = rules
             .into_iter()
-            .map(|(label, mut rule)| {
-                scope.spawn(move || -> Result<Outcome> {
-                    let mut seen = 0usize;
-                    let eval =
-                        invoke_rule_with(rule.as_mut(), start_step, end_step, false, &mut |f| {
-                            seen += 1;
-                            print(f, seen == 1);
-                        })
-                        .with_context(|| format!("rule {label}"))?;
-                    let steps = eval.firings.iter().map(|f| f.step);
-                    let span = steps.clone().min().zip(steps.max());
-                    let first = eval.firings.first().map(|f| {
-                        let trial = rule.base().base_trial();
-                        let mode = trial.no_refresh(|t| t.mode_modestep(f.step)).ok().flatten();
-                        (f.clone(), mode)
-                    });
-                    Ok(Outcome {
-                        label,
-                        firings: eval.firings.len(),
-                        span,
-                        first,
-                        remarks: eval.remarks,
-                        evaluated: eval.steps_evaluated,
-                        skipped: eval.steps_skipped,
-                        end: match eval.end {
-                            EndReason::EndStep => format!("end step {}", eval.next_step),
-                            EndReason::EndOfRule => "rule ended".into(),
-                            EndReason::EndOfTraining(_) => "end of training".into(),
-                        },
-                    })
-                })
-            })
+            .map(|rule| scope.spawn(|| run(rule)))
             .collect();
         handles
             .into_iter()
@@ -402,7 +423,7 @@ fn single(
             let _ = o.flush();
         });
     };
-    let results = evaluate(args, path, specs, options, &print)?;
+    let results = evaluate(args, path, specs, options, Schedule::Concurrent, &print)?;
     bar.finish_and_clear();
     let out = out.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut fired = false;
@@ -532,7 +553,14 @@ fn fleet(
                 .unwrap_or_else(|p| p.into_inner())
                 .push(f.clone());
         };
-        let results = evaluate(args, &t.location, specs, options, &collect);
+        let results = evaluate(
+            args,
+            &t.location,
+            specs,
+            options,
+            Schedule::OneByOne,
+            &collect,
+        );
         bar.inc(1);
         let rules = results?.into_iter().collect::<Result<Vec<_>>>()?;
         let mut firings = firings.into_inner().unwrap_or_else(|p| p.into_inner());

@@ -16,7 +16,19 @@
 //!   look-ahead form `(?=\n?\z)` compiled on demand.
 
 use crate::error::ConfigError;
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Patterns whose compiled form [`PyRegex::new`] keeps for the process, at most: a reader of
+/// many trials meets the same few collection patterns in every one, and building their
+/// automata again per trial costs more than reading a small trial.
+const MEMO_PATTERNS: usize = 1024;
+
+/// The compiled patterns kept so far (see [`MEMO_PATTERNS`]).
+fn memo() -> &'static Mutex<HashMap<String, PyRegex>> {
+    static MEMO: OnceLock<Mutex<HashMap<String, PyRegex>>> = OnceLock::new();
+    MEMO.get_or_init(Mutex::default)
+}
 
 #[derive(Debug)]
 enum Engine {
@@ -68,8 +80,23 @@ struct Inner {
 }
 
 impl PyRegex {
-    /// Compiles a Python pattern; the error names the pattern.
+    /// Compiles a Python pattern; the error names the pattern. A pattern compiled before in
+    /// this process is shared rather than compiled again (the first [`MEMO_PATTERNS`]
+    /// distinct patterns): a compiled pattern never changes.
     pub fn new(pattern: &str) -> Result<PyRegex, ConfigError> {
+        let lock = || memo().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = lock().get(pattern) {
+            return Ok(r.clone());
+        }
+        let compiled = PyRegex::compile(pattern)?;
+        let mut memo = lock();
+        if memo.len() < MEMO_PATTERNS {
+            memo.insert(pattern.to_owned(), compiled.clone());
+        }
+        Ok(compiled)
+    }
+
+    fn compile(pattern: &str) -> Result<PyRegex, ConfigError> {
         let err = |message: String| ConfigError::Regex {
             pattern: pattern.to_string(),
             message,
@@ -426,6 +453,19 @@ mod tests {
 
     fn m(p: &str, s: &str) -> bool {
         PyRegex::new(p).unwrap().search(s).unwrap()
+    }
+
+    #[test]
+    fn a_pattern_is_compiled_once() {
+        let a = PyRegex::new("^memo-test-(?!x).*$").unwrap();
+        let b = PyRegex::new("^memo-test-(?!x).*$").unwrap();
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert!(b.search("memo-test-y").unwrap());
+        assert!(!b.search("memo-test-x").unwrap());
+        let other = PyRegex::new("^memo-test-(?!y).*$").unwrap();
+        assert!(!Arc::ptr_eq(&a.0, &other.0));
+        assert!(PyRegex::new("memo-test-(").is_err());
+        assert!(PyRegex::new("memo-test-(").is_err());
     }
 
     #[test]

@@ -125,6 +125,10 @@ pub fn discover_with<S: AsRef<str>>(
             .any(|f| TRIAL_FOLDERS.contains(&f.trim_end_matches('/')))
         {
             vec![String::new()]
+        } else if store.storage().as_sync().is_some() {
+            let mut roots = Vec::new();
+            roots_by_folder(&store, top, &mut roots).map_err(storage_error)?;
+            roots
         } else {
             let keys = store.list_keys("", None, None).map_err(storage_error)?;
             trial_roots(keys.iter().map(String::as_str))
@@ -144,6 +148,41 @@ pub fn discover_with<S: AsRef<str>>(
         }
     }
     Ok(out.into_iter().collect())
+}
+
+/// The trial roots below the folders `folders` (as [`BlockingStore::list_folders`] gives
+/// them), the same as [`trial_roots`] of every key below them, found folder by folder: on
+/// local disk, where a listing reads folders one by one, a trial's own folders (its events
+/// above all, a folder per step) are never read, only enough of its `index/` or
+/// `collections/` to see that it holds a file.
+fn roots_by_folder(
+    store: &BlockingStore,
+    folders: Vec<String>,
+    out: &mut Vec<String>,
+) -> smdebug_storage::Result<()> {
+    for folder in folders {
+        let name = folder.trim_end_matches('/');
+        let name = name.rsplit('/').next().unwrap_or(name);
+        if TRIAL_FOLDERS.contains(&name) {
+            // Its parent was no trial: it holds files being written at most, and so no
+            // trial either (`trial_roots` counts the first such folder of a key only).
+            continue;
+        }
+        let mut marked = false;
+        for marker in TRIAL_FOLDERS {
+            let keys = store.list_keys(&format!("{folder}{marker}/"), None, None)?;
+            if keys.iter().any(|k| !k.ends_with(TEMP_SUFFIX)) {
+                marked = true;
+                break;
+            }
+        }
+        if marked {
+            out.push(folder.trim_end_matches('/').to_owned());
+        } else {
+            roots_by_folder(store, store.list_folders(&folder)?, out)?;
+        }
+    }
+    Ok(())
 }
 
 /// `location` with `root` (a relative `/`-separated path) below it, as a location string.
@@ -190,6 +229,45 @@ mod tests {
     }
 
     proptest! {
+        /// On local disk, the trials found folder by folder are those of the keys.
+        #[test]
+        fn local_discovery_finds_the_roots_of_the_keys(
+            keys in proptest::collection::vec(proptest::collection::vec(segment(), 1..6), 1..20),
+            tmp in proptest::bool::ANY,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut written: Vec<String> = Vec::new();
+            for k in keys {
+                let mut k = k.join("/");
+                if tmp && written.len() % 3 == 1 {
+                    k.push_str(TEMP_SUFFIX);
+                }
+                // A file cannot also be a folder: keep the keys the disk can hold.
+                let clash = written.iter().any(|w| {
+                    w == &k || w.starts_with(&format!("{k}/")) || k.starts_with(&format!("{w}/"))
+                });
+                if clash {
+                    continue;
+                }
+                let path = dir.path().join(&k);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, "x").unwrap();
+                written.push(k);
+            }
+            let location = dir.path().to_str().unwrap();
+            let expected: Vec<String> = match trial_roots(written.iter().map(String::as_str)) {
+                roots if roots == [""] => vec![location.to_owned()],
+                roots => roots,
+            };
+            let top_is_trial = written.iter().any(|k| {
+                TRIAL_FOLDERS.iter().any(|f| k.starts_with(&format!("{f}/")))
+            });
+            let found: Vec<String> = discover(&[location]).unwrap().into_iter().map(|t| t.name).collect();
+            if !top_is_trial {
+                prop_assert_eq!(found, expected);
+            }
+        }
+
         /// Whatever the keys and their order: roots are sorted, unique, none inside
         /// another, each the prefix of a key with `index/` or `collections/` below it.
         #[test]

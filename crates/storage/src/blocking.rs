@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
@@ -17,7 +17,9 @@ use crate::{ObjectMeta, StagedPut, Storage};
 /// directly on the calling thread.
 ///
 /// The runtime has two worker threads (named `smdebug-storage`) that drive the I/O; the
-/// calling thread waits for the result. Callers never need a runtime of their own.
+/// calling thread waits for the result. Callers never need a runtime of their own. A store
+/// with synchronous calls starts its runtime only when [`block_on`](Self::block_on) is
+/// first called: opening many local trials one after the other then starts no thread.
 ///
 /// Calling from inside an async runtime is allowed but blocks the calling thread until the
 /// operation is done (it is a blocking API): on a multi-threaded tokio runtime the call
@@ -38,24 +40,30 @@ use crate::{ObjectMeta, StagedPut, Storage};
 #[derive(Debug)]
 pub struct BlockingStore {
     storage: Arc<dyn Storage>,
-    runtime: Option<Runtime>,
+    runtime: OnceLock<Runtime>,
+}
+
+/// The background runtime of a store.
+fn start_runtime() -> Result<Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("smdebug-storage")
+        .enable_all()
+        .build()
+        .map_err(|e| StorageError::Runtime {
+            reason: format!("cannot start the storage runtime: {e}"),
+        })
 }
 
 impl BlockingStore {
-    /// Wraps `storage`, starting the background runtime.
+    /// Wraps `storage`, starting the background runtime unless the store has synchronous
+    /// calls (see the type's docs).
     pub fn new(storage: Arc<dyn Storage>) -> Result<Self> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("smdebug-storage")
-            .enable_all()
-            .build()
-            .map_err(|e| StorageError::Runtime {
-                reason: format!("cannot start the storage runtime: {e}"),
-            })?;
-        Ok(BlockingStore {
-            storage,
-            runtime: Some(runtime),
-        })
+        let runtime = OnceLock::new();
+        if storage.as_sync().is_none() {
+            let _ = runtime.set(start_runtime()?);
+        }
+        Ok(BlockingStore { storage, runtime })
     }
 
     /// Opens `location` with default options.
@@ -80,10 +88,12 @@ impl BlockingStore {
         F: Future + Send,
         F::Output: Send,
     {
-        let runtime = self
-            .runtime
-            .as_ref()
-            .expect("the runtime is only taken in Drop");
+        let runtime = self.runtime.get_or_init(|| match start_runtime() {
+            Ok(runtime) => runtime,
+            // Only a store with synchronous calls gets here without a runtime, and only
+            // from code that chose to drive it asynchronously.
+            Err(e) => panic!("{e}"),
+        });
         match Handle::try_current() {
             Err(_) => runtime.block_on(future),
             Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
@@ -233,6 +243,21 @@ mod tests {
     fn store(name: &str) -> BlockingStore {
         BlockingStore::open(&Location::parse(&format!("memory://blocking-test-{name}")).unwrap())
             .unwrap()
+    }
+
+    #[test]
+    fn a_local_store_starts_its_runtime_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = Location::parse(dir.path().to_str().unwrap()).unwrap();
+        let s = BlockingStore::open(&location).unwrap();
+        s.put("a/b", "xyz".into()).unwrap();
+        assert_eq!(s.get("a/b").unwrap(), "xyz");
+        assert_eq!(s.list_keys("", None, None).unwrap(), ["a/b"]);
+        assert!(s.runtime.get().is_none());
+        assert_eq!(s.block_on(s.storage().get("a/b")).unwrap(), "xyz");
+        assert!(s.runtime.get().is_some());
+        let memory = store("eager");
+        assert!(memory.runtime.get().is_some());
     }
 
     #[test]

@@ -7,9 +7,9 @@
 //!   must find every trial and agree on how many fired each rule.
 //! * `smdebug_rs.spark.rule_verdicts` on a local Spark (crates/python/bench/spark_fleet.py,
 //!   in the Spark venv with the release wheel): the verdicts' time, and apart from it
-//!   Spark's own session start, which a cluster pays once per application. That script
-//!   writes its fleet of the same size with the smdebug_rs hook (healthy, vanishing,
-//!   exploding and rising runs).
+//!   Spark's own session start, which a cluster pays once per application. It judges the
+//!   same fleet with the same rules, and must agree with `smdebug rules` on how many
+//!   trials fired each rule.
 //!
 //! The fleet is [`FLEET_TRIALS`] copies of the `small` preset written by `smdebug synth`
 //! into `target/bench-fleet` (kept while its last trial is complete).
@@ -41,11 +41,13 @@ const PYTHON_REPEAT: &str = "2";
 /// The fleet rows; a figure that cannot be measured is an error row saying why.
 pub fn rows(peer_python: &Path) -> Vec<Value> {
     let name = format!("fleet: smdebug rules over {FLEET_TRIALS} trials (-j {JOBS})");
-    let mut rows = vec![match rules_row(&name, peer_python) {
+    let ours = rules_row(&name, peer_python);
+    let fired = ours.as_ref().ok().map(|r| r["fired"].clone());
+    let mut rows = vec![match ours {
         Ok(r) => r,
         Err(e) => json!({"name": name, "error": format!("{e:#}")}),
     }];
-    match spark_rows() {
+    match spark_rows(fired.as_ref()) {
         Ok(r) => rows.extend(r),
         Err(e) => rows.push(json!({
             "name": format!("fleet: rule_verdicts on local Spark over {FLEET_TRIALS} trials"),
@@ -186,19 +188,37 @@ fn rules_row(name: &str, peer_python: &Path) -> Result<Value> {
     }))
 }
 
-fn spark_rows() -> Result<Vec<Value>> {
+/// The Spark rows, over the fleet `smdebug rules` judged; `fired` is what it found per rule
+/// (when it ran), which Spark's verdicts must match.
+fn spark_rows(fired: Option<&Value>) -> Result<Vec<Value>> {
+    let fleet = ensure_fleet()?;
     let python = SPARK.ensure().context("the Spark venv")?;
     crate::python::install_wheel(&python, true).context("the smdebug_rs wheel")?;
     step(&format!(
         "rule_verdicts over {FLEET_TRIALS} trials on local Spark (spark_fleet.py)"
     ));
-    let out = output(
-        Command::new(&python)
-            .arg(root().join("crates/python/bench/spark_fleet.py"))
-            .args(["--trials", &FLEET_TRIALS.to_string(), "--repeat", "2"])
-            .env("SMDEBUG_LOG_LEVEL", "error"),
-    )?;
+    let mut cmd = Command::new(&python);
+    cmd.arg(root().join("crates/python/bench/spark_fleet.py"))
+        .arg("--fleet")
+        .arg(&fleet)
+        .args(["--trials", &FLEET_TRIALS.to_string(), "--repeat", "2"])
+        .env("SMDEBUG_LOG_LEVEL", "error");
+    for r in RULES {
+        cmd.args(["--rule", r]);
+    }
+    let out = output(&mut cmd)?;
     let v: Value = serde_json::from_str(out.trim()).with_context(|| format!("printed {out}"))?;
+    if let Some(Value::Object(ours)) = fired {
+        // spark_fleet.py names only the rules that fired somewhere.
+        let spark = |rule: &str| v["fired"].get(rule).and_then(Value::as_u64).unwrap_or(0);
+        if ours.iter().any(|(rule, n)| n.as_u64() != Some(spark(rule))) {
+            bail!(
+                "verdicts differ: smdebug rules {}, Spark {}",
+                Value::Object(ours.clone()),
+                v["fired"]
+            );
+        }
+    }
     let verdicts = v["verdicts_s"].as_f64().context("no `verdicts_s`")?;
     let start = v["session_start_s"]
         .as_f64()
