@@ -11,6 +11,11 @@
 //!   same fleet with the same rules, and must agree with `smdebug rules` on how many
 //!   trials fired each rule.
 //!
+//! * A ceiling, not a figure of ours: the Python loop's seconds over those of a bare read of
+//!   every file of the fleet (a folder walk and one `read` per file, on [`JOBS`] threads,
+//!   inside this process: no process start, no parsing), the most any reader of these files
+//!   could gain on this machine.
+//!
 //! The fleet is [`FLEET_TRIALS`] copies of the `small` preset written by `smdebug synth`
 //! into `target/bench-fleet` (kept while its last trial is complete).
 use super::trials::smdebug_bin;
@@ -43,10 +48,25 @@ pub fn rows(peer_python: &Path) -> Vec<Value> {
     let name = format!("fleet: smdebug rules over {FLEET_TRIALS} trials (-j {JOBS})");
     let ours = rules_row(&name, peer_python);
     let fired = ours.as_ref().ok().map(|r| r["fired"].clone());
+    let python = ours
+        .as_ref()
+        .ok()
+        .and_then(|r| r["baseline_seconds"].as_f64());
     let mut rows = vec![match ours {
         Ok(r) => r,
         Err(e) => json!({"name": name, "error": format!("{e:#}")}),
     }];
+    let ceiling = format!(
+        "fleet: ceiling (Python loop / a bare read of every file of the {FLEET_TRIALS} trials)"
+    );
+    rows.push(match python.map(ceiling_row) {
+        Some(Ok(mut r)) => {
+            r.insert("name".into(), ceiling.clone().into());
+            Value::Object(r)
+        }
+        Some(Err(e)) => json!({"name": ceiling, "error": format!("{e:#}")}),
+        None => json!({"name": ceiling, "error": "no Python figure to compare with"}),
+    });
     match spark_rows(fired.as_ref()) {
         Ok(r) => rows.extend(r),
         Err(e) => rows.push(json!({
@@ -101,6 +121,72 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The files below `dir`, walked depth first.
+fn files_below(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for e in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let e = e?;
+        if e.file_type()?.is_dir() {
+            files_below(&e.path(), out)?;
+        } else {
+            out.push(e.path());
+        }
+    }
+    Ok(())
+}
+
+/// The ceiling row's fields: the fastest of [`REPEAT`] bare reads of the fleet (each trial
+/// walked and its files read whole, trials shared among [`JOBS`] threads) against
+/// `python_seconds`.
+fn ceiling_row(python_seconds: f64) -> Result<serde_json::Map<String, Value>> {
+    let fleet = ensure_fleet()?;
+    let threads: usize = JOBS.parse()?;
+    let mut best = f64::INFINITY;
+    let mut bytes = 0usize;
+    for _ in 0..REPEAT {
+        let started = Instant::now();
+        let mut trials: Vec<PathBuf> = std::fs::read_dir(&fleet)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<std::io::Result<_>>()?;
+        trials.sort();
+        let read = |share: &[PathBuf]| -> Result<usize> {
+            let mut n = 0;
+            for t in share {
+                let mut files = Vec::new();
+                files_below(t, &mut files)?;
+                for f in files {
+                    n += std::fs::read(&f)?.len();
+                }
+            }
+            Ok(n)
+        };
+        let share = trials.len().div_ceil(threads.max(1)).max(1);
+        bytes = std::thread::scope(|s| {
+            let handles: Vec<_> = trials
+                .chunks(share)
+                .map(|c| s.spawn(move || read(c)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a reader panicked")))
+                })
+                .sum::<Result<usize>>()
+        })?;
+        best = best.min(started.elapsed().as_secs_f64());
+    }
+    let row = json!({
+        "value": best, "unit": "s",
+        "baseline": format!("python create_trial + invoke_rule loop (best) / a bare read of {bytes} bytes on {JOBS} threads, in process (best of {REPEAT})"),
+        "ratio": python_seconds / best, "goal": null, "seconds": best,
+        "baseline_seconds": python_seconds,
+    });
+    match row {
+        Value::Object(m) => Ok(m),
+        _ => bail!("not an object"),
+    }
 }
 
 /// Per rule, the number of trials where it fired, from `smdebug rules --json` output.
