@@ -8,7 +8,7 @@
 //! `"trial"`), in trial order. A trial that cannot be read is named and skipped, unless
 //! `--strict`.
 use anyhow::{bail, Result};
-use smdebug_fleet::{discover, Runner, TrialRef};
+use smdebug_fleet::{discover, Runner, TrialOutcome, TrialRef};
 use std::io::Write;
 
 /// The fleet flags every trial-reading command takes.
@@ -83,8 +83,9 @@ pub fn json_line(name: &str, value: serde_json::Value) -> String {
 
 /// Runs `work(trial, section)` per trial on the runner of `fleet`; `work` writes the
 /// trial's section (its text output, or its JSON lines made with [`json_line`]) and says
-/// whether the trial found something. Writes the sections in trial order, each text one
-/// after a `== trial NAME ==` header; a trial that failed gets `skipped: ERROR` (text) or
+/// whether the trial found something. Writes the sections in trial order, each as soon as
+/// it and those before it are done (all at the end under `--strict`), each text one after
+/// a `== trial NAME ==` header; a trial that failed gets `skipped: ERROR` (text) or
 /// `{"trial", "error"}` (JSON) and a warning on standard error; a text summary line ends
 /// the output. Returns whether any trial found something; `Err` under `--strict` when a
 /// trial failed.
@@ -99,39 +100,52 @@ where
     F: Fn(&TrialRef, &mut Vec<u8>) -> Result<bool> + Sync,
 {
     let bar = crate::progress::bar(trials.len() as u64, "trials", !json);
-    let outcomes = fleet.runner().run(trials, |t| {
+    let work = |t: &TrialRef| {
         let mut section = Vec::new();
         let found = work(t, &mut section);
         bar.inc(1);
         found.map(|f| (f, section))
-    })?;
-    bar.finish_and_clear();
+    };
     let mut found = false;
     let mut skipped = 0usize;
-    for o in &outcomes {
+    let mut count = 0usize;
+    let mut write = |o: TrialOutcome<(bool, Vec<u8>), anyhow::Error>| -> Result<()> {
+        count += 1;
         let name = o.trial.name.as_str();
-        if !json {
-            writeln!(out, "== trial {name} ==")?;
-        }
-        match &o.result {
-            Ok((f, section)) => {
-                found |= f;
-                out.write_all(section)?;
+        bar.suspend(|| -> Result<()> {
+            if !json {
+                writeln!(out, "== trial {name} ==")?;
             }
-            Err(e) => {
-                skipped += 1;
-                eprintln!("warning: trial {name} skipped: {e:#}");
-                if json {
-                    let line = serde_json::json!({"trial": name, "error": format!("{e:#}")});
-                    writeln!(out, "{line}")?;
-                } else {
-                    writeln!(out, "skipped: {e:#}")?;
+            match &o.result {
+                Ok((f, section)) => {
+                    found |= f;
+                    out.write_all(section)?;
+                }
+                Err(e) => {
+                    skipped += 1;
+                    eprintln!("warning: trial {name} skipped: {e:#}");
+                    if json {
+                        let line = serde_json::json!({"trial": name, "error": format!("{e:#}")});
+                        writeln!(out, "{line}")?;
+                    } else {
+                        writeln!(out, "skipped: {e:#}")?;
+                    }
                 }
             }
+            Ok(out.flush()?)
+        })
+    };
+    if fleet.strict {
+        // A strict run prints nothing when a trial fails: its sections wait for the end.
+        for o in fleet.runner().run(trials, work)? {
+            write(o)?;
         }
+    } else {
+        fleet.runner().run_each(trials, work, &mut write)?;
     }
+    bar.finish_and_clear();
     if !json {
-        writeln!(out, "== {} trial(s), {skipped} skipped ==", outcomes.len())?;
+        writeln!(out, "== {count} trial(s), {skipped} skipped ==")?;
     }
     Ok(found)
 }

@@ -23,7 +23,7 @@
 use crate::fleet::{target, Target};
 use anyhow::{bail, Context, Result};
 use smdebug_config::Mode;
-use smdebug_fleet::{Runner, TrialRef};
+use smdebug_fleet::{Runner, TrialOutcome, TrialRef};
 use smdebug_rules::{
     build_rule, builtin_rules, invoke_rule_with, EndReason, Firing, Message, MessageFormat, Rule,
     RuleConfiguration, RuleError, StopTraining,
@@ -533,7 +533,8 @@ struct TrialVerdicts {
 }
 
 /// Several trials, at most `--jobs` at once, each evaluated as it would be alone; then a
-/// verdict table (or JSON lines carrying the trial) in trial order.
+/// verdict table, or JSON lines carrying the trial, written in trial order as the trials
+/// are done (at the end under `--strict`).
 fn fleet(
     args: &Args,
     trials: &[TrialRef],
@@ -545,7 +546,7 @@ fn fleet(
     let bar = crate::progress::bar(trials.len() as u64, "trials", !args.json);
     bar.set_message(format!("{} rule(s)", specs.len()));
     let runner = Runner::new(jobs).strict(args.strict);
-    let outcomes = runner.run(trials, |t| -> Result<TrialVerdicts> {
+    let work = |t: &TrialRef| -> Result<TrialVerdicts> {
         let firings = Mutex::new(Vec::new());
         let collect = |f: &Firing, _first: bool| {
             firings
@@ -566,24 +567,21 @@ fn fleet(
         let mut firings = firings.into_inner().unwrap_or_else(|p| p.into_inner());
         firings.sort_by(|a, b| (a.step, &a.rule).cmp(&(b.step, &b.rule)));
         Ok(TrialVerdicts { rules, firings })
-    })?;
-    bar.finish_and_clear();
-    if let Some(e) = outcomes.iter().find_map(|o| {
-        o.result
-            .as_ref()
-            .err()
-            .and_then(|e| e.downcast_ref::<BadRule>())
-    }) {
-        bail!("{e}");
-    }
+    };
     let mut fired = false;
-    let mut broken: Vec<(&str, String)> = Vec::new();
+    let mut trials_done = 0usize;
+    let mut with_firing = 0usize;
+    let mut broken: Vec<(String, String)> = Vec::new();
     let mut rows: Vec<[String; 6]> = Vec::new();
-    for o in &outcomes {
+    let mut take = |o: TrialOutcome<TrialVerdicts, anyhow::Error>| -> Result<()> {
+        trials_done += 1;
         let name = o.trial.name.as_str();
         let v = match &o.result {
             Ok(v) => v,
             Err(e) => {
+                if let Some(bad) = e.downcast_ref::<BadRule>() {
+                    bail!("{bad}");
+                }
                 eprintln!("warning: trial {name} skipped: {e:#}");
                 if args.json {
                     writeln!(
@@ -592,11 +590,13 @@ fn fleet(
                         serde_json::json!({"trial": name, "error": format!("{e:#}")})
                     )?;
                 }
-                broken.push((name, format!("{e:#}")));
-                continue;
+                broken.push((name.to_owned(), format!("{e:#}")));
+                return Ok(());
             }
         };
-        fired |= v.rules.iter().any(|r| r.firings > 0);
+        let any = v.rules.iter().any(|r| r.firings > 0);
+        fired |= any;
+        with_firing += usize::from(any);
         if args.json {
             for f in &v.firings {
                 let mut line = f.to_json();
@@ -608,7 +608,8 @@ fn fleet(
                 "{}",
                 serde_json::json!({"trial": name, "summary": summary_json(&v.rules)})
             )?;
-            continue;
+            out.flush()?;
+            return Ok(());
         }
         for r in &v.rules {
             let (step, mode, message) = match &r.first {
@@ -632,21 +633,33 @@ fn fleet(
                 message,
             ]);
         }
+        Ok(())
+    };
+    if args.json && !args.strict {
+        // JSON lines follow the trials (in trial order); a rule that cannot be built ends
+        // the command at the first trial that reports it.
+        runner.run_each(trials, work, &mut take)?;
+    } else {
+        // The table needs every row, and a strict run prints nothing when a trial fails.
+        let outcomes = runner.run(trials, work)?;
+        if let Some(e) = outcomes.iter().find_map(|o| {
+            o.result
+                .as_ref()
+                .err()
+                .and_then(|e| e.downcast_ref::<BadRule>())
+        }) {
+            bail!("{e}");
+        }
+        for o in outcomes {
+            take(o)?;
+        }
     }
+    bar.finish_and_clear();
     if !args.json {
         write_table(out, &rows)?;
-        let with_firing = outcomes
-            .iter()
-            .filter(|o| {
-                o.result
-                    .as_ref()
-                    .is_ok_and(|v| v.rules.iter().any(|r| r.firings > 0))
-            })
-            .count();
         writeln!(
             out,
-            "{} trial(s): {with_firing} with a firing, {} skipped",
-            outcomes.len(),
+            "{trials_done} trial(s): {with_firing} with a firing, {} skipped",
             broken.len()
         )?;
         for (name, e) in &broken {

@@ -90,6 +90,6 @@ pub use discover::{discover, discover_with, trial_roots, TrialRef};
 pub use error::{FleetError, Result};
 pub use log::FiringLog;
 pub use record::{FiringKey, FiringRecord};
-pub use runner::{map_bounded, Runner, TrialOutcome};
+pub use runner::{for_each_bounded, map_bounded, Runner, TrialOutcome};
 pub use state::{TrialState, TrialStatus, WatchState, STATE_VERSION};
 pub use watch::{WatchEvent, WatchOptions, WatchRule, WatchSummary, Watcher};

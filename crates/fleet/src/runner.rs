@@ -2,8 +2,9 @@
 
 use crate::discover::TrialRef;
 use crate::error::{FleetError, Result};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
 
 /// Calls `f(i, item)` for every item on at most `jobs` scoped threads (at least one) and
 /// returns the results in item order. At most `jobs` items are in progress at any time, so
@@ -20,35 +21,86 @@ where
     R: Send,
     F: Fn(usize, T) -> R + Sync,
 {
+    let mut out = Vec::with_capacity(items.len());
+    let Ok(()) = for_each_bounded(items, jobs, f, |_, r| {
+        out.push(r);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    out
+}
+
+/// [`map_bounded`] that hands each result to `emit(i, result)` on the calling thread, in
+/// item order, as soon as it and every result before it are done, rather than all of them
+/// at the end: output can follow the work. The first error of `emit` stops the run: no
+/// item starts after it, the ones in progress finish, and the error is returned.
+///
+/// ```
+/// let mut seen = Vec::new();
+/// smdebug_fleet::for_each_bounded((1..=4).collect(), 2, |_, x: u64| x * 10, |i, r| {
+///     seen.push((i, r));
+///     Ok::<(), String>(())
+/// })?;
+/// assert_eq!(seen, [(0, 10), (1, 20), (2, 30), (3, 40)]);
+/// # Ok::<(), String>(())
+/// ```
+pub fn for_each_bounded<T, R, E, F, G>(
+    items: Vec<T>,
+    jobs: usize,
+    f: F,
+    mut emit: G,
+) -> std::result::Result<(), E>
+where
+    T: Send,
+    R: Send,
+    F: Fn(usize, T) -> R + Sync,
+    G: FnMut(usize, R) -> std::result::Result<(), E>,
+{
     let n = items.len();
     let threads = jobs.max(1).min(n);
     if threads <= 1 {
-        return items
-            .into_iter()
-            .enumerate()
-            .map(|(i, t)| f(i, t))
-            .collect();
+        for (i, t) in items.into_iter().enumerate() {
+            emit(i, f(i, t))?;
+        }
+        return Ok(());
     }
     let inputs: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
-    let outputs: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
         for _ in 0..threads {
-            scope.spawn(|| loop {
+            let tx = tx.clone();
+            let (inputs, next, stop, f) = (&inputs, &next, &stop, &f);
+            scope.spawn(move || loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(slot) = inputs.get(i) else { break };
                 let item = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
                 if let Some(item) = item {
-                    let r = f(i, item);
-                    *outputs[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                    if tx.send((i, f(i, item))).is_err() {
+                        break;
+                    }
                 }
             });
         }
-    });
-    outputs
-        .into_iter()
-        .filter_map(|o| o.into_inner().unwrap_or_else(|p| p.into_inner()))
-        .collect()
+        drop(tx);
+        // Results that finished before an earlier one wait here for it.
+        let mut ready = BTreeMap::new();
+        let mut want = 0;
+        for (i, r) in rx {
+            ready.insert(i, r);
+            while let Some(r) = ready.remove(&want) {
+                if let Err(e) = emit(want, r) {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+                want += 1;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// What one trial's work gave.
@@ -119,8 +171,48 @@ impl Runner {
         E: Into<Box<dyn std::error::Error + Send + Sync + 'static>> + Send,
         F: Fn(&TrialRef) -> std::result::Result<R, E> + Sync,
     {
+        let mut outcomes = Vec::with_capacity(trials.len());
+        self.run_each(trials, work, |o| {
+            outcomes.push(o);
+            Ok::<(), FleetError>(())
+        })?;
+        Ok(outcomes)
+    }
+
+    /// [`run`](Self::run) that hands each outcome to `emit` in trial order as soon as it and
+    /// those before it are done (see [`for_each_bounded`]), so a command's output follows
+    /// its trials instead of waiting for the last. A strict runner returns the first failed
+    /// trial's error (in trial order) instead of emitting it, after emitting the outcomes
+    /// before it; `emit`'s own first error ends the run too.
+    ///
+    /// ```
+    /// use smdebug_fleet::{Runner, TrialRef};
+    /// let trials: Vec<TrialRef> = ["a", "b"]
+    ///     .map(|n| TrialRef { name: n.into(), location: n.into() })
+    ///     .to_vec();
+    /// let mut names = Vec::new();
+    /// Runner::new(2).run_each(&trials, |t| Ok::<_, String>(t.name.len()), |o| {
+    ///     names.push(o.trial.name);
+    ///     Ok::<(), smdebug_fleet::FleetError>(())
+    /// })?;
+    /// assert_eq!(names, ["a", "b"]);
+    /// # Ok::<(), smdebug_fleet::FleetError>(())
+    /// ```
+    pub fn run_each<R, E, X, F, G>(
+        &self,
+        trials: &[TrialRef],
+        work: F,
+        mut emit: G,
+    ) -> std::result::Result<(), X>
+    where
+        R: Send,
+        E: Into<Box<dyn std::error::Error + Send + Sync + 'static>> + Send,
+        X: From<FleetError>,
+        F: Fn(&TrialRef) -> std::result::Result<R, E> + Sync,
+        G: FnMut(TrialOutcome<R, E>) -> std::result::Result<(), X>,
+    {
         let failed = AtomicBool::new(false);
-        let results = map_bounded(trials.iter().collect(), self.jobs, |_, trial| {
+        let work = |_, trial: &TrialRef| {
             if self.strict && failed.load(Ordering::Relaxed) {
                 return None;
             }
@@ -132,20 +224,19 @@ impl Runner {
                 trial: trial.clone(),
                 result,
             })
-        });
-        let mut outcomes = Vec::with_capacity(results.len());
-        for outcome in results.into_iter().flatten() {
+        };
+        for_each_bounded(trials.iter().collect(), self.jobs, work, |_, outcome| {
+            let Some(outcome) = outcome else {
+                return Ok(());
+            };
             match outcome.result {
-                Err(e) if self.strict => {
-                    return Err(FleetError::Trial {
-                        trial: outcome.trial.name,
-                        source: e.into(),
-                    })
-                }
-                _ => outcomes.push(outcome),
+                Err(e) if self.strict => Err(X::from(FleetError::Trial {
+                    trial: outcome.trial.name,
+                    source: e.into(),
+                })),
+                _ => emit(outcome),
             }
-        }
-        Ok(outcomes)
+        })
     }
 }
 
@@ -176,6 +267,45 @@ mod tests {
             prop_assert_eq!(calls.load(Ordering::SeqCst), n);
             prop_assert!(peak.load(Ordering::SeqCst) <= jobs.max(1) as isize);
         }
+    }
+
+    /// A trial's outcome is emitted while a later trial is still running: `c` waits for
+    /// `a` to be emitted, which output held until the end would never do.
+    #[test]
+    fn outcomes_are_emitted_as_they_are_done() {
+        let trials: Vec<TrialRef> = ["a", "b", "c"]
+            .map(|n| TrialRef {
+                name: n.into(),
+                location: String::new(),
+            })
+            .to_vec();
+        let emitted_a = AtomicBool::new(false);
+        let mut order = Vec::new();
+        Runner::new(2)
+            .run_each(
+                &trials,
+                |t| -> std::result::Result<bool, String> {
+                    if t.name != "c" {
+                        return Ok(true);
+                    }
+                    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                    while !emitted_a.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                    Ok(emitted_a.load(Ordering::SeqCst))
+                },
+                |o| {
+                    if o.trial.name == "a" {
+                        emitted_a.store(true, Ordering::SeqCst);
+                    }
+                    order.push((o.trial.name, o.result));
+                    Ok::<(), FleetError>(())
+                },
+            )
+            .unwrap();
+        let names: Vec<&str> = order.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(order[2].1, Ok(true), "c ended before a was emitted");
     }
 
     #[test]
