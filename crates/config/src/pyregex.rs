@@ -81,8 +81,8 @@ struct Inner {
 
 impl PyRegex {
     /// Compiles a Python pattern; the error names the pattern. A pattern compiled before in
-    /// this process is shared rather than compiled again (the first [`MEMO_PATTERNS`]
-    /// distinct patterns): a compiled pattern never changes.
+    /// this process is shared rather than compiled again (the first 1,024 distinct
+    /// patterns): a compiled pattern never changes.
     pub fn new(pattern: &str) -> Result<PyRegex, ConfigError> {
         let lock = || memo().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(r) = lock().get(pattern) {
