@@ -260,7 +260,7 @@ pub(crate) fn tensor_value(value: &Bound<'_, PyAny>) -> PyResult<TensorValue> {
     )))
 }
 
-/// The native hook. `smdebug_rs.Hook` (python/smdebug_rs/hook.py) subclasses it with the
+/// The native hook. `smdebug_rs.Hook` (python/smdebug_rs/core/hook.py) subclasses it with the
 /// original's constructor and the collection objects.
 // `weakref`: collection handles refer to their hook weakly (see `config::InHook`).
 #[pyclass(subclass, weakref, module = "smdebug_rs._native", name = "Hook")]

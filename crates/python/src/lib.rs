@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 mod arrow;
+mod classes;
 mod config;
 mod diagnose;
 mod errors;
@@ -69,6 +70,7 @@ fn _panic_for_test(py: Python<'_>, message: String) -> PyResult<()> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    classes::register(m)?;
     trial::register(m)?;
     rules::register(m)?;
     arrow::register(m)?;

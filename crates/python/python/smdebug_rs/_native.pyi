@@ -121,6 +121,16 @@ def export_tables(
     values: str = "none",
 ) -> Dict[str, ArrowTable]: ...
 def _panic_for_test(message: str) -> None: ...
+def _init(
+    *,
+    mode_keys: type,
+    step_state: type,
+    collection: type,
+    reduction_config: type,
+    save_config: type,
+    save_config_mode: type,
+    exceptions: Dict[str, Any],
+) -> None: ...
 
 # Trial diagnosis (smdebug_diagnose): each report as the dicts of its JSON form.
 def trial_health(trial: Trial, context: int = 5, growth: float = 10.0) -> Dict[str, Any]: ...
