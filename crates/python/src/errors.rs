@@ -88,7 +88,8 @@ impl NativeError {
                 | RuleError::InvalidValue { .. }
                 | RuleError::MissingParameter { .. }
                 | RuleError::InvalidConfiguration { .. }
-                | RuleError::InvalidRuleConfiguration { .. },
+                | RuleError::InvalidRuleConfiguration { .. }
+                | RuleError::InvalidRuleArgument { .. },
             ) => "SMDebugValueError",
             NativeError::Rule(_) => "SMDebugRuntimeError",
             NativeError::Export(ExportError::InvalidOption(_)) => "SMDebugValueError",

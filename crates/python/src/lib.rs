@@ -26,6 +26,7 @@ mod arrow;
 mod config;
 mod diagnose;
 mod errors;
+mod fleet;
 mod hook;
 mod rules;
 mod trial;
@@ -75,5 +76,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     hook::register(m)?;
     config::register(m)?;
     diagnose::register(m)?;
+    fleet::register(m)?;
     Ok(())
 }
