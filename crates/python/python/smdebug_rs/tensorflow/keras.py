@@ -27,8 +27,11 @@ Keras 3 variable gets its Keras 2 name):
   which are read when the batch ends.
 * ``loss`` (collection ``losses``) and each metric of the batch logs (``accuracy``, ``mae``
   …, collection ``metrics``), and ``batch`` (the batch index, as the original adds it):
-  **what Keras reported in step s's logs**. At the end of an epoch, the ``val_*`` values of
-  the epoch logs are saved at the current step if it saves.
+  **what Keras reported in step s's logs**. At the end of an epoch, as the original does,
+  every value of the epoch's logs (``loss``, the metrics, ``val_loss``, ``val_<metric>``)
+  and ``batch`` (the epoch's index) are written into the current step (the epoch's last,
+  TRAIN, or EVAL after a validation) even when it is not due: there, readers see the
+  epoch's values, which follow the batch's in the step.
 * ``<layer>/inputs``, ``<layer>/outputs`` (``_<n>`` for several tensors) — the input and
   output of each of ``model.layers`` (collection ``layers``; the first call in a step),
   when ``layers`` (or ``all``) is saved: the layers' ``call`` is wrapped on the instance;
@@ -539,16 +542,14 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._save_logs(batch, logs)
         self._end_step_values()
 
-    def _save_logs(self, batch, logs, keys=None):
+    def _save_logs(self, batch, logs):
         if logs is None:
             return
         native = self._native
         metrics_due = native.should_save_tensor(BATCH_KEY)
-        if batch is not None and metrics_due:
+        if metrics_due:
             self._save(BATCH_KEY, batch)
         for key, value in logs.items():
-            if keys is not None and not keys(key):
-                continue
             if key in LOSS_KEYS:
                 if native.should_save_tensor(key):
                     self._save(key, value)
@@ -599,12 +600,24 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
 
     @guarded()
     def on_epoch_end(self, epoch, logs=None):
-        """The epoch's validation values (``val_loss``, ``val_<metric>``) at the current
-        step, if it saves them. The epoch's training values equal the last batch's logs,
-        saved with that batch."""
-        if self._closed or self._native.step_num < 0:
+        """The original's forced save at the end of an epoch: each value of the epoch's
+        logs (the metrics, ``val_<metric>``, then ``loss`` and ``val_loss``) and ``batch``
+        (the epoch's index, as the original sets it) are written into the current step
+        (the epoch's last, TRAIN, or EVAL after a validation), whether or not that step
+        is due, into ``metrics`` and ``losses``. In a due step they follow the batch's
+        values of the same names, so readers take the epoch's."""
+        if self._closed or self._native.step_num < 0 or logs is None:
             return
-        self._save_logs(None, logs, keys=lambda k: k.startswith("val_"))
+        native = self._native
+        values = dict(logs)
+        values[BATCH_KEY] = epoch
+        forced = [(k, v, CollectionKeys.METRICS) for k, v in values.items()
+                  if k not in LOSS_KEYS and k != "outputs" and "smdebug_" not in k]
+        forced += [(k, values[k], CollectionKeys.LOSSES) for k in LOSS_KEYS if k in values]
+        for key, value, collection in forced:
+            self._saving = key  # named in the log if converting or saving fails
+            native.save_forced(key, _to_numpy(value), collection)
+            self._saving = None
 
     def _save(self, name, value):
         # Only called for names due at this step: the device → host copy happens here.
