@@ -403,6 +403,64 @@ def test_only_due_steps_are_saved_and_save_tensor(tmp_path):
     assert "scalar/lr" in tr.tensor_names()
 
 
+# -- optimizer_variables ----------------------------------------------------------------
+
+ADAM_SLOTS = [f"Adam/{slot}/{n}" for n in NAMES for slot in ("momentum", "velocity")]
+
+
+def test_optimizer_variables(tmp_path):
+    """Adam's variables under the Keras 2 form of their names, read when a TRAIN batch
+    ends (after its update, as the original reads them): the slots follow Adam's update
+    from the gradients saved at each step; no values in EVAL steps."""
+    hook = smd.KerasHook(out_dir=str(tmp_path / "t"),
+                         include_collections=["optimizer_variables", "gradients"], **EVERY)
+    b1, b2 = 0.9, 0.999
+    model, _, _ = fit(hook, validation=True,
+                      optimizer=keras.optimizers.Adam(learning_rate=0.01, beta_1=b1,
+                                                      beta_2=b2))
+    hook.close()
+    tr = create_trial(str(tmp_path / "t"))
+    opt_names = set(tr.collections()["optimizer_variables"].tensor_names)
+    assert opt_names == set(ADAM_SLOTS + ["Adam/iteration:0", "Adam/learning_rate:0"])
+    assert opt_names <= set(tr.tensor_names())
+    steps = tr.steps(mode=smd.modes.TRAIN)
+    assert steps == list(range(8))
+    assert tr.tensor("Adam/iteration:0").steps() == [0, 1, 2, 3, 8, 9, 10, 11]  # TRAIN only
+    m = {n: 0.0 for n in NAMES}
+    v = {n: 0.0 for n in NAMES}
+    for s in steps:
+        assert tr.tensor("Adam/iteration:0").value(s, mode=smd.modes.TRAIN) == s + 1
+        np.testing.assert_allclose(
+            tr.tensor("Adam/learning_rate:0").value(s, mode=smd.modes.TRAIN), 0.01)
+        for n, g in zip(NAMES, GRADS):
+            grad = tr.tensor(g).value(s, mode=smd.modes.TRAIN)
+            m[n] = b1 * m[n] + (1 - b1) * grad
+            v[n] = b2 * v[n] + (1 - b2) * grad * grad
+            np.testing.assert_allclose(
+                tr.tensor(f"Adam/momentum/{n}").value(s, mode=smd.modes.TRAIN), m[n],
+                rtol=1e-5, atol=1e-8, err_msg=f"momentum of {n} at {s}")
+            np.testing.assert_allclose(
+                tr.tensor(f"Adam/velocity/{n}").value(s, mode=smd.modes.TRAIN), v[n],
+                rtol=1e-4, atol=1e-10, err_msg=f"velocity of {n} at {s}")
+    # The last values are the optimizer's.
+    last = dict(keras_module.optimizer_variable_names(model.optimizer, model))
+    for name, var in last.items():
+        np.testing.assert_allclose(tr.tensor(name).value(7, mode=smd.modes.TRAIN),
+                                   var.numpy(), rtol=1e-6)
+
+
+def test_optimizer_variable_names():
+    model = make_model(optimizer=keras.optimizers.SGD(learning_rate=LR, momentum=0.9))
+    x, y = data()
+    model.fit(x, y, epochs=1, batch_size=BATCH, verbose=0)
+    names = [n for n, _ in keras_module.optimizer_variable_names(model.optimizer, model)]
+    assert names == ["SGD/iteration:0", "SGD/learning_rate:0"] + [
+        f"SGD/momentum/{n}" for n in NAMES]
+    # Without the model the slot variables keep Keras 3's names.
+    assert [n for n, _ in keras_module.optimizer_variable_names(model.optimizer)][2] == \
+        "SGD/sequential_dense_kernel_momentum:0"
+
+
 # -- wrap_tape ------------------------------------------------------------------------
 
 def test_wrap_tape_loop(tmp_path):
