@@ -335,10 +335,20 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
             self._grad_due = tf.Variable(False, trainable=False,
                                          name="smdebug_rs_gradients_due")
             self._grad_slots = {}
-            for v in model.trainable_weights:
-                slot = tf.Variable(tf.zeros(v.shape, dtype=v.dtype), trainable=False,
-                                   name="smdebug_rs_gradient")
-                self._grad_slots[_var_key(v)] = (gradient_name(v, model), slot)
+            strategy = getattr(model, "distribute_strategy", None) or tf.distribute.get_strategy()
+            # Under a strategy of several replicas (MirroredStrategy) the optimizer's apply
+            # runs once per replica with the replica's gradient, which Keras's loss scaling
+            # makes a share of the one applied: each replica writes its share into its copy
+            # of a sum-on-read variable, whose value is then the applied gradient.
+            sync = {}
+            if getattr(strategy, "num_replicas_in_sync", 1) > 1:
+                sync = dict(synchronization=tf.VariableSynchronization.ON_READ,
+                            aggregation=tf.VariableAggregation.SUM)
+            with strategy.scope():
+                for v in model.trainable_weights:
+                    slot = tf.Variable(tf.zeros(v.shape, dtype=v.dtype), trainable=False,
+                                       name="smdebug_rs_gradient", **sync)
+                    self._grad_slots[_var_key(v)] = (gradient_name(v, model), slot)
             self._wrap_optimizer_apply(opt)
             retrace = True
         layers = self._may_save(CollectionKeys.LAYERS)
