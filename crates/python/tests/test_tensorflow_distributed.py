@@ -92,3 +92,18 @@ def test_values_are_those_of_the_global_batch(mirrored):
     # The optimizer's iteration, read after each TRAIN step's update.
     assert [int(tr.tensor("SGD/iteration:0").value(s, mode=modes.TRAIN).ravel()[0]) for s in range(8)] \
         == list(range(1, 9))
+
+
+def test_layer_values_are_one_replicas(mirrored):
+    """Each replica runs the layers on its half of the global batch; the hook keeps the
+    first half handed over in a step (which replica's is not fixed)."""
+    out, _ = mirrored
+    tr = create_trial(str(out))
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(32, 4)).astype("float32")
+    for s in range(8):
+        b = s % 4
+        got = tr.tensor("dense/inputs").value(s, mode=modes.TRAIN)
+        halves = [x[b * 8:b * 8 + 4], x[b * 8 + 4:(b + 1) * 8]]
+        assert any(np.array_equal(got, h) for h in halves), s
+        assert tr.tensor("dense_1/outputs").value(s, mode=modes.TRAIN).shape == (4, 2)

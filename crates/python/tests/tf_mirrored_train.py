@@ -47,7 +47,7 @@ class Logs(keras.callbacks.Callback):
 
 hook = smd.KerasHook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1),
                      include_collections=["weights", "biases", "gradients", "losses",
-                                          "metrics", "optimizer_variables"])
+                                          "metrics", "optimizer_variables", "layers"])
 logs = Logs()
 model.fit(x, y, epochs=2, batch_size=8, shuffle=False, verbose=0, callbacks=[hook, logs],
           validation_data=(x, y))
