@@ -90,8 +90,9 @@ def test_values_are_those_of_the_global_batch(mirrored):
         assert tr.tensor("val_loss").value(step)[0] == pytest.approx(
             logs["epochs"][e]["val_loss"], rel=1e-6)
     # The optimizer's iteration, read after each TRAIN step's update.
-    assert [int(tr.tensor("SGD/iteration:0").value(s, mode=modes.TRAIN).ravel()[0]) for s in range(8)] \
-        == list(range(1, 9))
+    iteration = tr.tensor("SGD/iteration:0")
+    assert [int(iteration.value(s, mode=modes.TRAIN).ravel()[0]) for s in range(8)] == \
+        list(range(1, 9))
 
 
 def test_layer_values_are_one_replicas(mirrored):

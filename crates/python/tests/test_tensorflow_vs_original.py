@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 try:
-    import tensorflow as tf
+    import tensorflow  # noqa: F401 - the hook needs it
 except ImportError as e:  # not installed, or installed but broken
     pytest.skip(f"tensorflow is not importable ({e}): no TensorFlow hook tests",
                 allow_module_level=True)
