@@ -94,7 +94,8 @@ impl NativeError {
                 | RuleError::InvalidValue { .. }
                 | RuleError::MissingParameter { .. }
                 | RuleError::InvalidConfiguration { .. }
-                | RuleError::InvalidRuleConfiguration { .. },
+                | RuleError::InvalidRuleConfiguration { .. }
+                | RuleError::InvalidRuleArgument { .. },
             ) => "SMDebugValueError",
             NativeError::Rule(_) => RUNTIME_ERROR,
             NativeError::Export(ExportError::InvalidOption(_)) => "SMDebugValueError",

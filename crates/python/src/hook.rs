@@ -652,6 +652,26 @@ impl PyHook {
         })
     }
 
+    /// `save_forced(name, value, collection)`: smdebug's forced save (its Keras hook's
+    /// losses and metrics at the end of an epoch): `name` joins `collection` and its raw
+    /// value is written into the current step now, whether or not the step is due (see
+    /// `smdebug_hook::Hook::save_forced`). Returns whether it was written.
+    fn save_forced(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        value: &Bound<'_, PyAny>,
+        collection: &str,
+    ) -> PyResult<bool> {
+        if self.dry_run {
+            return Ok(false);
+        }
+        let v = tensor_value(value)?;
+        self.with(py, |h| {
+            Ok(h.save_forced(name, v, collection)? == Saved::Queued)
+        })
+    }
+
     /// `save_scalar(name, value, sm_metric=False, timestamp=None)`: written as
     /// `scalar/<name>` at the end of the next step that saves something (or at close).
     #[pyo3(signature = (name, value, sm_metric=false, timestamp=None))]

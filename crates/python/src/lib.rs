@@ -27,6 +27,7 @@ mod classes;
 mod config;
 mod diagnose;
 mod errors;
+mod fleet;
 mod hook;
 mod rules;
 mod trial;
@@ -77,5 +78,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     hook::register(m)?;
     config::register(m)?;
     diagnose::register(m)?;
+    fleet::register(m)?;
     Ok(())
 }
