@@ -52,12 +52,13 @@ def parse_rule(spec):
     are strings or values the rule classes take (``True``, ``0.5``, lists). The grammar and
     the check of the name and parameter names are the command line's own (``smdebug_rules``
     in Rust); a wrong one raises ``SMDebugValueError`` (a ``ValueError``)."""
-    from smdebug_rs import _native, rules
+    from smdebug_rs import _native
+    from smdebug_rs.rules.builtin_rules import _param_text
 
     if isinstance(spec, str):
         return _native.rule_arg(spec)
     name, given = spec
-    params = {k: rules._param_text(v, []) for k, v in dict(given or {}).items()}
+    params = {k: _param_text(v, []) for k, v in dict(given or {}).items()}
     return _native.rule_arg(name, params)
 
 

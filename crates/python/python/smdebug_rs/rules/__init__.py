@@ -24,8 +24,6 @@ Rust with the GIL released.
 
 from smdebug_rs.rules import builtin_rules as _builtin_rules
 from smdebug_rs.rules.builtin_rules import *  # noqa: F401,F403 - the built-in rule classes
-# smdebug_rs.spark turns rule parameters into text as the built-in rules do.
-from smdebug_rs.rules.builtin_rules import _param_text  # noqa: F401
 from smdebug_rs.rules.req_tensors import RequiredTensors, RequiredTensorsForTrial
 from smdebug_rs.rules.rule import Rule
 from smdebug_rs.rules.rule_invoker import invoke_rule
