@@ -48,7 +48,7 @@ enum Task {
     /// Regenerates the checked-in protobuf code of smdebug-record (`--check`: fail on a diff).
     GenProto(proto::GenProtoArgs),
     /// Installs (or verifies) the Python venvs of the tests (the smdebug peer, with PyTorch,
-    /// with MXNet; PyTorch with numpy 2; TensorFlow; the test tools); prints their
+    /// with MXNet; PyTorch with numpy 2; MXNet with Horovod; TensorFlow; the test tools); prints their
     /// interpreters.
     Peer,
     /// Starts the test services (S3 server, GCS and Azure emulators) and prints the environment to use them; runs
@@ -70,6 +70,7 @@ fn main() -> Result<()> {
                 &peer::TORCH,
                 &peer::TORCH_NP2,
                 &peer::MXNET,
+                &peer::MXNET_HOROVOD,
                 &peer::TF,
                 &peer::SPARK,
                 &peer::TOOLS,

