@@ -90,8 +90,9 @@ pub const MXNET_HOROVOD: Venv = Venv {
     purpose: "MXNet with Horovod",
     reqs: &["mxnet-horovod-requirements.txt"],
     locked: true,
+    // `horovod.mxnet` imports only if its MXNet extension was built.
     smoke: "import horovod.mxnet as hvd, smdebug.mxnet; \
-            assert hvd.mxnet_built() and hvd.gloo_built(); hvd.init(); assert hvd.size() == 1",
+            assert hvd.gloo_built(); hvd.init(); assert hvd.size() == 1",
     after_install: build_horovod,
     borrows: Some((&MXNET, "mxnet-requirements.txt")),
     stamp_also: &[HOROVOD_LOCK],

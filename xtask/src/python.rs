@@ -257,7 +257,34 @@ pub fn test(row: usize, python: &Path, s3_env: &[(String, String)]) -> Result<()
 
 #[cfg(test)]
 mod tests {
-    use super::summary_line;
+    use super::{suite_files, summary_line, SUITES};
+
+    #[test]
+    fn every_test_file_runs_and_shared_prefixes_run_the_same_files() {
+        let names = |row: usize| -> Vec<String> {
+            suite_files(row)
+                .unwrap()
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        let row = |venv: &str| SUITES.iter().position(|s| s.venv.name == venv).unwrap();
+        let torch = names(row("peer-torch-venv"));
+        assert!(torch.contains(&"test_pytorch_hook.py".to_owned()), "{torch:?}");
+        assert_eq!(names(row("peer-torch-np2-venv")), torch);
+        let horovod = names(row("peer-mxnet-horovod-venv"));
+        let mxnet = names(row("peer-mxnet-venv"));
+        assert!(!horovod.is_empty() && mxnet.iter().all(|f| !horovod.contains(f)));
+        // Every file once, but for the rows that share a prefix.
+        let mut all: Vec<String> = (0..SUITES.len())
+            .filter(|&r| SUITES[r].markers.is_none())
+            .flat_map(names)
+            .collect();
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n, "a file in two rows: {all:?}");
+    }
 
     #[test]
     fn finds_pytest_summary_lines() {
