@@ -270,7 +270,10 @@ mod tests {
         };
         let row = |venv: &str| SUITES.iter().position(|s| s.venv.name == venv).unwrap();
         let torch = names(row("peer-torch-venv"));
-        assert!(torch.contains(&"test_pytorch_hook.py".to_owned()), "{torch:?}");
+        assert!(
+            torch.contains(&"test_pytorch_hook.py".to_owned()),
+            "{torch:?}"
+        );
         assert_eq!(names(row("peer-torch-np2-venv")), torch);
         let horovod = names(row("peer-mxnet-horovod-venv"));
         let mxnet = names(row("peer-mxnet-venv"));
