@@ -305,4 +305,66 @@ mod tests {
         assert!(readme.contains("cargo xtask test"));
         assert!(ci.lines().any(|l| l.trim() == "cargo xtask test"));
     }
+
+    /// The `mod NAME;` declarations of a Rust file (one per line, as rustfmt writes them).
+    fn declared_modules(src: &str) -> BTreeSet<String> {
+        src.lines()
+            .filter_map(|l| l.trim().strip_prefix("mod "))
+            .filter_map(|rest| rest.strip_suffix(';'))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// One integration-test binary per crate: each links the crate's whole dependency tree
+    /// again. A crate with several test files turns `autotests` off and declares one
+    /// `[[test]]` whose root names every file as a module (a second one only where a test
+    /// must run in a process of its own, saying why), and no file is left out of every
+    /// binary without anyone noticing.
+    #[test]
+    fn each_crate_links_one_integration_test_binary() {
+        let mut problems = Vec::new();
+        for dir in crate_dirs() {
+            let tests = dir.join("tests");
+            let mut files: Vec<String> = std::fs::read_dir(&tests)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "rs"))
+                .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+                .collect();
+            files.sort();
+            if files.len() <= 1 {
+                continue;
+            }
+            let name = dir.display();
+            let manifest = read(&dir.join("Cargo.toml"));
+            let roots: Vec<&str> = manifest
+                .split("[[test]]")
+                .skip(1)
+                .filter_map(|t| t.lines().find_map(|l| l.trim().strip_prefix("path = ")))
+                .map(|p| p.trim_matches('"'))
+                .collect();
+            if !manifest.contains("autotests = false") || roots.is_empty() {
+                problems.push(format!(
+                    "{name}: {} test files; set `autotests = false` and one [[test]] (found {})",
+                    files.len(),
+                    roots.len()
+                ));
+                continue;
+            }
+            let mut covered = BTreeSet::new();
+            for root_path in &roots {
+                let file = dir.join(root_path);
+                covered.insert(file.file_stem().unwrap().to_string_lossy().into_owned());
+                covered.extend(declared_modules(&read(&file)));
+            }
+            for f in &files {
+                if !covered.contains(f) {
+                    problems.push(format!("{name}: tests/{f}.rs is in no test binary"));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
 }

@@ -13,9 +13,9 @@
 
 use crate::fleet::Target;
 use crate::progress::{bar, ReportBar};
-use crate::rules::parse_rule_arg;
 use anyhow::{Context, Result};
 use smdebug_report::{all_rules, report, ReportOptions, RuleChoice, StepRange};
+use smdebug_rules::RuleArg;
 use smdebug_trial::TrialOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -62,7 +62,7 @@ pub fn rule_choices(names: &[String]) -> Result<(Vec<RuleChoice>, bool)> {
             "all" => out.extend(all_rules()),
             "none" => {}
             other => {
-                let (name, params) = parse_rule_arg(other)?;
+                let RuleArg { name, params } = other.parse()?;
                 out.push(RuleChoice {
                     label: name.clone(),
                     name,

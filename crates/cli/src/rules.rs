@@ -26,7 +26,7 @@ use smdebug_config::Mode;
 use smdebug_fleet::{Runner, TrialRef};
 use smdebug_rules::{
     build_rule, builtin_rules, invoke_rule_with, EndReason, Firing, Message, MessageFormat, Rule,
-    RuleConfiguration, RuleError, StopTraining,
+    RuleArg, RuleConfiguration, RuleError, StopTraining,
 };
 use smdebug_trial::{PollPolicy, Trial, TrialOptions};
 use std::collections::BTreeMap;
@@ -97,7 +97,7 @@ pub type RuleSpecArg = (String, String, BTreeMap<String, String>);
 pub fn rule_specs(rules: &[String], config: Option<&Path>) -> Result<Vec<RuleSpecArg>> {
     let mut specs: Vec<RuleSpecArg> = Vec::new();
     for r in rules {
-        let (name, params) = parse_rule_arg(r)?;
+        let RuleArg { name, params } = r.parse()?;
         specs.push((name.clone(), name, params));
     }
     if let Some(file) = config {
@@ -113,42 +113,6 @@ pub fn rule_specs(rules: &[String], config: Option<&Path>) -> Result<Vec<RuleSpe
         bail!("no rule given: use --rule NAME[:key=value,…] or --config FILE (see --list)");
     }
     Ok(specs)
-}
-
-/// Parses `Name[:key=value,…]`.
-pub fn parse_rule_arg(arg: &str) -> Result<(String, BTreeMap<String, String>)> {
-    let (name, rest) = match arg.split_once(':') {
-        Some((n, r)) => (n.trim(), Some(r)),
-        None => (arg.trim(), None),
-    };
-    if name.is_empty() {
-        bail!("--rule {arg:?}: no rule name");
-    }
-    let mut params: BTreeMap<String, String> = BTreeMap::new();
-    let mut last: Option<String> = None;
-    for item in rest.unwrap_or("").split(',') {
-        match item.split_once('=') {
-            Some((k, v)) => {
-                let k = k.trim().to_owned();
-                if k.is_empty() {
-                    bail!("--rule {arg:?}: empty parameter name in {item:?}");
-                }
-                params.insert(k.clone(), v.trim().to_owned());
-                last = Some(k);
-            }
-            None if item.trim().is_empty() => {}
-            None => match &last {
-                // A list value: `collection_names=a,b` continues with `b`.
-                Some(k) => {
-                    let v = params.entry(k.clone()).or_default();
-                    v.push(',');
-                    v.push_str(item.trim());
-                }
-                None => bail!("--rule {arg:?}: expected key=value, got {item:?}"),
-            },
-        }
-    }
-    Ok((name.to_owned(), params))
 }
 
 fn list(args: &Args, out: &mut dyn Write) -> Result<()> {
@@ -652,22 +616,6 @@ fn write_table(out: &mut dyn Write, rows: &[[String; 6]]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rule_arguments() {
-        let (n, p) = parse_rule_arg("VanishingGradient").unwrap();
-        assert_eq!(n, "VanishingGradient");
-        assert!(p.is_empty());
-        let (n, p) =
-            parse_rule_arg("ExplodingTensor:collection_names=gradients,weights,only_nan=True")
-                .unwrap();
-        assert_eq!(n, "ExplodingTensor");
-        assert_eq!(p["collection_names"], "gradients,weights");
-        assert_eq!(p["only_nan"], "True");
-        assert!(parse_rule_arg(":a=1").is_err());
-        assert!(parse_rule_arg("X:oops").is_err());
-        assert!(parse_rule_arg("X:=1").is_err());
-    }
 
     fn args(path: &str, rules: &[&str], json: bool) -> Args {
         Args {

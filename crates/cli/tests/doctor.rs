@@ -1,50 +1,32 @@
-//! `smdebug doctor` on a matrix of broken trials, each built from a good one our hook
-//! writes: every problem is named (with file and offset where it has them), and the good
-//! trial has none. (`tests/conformance/doctor.rs` runs it on every peer preset.)
+//! `smdebug doctor` and `smdebug seal` as commands: the exit status, the JSON and text forms
+//! of the diagnosis library's report (whose findings `smdebug-diagnose`'s own tests cover
+//! one by one), and sealing a trial the original wrote. `tests/conformance/doctor.rs` runs
+//! doctor on every peer preset.
 
-use ndarray::arr1;
 use serde_json::Value;
-use smdebug_config::{Collection, SaveConfig, SaveConfigMode};
-use smdebug_hook::{HookBuilder, TensorValue};
+use smdebug_synth::{write_trial, Recipe, WriteOptions};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
-/// A good trial: steps 0..8 every step, a weight and its gradient changing every step.
-/// With `accumulate`, the weight changes only every second step (the optimizer steps once
-/// per two hook steps).
-fn good(dir: &Path, accumulate: bool) -> PathBuf {
+/// The `small` peer preset written by our writer into `dir/t`: a trial with no finding.
+fn good(dir: &Path) -> PathBuf {
+    let preset = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peer/presets/small.json");
     let t = dir.join("t");
-    let mut weights = Collection::new("weights");
-    weights.include("weight$").unwrap();
-    let mut grads = Collection::new("gradients");
-    grads.include("^gradient/").unwrap();
-    let mut hook = HookBuilder::new(t.to_str().unwrap())
-        .without_default_collections()
-        .collection(weights)
-        .collection(grads)
-        .include_collections(["weights", "gradients"])
-        .save_config(SaveConfig::new(SaveConfigMode::every(1)))
-        .build()
-        .unwrap();
-    for step in 0..8 {
-        hook.step().unwrap();
-        let update = if accumulate { step / 2 } else { step } as f32;
-        let w = arr1(&[1.0f32 + update, 2.0, 3.0]).into_dyn();
-        let g = arr1(&[0.1f32 * (step + 1) as f32, 0.2, 0.3]).into_dyn();
-        hook.save("fc.weight", TensorValue::from(w)).unwrap();
-        hook.save("gradient/fc.weight", TensorValue::from(g))
-            .unwrap();
-    }
-    hook.close().unwrap();
+    let recipe = Recipe::load(&preset).unwrap();
+    write_trial(&recipe, t.to_str().unwrap(), WriteOptions::default()).unwrap();
     t
 }
 
-fn doctor(trial: &Path) -> (i32, Value) {
-    let o = Command::new(env!("CARGO_BIN_EXE_smdebug"))
-        .args(["doctor", "--json"])
+fn smdebug(args: &[&str], trial: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_smdebug"))
+        .args(args)
         .arg(trial)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+fn doctor_json(trial: &Path) -> (i32, Value) {
+    let o = smdebug(&["doctor", "--json"], trial);
     let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
         panic!(
             "{e}: {}\n{}",
@@ -55,197 +37,82 @@ fn doctor(trial: &Path) -> (i32, Value) {
     (o.status.code().unwrap(), v)
 }
 
-/// The findings' kinds, and their texts joined.
-fn kinds(v: &Value) -> (Vec<String>, String) {
-    let f = v["findings"].as_array().unwrap();
-    (
-        f.iter()
-            .map(|f| f["kind"].as_str().unwrap().to_owned())
-            .collect(),
-        f.iter()
-            .map(|f| f["what"].as_str().unwrap().to_owned())
-            .collect::<Vec<_>>()
-            .join("\n"),
-    )
-}
-
-fn step_file(t: &Path, kind: &str, step: i64, worker: &str) -> PathBuf {
-    let key = match kind {
-        "index" => smdebug_index::index_file_key(step, worker).unwrap(),
-        _ => smdebug_index::event_file_key(step, worker).unwrap(),
-    };
-    t.join(key)
+fn kinds(v: &Value) -> Vec<&str> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect()
 }
 
 #[test]
-fn a_good_trial_has_no_finding_and_verifiable_payloads() {
+fn a_good_trial_exits_zero_in_both_forms() {
     let d = tempfile::tempdir().unwrap();
-    let t = good(d.path(), false);
-    let (code, v) = doctor(&t);
-    assert_eq!((code, kinds(&v).0), (0, Vec::<String>::new()), "{v}");
+    let t = good(d.path());
+    let (code, v) = doctor_json(&t);
+    assert_eq!((code, kinds(&v)), (0, vec![]), "{v}");
     assert_eq!(v["payloads_verifiable"]["all"], true, "{v}");
+    assert_eq!(v["trial"], t.to_str().unwrap(), "{v}");
+    let text = smdebug(&["doctor"], &t);
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(text.status.code(), Some(0), "{out}");
+    assert!(out.contains("no problem found"), "{out}");
 }
 
 #[test]
-fn missing_collections_file() {
+fn a_finding_exits_one_with_what_why_and_next() {
     let d = tempfile::tempdir().unwrap();
-    let t = good(d.path(), false);
+    let t = good(d.path());
     std::fs::remove_file(t.join("collections/000000000/worker_0_collections.json")).unwrap();
-    let (code, v) = doctor(&t);
-    let (k, what) = kinds(&v);
-    assert_eq!(
-        (code, k),
-        (1, vec!["missing-collections".to_owned()]),
-        "{v}"
-    );
-    assert!(what.contains("worker_0"), "{what}");
-    assert!(v["findings"][0]["why"]
-        .as_str()
-        .unwrap()
-        .contains("MissingCollectionFiles"));
-}
-
-#[test]
-fn incomplete_steps_name_the_lagging_worker() {
-    let d = tempfile::tempdir().unwrap();
-    let t = good(d.path(), false);
-    // A second worker: worker_0's files copied under worker_1, its last two steps missing.
-    let coll = t.join("collections/000000000/worker_0_collections.json");
-    let text = std::fs::read_to_string(&coll)
-        .unwrap()
-        .replace(r#""num_workers": 1"#, r#""num_workers": 2"#);
-    std::fs::write(&coll, &text).unwrap();
-    std::fs::write(
-        t.join("collections/000000000/worker_1_collections.json"),
-        &text,
-    )
-    .unwrap();
-    for step in 0..6 {
-        let idx = std::fs::read_to_string(step_file(&t, "index", step, "worker_0"))
+    let (code, v) = doctor_json(&t);
+    assert_eq!((code, kinds(&v)), (1, vec!["missing-collections"]), "{v}");
+    let f = &v["findings"][0];
+    assert!(f["what"].as_str().unwrap().contains("worker_0"), "{v}");
+    assert!(
+        f["why"]
+            .as_str()
             .unwrap()
-            .replace("_worker_0.tfevents", "_worker_1.tfevents");
-        std::fs::write(step_file(&t, "index", step, "worker_1"), idx).unwrap();
-        std::fs::copy(
-            step_file(&t, "events", step, "worker_0"),
-            step_file(&t, "events", step, "worker_1"),
-        )
-        .unwrap();
-    }
-    let (code, v) = doctor(&t);
-    let (k, what) = kinds(&v);
-    assert_eq!((code, k), (1, vec!["incomplete-steps".to_owned()]), "{v}");
-    assert!(what.contains("worker_1 lacks steps 6-7"), "{what}");
-}
-
-#[test]
-fn writer_stopped_without_end_marker() {
-    let d = tempfile::tempdir().unwrap();
-    let t = good(d.path(), false);
-    std::fs::remove_file(t.join("training_job_end.ts")).unwrap();
-    let (code, v) = doctor(&t);
-    assert_eq!(
-        (code, kinds(&v).0),
-        (1, vec!["no-end-marker".to_owned()]),
+            .contains("MissingCollectionFiles"),
         "{v}"
     );
-}
-
-#[test]
-fn steps_skipped_against_the_save_config() {
-    let d = tempfile::tempdir().unwrap();
-    let t = good(d.path(), false);
-    for step in [3, 4] {
-        std::fs::remove_file(step_file(&t, "index", step, "worker_0")).unwrap();
-        std::fs::remove_file(step_file(&t, "events", step, "worker_0")).unwrap();
-    }
-    let (code, v) = doctor(&t);
-    let (k, what) = kinds(&v);
-    assert_eq!((code, k), (1, vec!["skipped-steps".to_owned()]), "{v}");
-    assert!(what.contains("GLOBAL mode steps 3-4"), "{what}");
-}
-
-#[test]
-fn truncated_events_file_names_file_and_offset() {
-    let d = tempfile::tempdir().unwrap();
-    let t = good(d.path(), false);
-    let ev = step_file(&t, "events", 5, "worker_0");
-    let bytes = std::fs::read(&ev).unwrap();
-    std::fs::write(&ev, &bytes[..bytes.len() - 10]).unwrap();
-    let idx = smdebug_index::IndexFile::parse(
-        "i",
-        &std::fs::read(step_file(&t, "index", 5, "worker_0")).unwrap(),
-    )
-    .unwrap();
-    let last = idx.tensors.last().unwrap().start_idx;
-    let (code, v) = doctor(&t);
-    let (k, what) = kinds(&v);
-    assert_eq!((code, k), (1, vec!["corrupt-record".to_owned()]), "{v}");
+    assert!(!f["next"].as_str().unwrap().is_empty(), "{v}");
+    let text = smdebug(&["doctor"], &t);
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(text.status.code(), Some(1), "{out}");
     assert!(
-        what.contains("events/000000000005/000000000005_worker_0.tfevents")
-            && what.contains(&format!("at byte {last}")),
-        "{what}"
+        out.contains("worker_0") && out.contains("missing-collections"),
+        "{out}"
     );
 }
 
 #[test]
-fn flipped_byte_is_a_crc_mismatch_with_file_and_offset() {
-    let d = tempfile::tempdir().unwrap();
-    let t = good(d.path(), false);
-    let ev = step_file(&t, "events", 2, "worker_0");
-    let idx = smdebug_index::IndexFile::parse(
-        "i",
-        &std::fs::read(step_file(&t, "index", 2, "worker_0")).unwrap(),
-    )
-    .unwrap();
-    let e = &idx.tensors[0];
-    let mut bytes = std::fs::read(&ev).unwrap();
-    bytes[(e.start_idx + e.length - 6) as usize] ^= 1;
-    std::fs::write(&ev, bytes).unwrap();
-    let (code, v) = doctor(&t);
-    let (k, what) = kinds(&v);
-    assert_eq!((code, k), (1, vec!["crc-mismatch".to_owned()]), "{v}");
+fn a_bad_location_exits_two() {
+    let o = smdebug(&["doctor"], Path::new("nosuchscheme://x/y"));
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(
-        what.contains("000000000002_worker_0.tfevents at byte 0"),
-        "{what}"
+        String::from_utf8_lossy(&o.stderr).contains("nosuchscheme://x/y"),
+        "{o:?}"
     );
 }
 
 #[test]
-fn gradient_accumulation_semantics() {
+fn seal_makes_an_unsealed_trial_verifiable() {
     let d = tempfile::tempdir().unwrap();
-    let t = good(d.path(), true);
-    let (code, v) = doctor(&t);
-    let (k, what) = kinds(&v);
-    assert_eq!(
-        (code, k),
-        (1, vec!["gradient-accumulation".to_owned()]),
-        "{v}"
-    );
-    assert!(
-        what.contains("fc.weight") && what.contains("1,3,5,7"),
-        "{what}"
-    );
-}
-
-#[test]
-fn unsealed_payloads_are_reported_as_not_verifiable() {
-    let d = tempfile::tempdir().unwrap();
-    let t = good(d.path(), false);
+    let t = good(d.path());
     // The index files as the original smdebug writes them: no payload CRC.
-    for step in 0..8 {
-        let p = step_file(&t, "index", step, "worker_0");
-        let i = smdebug_index::IndexFile::parse("i", &std::fs::read(&p).unwrap()).unwrap();
-        std::fs::write(&p, i.to_python_json()).unwrap();
+    for dir in std::fs::read_dir(t.join("index")).unwrap() {
+        for f in std::fs::read_dir(dir.unwrap().path()).unwrap() {
+            let p = f.unwrap().path();
+            let i = smdebug_index::IndexFile::parse("i", &std::fs::read(&p).unwrap()).unwrap();
+            std::fs::write(&p, i.to_python_json()).unwrap();
+        }
     }
-    let (code, v) = doctor(&t);
+    let (code, v) = doctor_json(&t);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["payloads_verifiable"]["with_crc"], 0, "{v}");
-    let seal = Command::new(env!("CARGO_BIN_EXE_smdebug"))
-        .arg("seal")
-        .arg(&t)
-        .output()
-        .unwrap();
+    let seal = smdebug(&["seal"], &t);
     assert!(seal.status.success(), "{seal:?}");
-    let (_, v) = doctor(&t);
+    let (_, v) = doctor_json(&t);
     assert_eq!(v["payloads_verifiable"]["all"], true, "{v}");
 }

@@ -1,8 +1,8 @@
 //! `doctor` and `verify`: findings with their evidence, and no panic on arbitrary bytes.
 
-use crate::support::{s, step_file, trial};
+use crate::support::{s, step_file, trial, trial_with, worker_file};
 use proptest::prelude::*;
-use smdebug_diagnose::{doctor, verify, Evidence, FindingKind, RecordProblem};
+use smdebug_diagnose::{doctor, verify, Evidence, FindingKind, LaggingWorker, RecordProblem};
 
 #[test]
 fn a_good_trial_has_no_finding() {
@@ -113,6 +113,75 @@ fn skipped_steps_and_orphans_are_listed_in_full() {
         panic!("{r:?}")
     };
     assert_eq!(missing[&smdebug_config::Mode::Global], [3, 4]);
+}
+
+#[test]
+fn incomplete_steps_name_the_lagging_worker() {
+    let d = tempfile::tempdir().unwrap();
+    let t = trial(d.path(), None);
+    // A second worker: worker_0's files copied under worker_1, its last two steps missing.
+    let coll = t.join("collections/000000000/worker_0_collections.json");
+    let text = std::fs::read_to_string(&coll)
+        .unwrap()
+        .replace(r#""num_workers": 1"#, r#""num_workers": 2"#);
+    std::fs::write(&coll, &text).unwrap();
+    std::fs::write(
+        t.join("collections/000000000/worker_1_collections.json"),
+        &text,
+    )
+    .unwrap();
+    for step in 0..6 {
+        let idx = std::fs::read_to_string(worker_file(&t, "index", step, "worker_0"))
+            .unwrap()
+            .replace("_worker_0.tfevents", "_worker_1.tfevents");
+        std::fs::write(worker_file(&t, "index", step, "worker_1"), idx).unwrap();
+        std::fs::copy(
+            worker_file(&t, "events", step, "worker_0"),
+            worker_file(&t, "events", step, "worker_1"),
+        )
+        .unwrap();
+    }
+    let r = doctor(s(&t)).unwrap();
+    let kinds: Vec<_> = r.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [FindingKind::IncompleteSteps], "{r:?}");
+    assert!(
+        r.findings[0].what.contains("worker_1 lacks steps 6-7"),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.findings[0].evidence,
+        Evidence::Workers {
+            lagging: vec![LaggingWorker {
+                worker: "worker_1".into(),
+                lacks: vec![6, 7],
+                last_step: Some(5),
+            }]
+        }
+    );
+}
+
+#[test]
+fn a_writer_stopped_without_its_end_marker_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let t = trial(d.path(), None);
+    std::fs::remove_file(t.join("training_job_end.ts")).unwrap();
+    let r = doctor(s(&t)).unwrap();
+    let kinds: Vec<_> = r.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [FindingKind::NoEndMarker], "{r:?}");
+}
+
+#[test]
+fn gradient_accumulation_names_the_weight_and_its_steps() {
+    let d = tempfile::tempdir().unwrap();
+    let t = trial_with(d.path(), None, true);
+    let r = doctor(s(&t)).unwrap();
+    let kinds: Vec<_> = r.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [FindingKind::GradientAccumulation], "{r:?}");
+    let what = &r.findings[0].what;
+    assert!(
+        what.contains("fc.weight") && what.contains("1,3,5,7"),
+        "{what}"
+    );
 }
 
 #[test]

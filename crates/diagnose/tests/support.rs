@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 /// Steps 0..8 of a weight and its gradient, both changing every step, saved every step;
 /// `nan_at`: the gradient holds a NaN from that step on.
 pub fn trial(dir: &Path, nan_at: Option<i64>) -> PathBuf {
+    trial_with(dir, nan_at, false)
+}
+
+/// [`trial`]; with `accumulate`, the weight changes only every second step (an optimizer
+/// that steps once per two hook steps).
+pub fn trial_with(dir: &Path, nan_at: Option<i64>, accumulate: bool) -> PathBuf {
     let t = dir.join("t");
     let mut weights = Collection::new("weights");
     weights.include("weight$").unwrap();
@@ -23,7 +29,8 @@ pub fn trial(dir: &Path, nan_at: Option<i64>) -> PathBuf {
         .unwrap();
     for step in 0..8i64 {
         hook.step().unwrap();
-        let w = arr1(&[1.0f32 + step as f32, 2.0, 3.0]).into_dyn();
+        let update = if accumulate { step / 2 } else { step } as f32;
+        let w = arr1(&[1.0f32 + update, 2.0, 3.0]).into_dyn();
         let bad = nan_at.is_some_and(|n| step >= n);
         let g = arr1(&[0.1f32, if bad { f32::NAN } else { 0.2 }, 0.3]).into_dyn();
         hook.save("fc.weight", TensorValue::from(w)).unwrap();
@@ -34,11 +41,16 @@ pub fn trial(dir: &Path, nan_at: Option<i64>) -> PathBuf {
     t
 }
 
-/// The path of a step's index or events file.
+/// The path of a step's index or events file of `worker_0`.
 pub fn step_file(t: &Path, kind: &str, step: i64) -> PathBuf {
+    worker_file(t, kind, step, "worker_0")
+}
+
+/// The path of a step's index or events file of `worker`.
+pub fn worker_file(t: &Path, kind: &str, step: i64, worker: &str) -> PathBuf {
     let key = match kind {
-        "index" => smdebug_index::index_file_key(step, "worker_0").unwrap(),
-        _ => smdebug_index::event_file_key(step, "worker_0").unwrap(),
+        "index" => smdebug_index::index_file_key(step, worker).unwrap(),
+        _ => smdebug_index::event_file_key(step, worker).unwrap(),
     };
     t.join(key)
 }

@@ -5,7 +5,9 @@
 //! of one enum, [`AnalysisError`], which the trial reader and the rule engine return. Each
 //! variant's `Display` text is the message of the Python exception, word for word, and
 //! [`AnalysisError::python_name`] gives the Python class name, so a dump written by either
-//! implementation names the same condition the same way.
+//! implementation names the same condition the same way; [`AnalysisError::python_args`]
+//! gives the arguments of that class's constructor, from which the Python binding makes
+//! the exception.
 //!
 //! [`StepState`] is the answer of `Trial::has_passed_step`.
 //!
@@ -167,6 +169,21 @@ pub enum AnalysisError {
     },
 }
 
+/// A constructor argument of the Python exception class of an [`AnalysisError`], as the
+/// class takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PythonArg<'a> {
+    /// A `str`.
+    Str(&'a str),
+    /// An `int`.
+    Int(i64),
+    /// A `bool`.
+    Bool(bool),
+    /// A member of `ModeKeys`.
+    Mode(Mode),
+}
+
 impl AnalysisError {
     /// The name of the Python exception class this condition corresponds to.
     pub fn python_name(&self) -> &'static str {
@@ -186,6 +203,64 @@ impl AnalysisError {
             AnalysisError::RuleEvaluationConditionMet { .. } => "RuleEvaluationConditionMet",
             AnalysisError::InsufficientInformationForRuleInvocation { .. } => {
                 "InsufficientInformationForRuleInvocation"
+            }
+        }
+    }
+
+    /// The keyword arguments of the constructor of the Python class
+    /// ([`python_name`](Self::python_name)) that make the exception of this condition: the
+    /// original's parameter names (`tname`, `step`, `mode`, …), which are also the
+    /// attributes it sets. The Python binding builds its exceptions from these alone.
+    pub fn python_args(&self) -> Vec<(&'static str, PythonArg<'_>)> {
+        use PythonArg::{Bool, Int, Mode, Str};
+        match self {
+            AnalysisError::TensorUnavailable { tensor } => vec![("tname", Str(tensor))],
+            AnalysisError::TensorUnavailableForStep {
+                tensor,
+                step,
+                mode,
+                has_reductions,
+            } => vec![
+                ("tname", Str(tensor)),
+                ("step", Int(*step)),
+                ("mode", Mode(*mode)),
+                ("has_reductions", Bool(*has_reductions)),
+            ],
+            AnalysisError::ShapeUnavailableForStep { tensor, step, mode } => vec![
+                ("tname", Str(tensor)),
+                ("step", Int(*step)),
+                ("mode", Mode(*mode)),
+            ],
+            AnalysisError::StepUnavailable { step, mode }
+            | AnalysisError::StepNotYetAvailable { step, mode } => {
+                vec![("step", Int(*step)), ("mode", Mode(*mode))]
+            }
+            AnalysisError::NoMoreData {
+                step,
+                mode,
+                last_step,
+            } => vec![
+                ("step", Int(*step)),
+                ("mode", Mode(*mode)),
+                ("last_step", Int(*last_step)),
+            ],
+            AnalysisError::MissingCollectionFiles => vec![],
+            AnalysisError::IndexReaderException { message } => vec![("message", Str(message))],
+            AnalysisError::InvalidWorker { worker } => vec![("worker", Str(worker))],
+            AnalysisError::InvalidCollectionConfiguration { collection } => {
+                vec![("c_name", Str(collection))]
+            }
+            AnalysisError::RuleEvaluationConditionMet {
+                rule,
+                step,
+                end_of_rule,
+            } => vec![
+                ("rule_name", Str(rule)),
+                ("step", Int(*step)),
+                ("end_of_rule", Bool(*end_of_rule)),
+            ],
+            AnalysisError::InsufficientInformationForRuleInvocation { rule, message } => {
+                vec![("rule_name", Str(rule)), ("message", Str(message))]
             }
         }
     }
@@ -257,6 +332,28 @@ mod tests {
             .to_string(),
             "Evaluation of the rule R at step 2 resulted in the condition being met"
         );
+    }
+
+    #[test]
+    fn python_args_are_the_original_constructor_parameters() {
+        let e = AnalysisError::NoMoreData {
+            step: 9,
+            mode: Mode::Train,
+            last_step: 4,
+        };
+        assert_eq!(
+            e.python_args(),
+            [
+                ("step", PythonArg::Int(9)),
+                ("mode", PythonArg::Mode(Mode::Train)),
+                ("last_step", PythonArg::Int(4))
+            ]
+        );
+        let e = AnalysisError::TensorUnavailable { tensor: "w".into() };
+        assert_eq!(e.python_args(), [("tname", PythonArg::Str("w"))]);
+        assert!(AnalysisError::MissingCollectionFiles
+            .python_args()
+            .is_empty());
     }
 
     #[test]

@@ -114,6 +114,9 @@ pub struct Hook {
     /// The current step saves something on this worker, so its end writes the cached
     /// scalars and custom tensors and publishes the step.
     step_saves: bool,
+    /// [`Hook::save_forced`] wrote into the current step, so its end writes the cached
+    /// scalars and publishes the step (its custom tensors only if it saves).
+    step_forced: bool,
     /// [`Hook::close`] ran (dropping the hook then does nothing more).
     closed: bool,
     /// The queue to the writer thread.
@@ -173,6 +176,7 @@ impl Hook {
             custom: Vec::new(),
             exported: false,
             step_saves: false,
+            step_forced: false,
             closed: false,
             queue: parts.queue,
             stop: parts.stop,
@@ -274,11 +278,12 @@ impl Hook {
                 self.write_custom(c)?;
             }
         }
-        if self.step_saves || closing {
+        if self.step_saves || self.step_forced || closing {
             self.write_scalars()?;
             self.queue.send(Job::EndStep)?;
         }
         self.step_saves = false;
+        self.step_forced = false;
         Ok(())
     }
 
@@ -571,6 +576,42 @@ impl Hook {
             value,
             collection: collection.to_owned(),
         });
+    }
+
+    /// A forced save (smdebug's `_save_for_tensor(..., check_before_write=False)`, which its
+    /// Keras hook does with the epoch's losses and metrics at the end of every epoch): adds
+    /// `name` to collection `collection` (created if missing) and writes its raw value into
+    /// the current step at once, whether or not the step is due and whether or not the
+    /// collection is saved, if the collection saves raw values (as for
+    /// [`Hook::save_tensor`]). The step is then published when it ends, with the cached
+    /// scalars, as a due step is; its `save_tensor` values stay unwritten unless it is due.
+    /// A `save_tensor` value of the same name in this step is written first (if the step is
+    /// due), so that the forced one, written after it, is the one readers take.
+    pub fn save_forced(
+        &mut self,
+        name: &str,
+        value: TensorValue,
+        collection: &str,
+    ) -> Result<Saved> {
+        if !self.clock.started() {
+            return Err(HookError::NoStep {
+                name: name.to_owned(),
+            });
+        }
+        if !self.outputs.writes {
+            return Ok(Saved::NotDue);
+        }
+        if let Some(i) = self.custom.iter().position(|c| c.name == name) {
+            let earlier = self.custom.remove(i);
+            if self.step_saves {
+                self.write_custom(earlier)?;
+            }
+        }
+        if !self.decisions.add_custom(name, collection) || value.is_empty() {
+            return Ok(Saved::NotDue);
+        }
+        self.step_forced = true;
+        self.write_raw_record(name, value)
     }
 
     /// `save_scalar(name, value)`: recorded as `scalar/<name>` (float64, shape `[1]`) in the

@@ -1,17 +1,23 @@
 //! Rust failures as the Python exceptions smdebug raises.
 //!
-//! The class is chosen by name (`TrialError::python_name`, `AnalysisError::python_name`);
-//! `smdebug_rs.exceptions._from_native` builds the instance, so the class table and the
-//! exception attributes (`step`, `mode`, `tname`, …) live in one place, the Python module
-//! that defines the classes.
+//! The Rust errors name their Python class (`AnalysisError::python_name`,
+//! `TrialError::python_name`; the rule engine's and the export's own failures here) and, for
+//! smdebug's analysis conditions, the arguments of its constructor
+//! (`AnalysisError::python_args`). The classes themselves are defined once, in
+//! `smdebug_rs.exceptions`, and reach this module by name through [`crate::classes`].
 
+use crate::classes::{self, mode_to_py};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use smdebug_exceptions::AnalysisError;
+use smdebug_exceptions::{AnalysisError, PythonArg};
 use smdebug_export::ExportError;
 use smdebug_rules::RuleError;
 use smdebug_trial::TrialError;
 use std::any::Any;
+
+/// The class of failures no other class fits (a panic, a damaged record).
+const RUNTIME_ERROR: &str = "SMDebugRuntimeError";
 
 /// A failure of a native call, before it becomes a Python exception.
 #[derive(Debug)]
@@ -56,7 +62,7 @@ impl NativeError {
             .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
             .unwrap_or_else(|| "unknown panic payload".to_owned());
         NativeError::Other(
-            "SMDebugRuntimeError",
+            RUNTIME_ERROR,
             format!("internal error in smdebug_rs (a Rust panic): {text}"),
         )
     }
@@ -88,14 +94,15 @@ impl NativeError {
                 | RuleError::InvalidValue { .. }
                 | RuleError::MissingParameter { .. }
                 | RuleError::InvalidConfiguration { .. }
-                | RuleError::InvalidRuleConfiguration { .. },
+                | RuleError::InvalidRuleConfiguration { .. }
+                | RuleError::InvalidRuleArgument { .. },
             ) => "SMDebugValueError",
-            NativeError::Rule(_) => "SMDebugRuntimeError",
+            NativeError::Rule(_) => RUNTIME_ERROR,
             NativeError::Export(ExportError::InvalidOption(_)) => "SMDebugValueError",
             NativeError::Export(ExportError::Write { .. } | ExportError::Output { .. }) => {
                 "OSError"
             }
-            NativeError::Export(_) => "SMDebugRuntimeError",
+            NativeError::Export(_) => RUNTIME_ERROR,
             NativeError::Other(class, _) => class,
         }
     }
@@ -109,80 +116,48 @@ impl NativeError {
         }
     }
 
-    /// The attributes smdebug's exception of this class carries.
-    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        if let NativeError::Rule(RuleError::ConditionMet { firing, .. }) = self {
-            d.set_item("tensor", firing.tensor.as_deref())?;
-            d.set_item("detail", &firing.message)?;
-        }
-        let Some(a) = self.analysis() else {
-            return Ok(d);
+    /// The Python exception: the class of [`Self::class_name`] (`SMDebugRuntimeError` if the
+    /// package has none of that name), made from the condition's constructor arguments, or
+    /// else from the message.
+    fn to_exception<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let table = classes::get(py)?.exceptions.bind(py);
+        let class = match table.get_item(self.class_name())? {
+            Some(class) => class,
+            None => table.get_item(RUNTIME_ERROR)?.ok_or_else(|| {
+                PyRuntimeError::new_err(format!("smdebug_rs._native._init: no {RUNTIME_ERROR}"))
+            })?,
         };
-        match a {
-            AnalysisError::TensorUnavailable { tensor } => d.set_item("tname", tensor)?,
-            AnalysisError::TensorUnavailableForStep {
-                tensor,
-                step,
-                mode,
-                has_reductions,
-            } => {
-                d.set_item("tname", tensor)?;
-                d.set_item("step", step)?;
-                d.set_item("mode", mode.name())?;
-                d.set_item("has_reductions", has_reductions)?;
+        let exc = match self.analysis() {
+            Some(a) => {
+                let kwargs = PyDict::new(py);
+                for (name, arg) in a.python_args() {
+                    match arg {
+                        PythonArg::Str(s) => kwargs.set_item(name, s)?,
+                        PythonArg::Int(i) => kwargs.set_item(name, i)?,
+                        PythonArg::Bool(b) => kwargs.set_item(name, b)?,
+                        PythonArg::Mode(m) => kwargs.set_item(name, mode_to_py(py, m)?)?,
+                        _ => {
+                            return Err(PyRuntimeError::new_err(format!(
+                                "{name} of {}: a kind of argument this build cannot convert",
+                                a.python_name()
+                            )))
+                        }
+                    }
+                }
+                class.call((), Some(&kwargs))?
             }
-            AnalysisError::ShapeUnavailableForStep { tensor, step, mode } => {
-                d.set_item("tname", tensor)?;
-                d.set_item("step", step)?;
-                d.set_item("mode", mode.name())?;
-            }
-            AnalysisError::StepUnavailable { step, mode }
-            | AnalysisError::StepNotYetAvailable { step, mode } => {
-                d.set_item("step", step)?;
-                d.set_item("mode", mode.name())?;
-            }
-            AnalysisError::NoMoreData {
-                step,
-                mode,
-                last_step,
-            } => {
-                d.set_item("step", step)?;
-                d.set_item("mode", mode.name())?;
-                d.set_item("last_step", last_step)?;
-            }
-            AnalysisError::IndexReaderException { message } => d.set_item("message", message)?,
-            AnalysisError::InvalidWorker { worker } => d.set_item("worker", worker)?,
-            AnalysisError::InvalidCollectionConfiguration { collection } => {
-                d.set_item("c_name", collection)?
-            }
-            AnalysisError::RuleEvaluationConditionMet {
-                rule,
-                step,
-                end_of_rule,
-            } => {
-                d.set_item("rule_name", rule)?;
-                d.set_item("step", step)?;
-                d.set_item("end_of_rule", end_of_rule)?;
-            }
-            AnalysisError::InsufficientInformationForRuleInvocation { rule, message } => {
-                d.set_item("rule_name", rule)?;
-                d.set_item("message", message)?;
-            }
-            _ => {}
+            None => class.call1((self.message(),))?,
+        };
+        // Where and why a rule fired (smdebug_rs only): the tensor and the numbers that decided.
+        if let NativeError::Rule(RuleError::ConditionMet { firing, .. }) = self {
+            exc.setattr("tensor", firing.tensor.as_deref())?;
+            exc.setattr("detail", &firing.message)?;
         }
-        Ok(d)
+        Ok(exc)
     }
 
-    /// The Python exception, built by `smdebug_rs.exceptions._from_native`.
+    /// The Python exception (see [`Self::to_exception`]).
     pub(crate) fn into_pyerr(self, py: Python<'_>) -> PyErr {
-        let build = || -> PyResult<PyErr> {
-            let factory = py
-                .import("smdebug_rs.exceptions")?
-                .getattr("_from_native")?;
-            let exc = factory.call1((self.class_name(), self.message(), self.fields(py)?))?;
-            Ok(PyErr::from_value(exc))
-        };
-        build().unwrap_or_else(|e| e)
+        self.to_exception(py).map_or_else(|e| e, PyErr::from_value)
     }
 }

@@ -260,7 +260,7 @@ pub(crate) fn tensor_value(value: &Bound<'_, PyAny>) -> PyResult<TensorValue> {
     )))
 }
 
-/// The native hook. `smdebug_rs.Hook` (python/smdebug_rs/hook.py) subclasses it with the
+/// The native hook. `smdebug_rs.Hook` (python/smdebug_rs/core/hook.py) subclasses it with the
 /// original's constructor and the collection objects.
 // `weakref`: collection handles refer to their hook weakly (see `config::InHook`).
 #[pyclass(subclass, weakref, module = "smdebug_rs._native", name = "Hook")]
@@ -649,6 +649,26 @@ impl PyHook {
                 h.save_tensor(tensor_name, v, last);
             }
             Ok(())
+        })
+    }
+
+    /// `save_forced(name, value, collection)`: smdebug's forced save (its Keras hook's
+    /// losses and metrics at the end of an epoch): `name` joins `collection` and its raw
+    /// value is written into the current step now, whether or not the step is due (see
+    /// `smdebug_hook::Hook::save_forced`). Returns whether it was written.
+    fn save_forced(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        value: &Bound<'_, PyAny>,
+        collection: &str,
+    ) -> PyResult<bool> {
+        if self.dry_run {
+            return Ok(false);
+        }
+        let v = tensor_value(value)?;
+        self.with(py, |h| {
+            Ok(h.save_forced(name, v, collection)? == Saved::Queued)
         })
     }
 

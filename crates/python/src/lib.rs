@@ -23,9 +23,11 @@
 #![deny(missing_docs)]
 
 mod arrow;
+mod classes;
 mod config;
 mod diagnose;
 mod errors;
+mod fleet;
 mod hook;
 mod rules;
 mod trial;
@@ -69,11 +71,13 @@ fn _panic_for_test(py: Python<'_>, message: String) -> PyResult<()> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    classes::register(m)?;
     trial::register(m)?;
     rules::register(m)?;
     arrow::register(m)?;
     hook::register(m)?;
     config::register(m)?;
     diagnose::register(m)?;
+    fleet::register(m)?;
     Ok(())
 }

@@ -1,38 +1,17 @@
 //! `Trial` and `Tensor`: smdebug's analysis API over `smdebug_trial::Trial`, with the
 //! original's method names, keywords and defaults (docs/src/semantics.md §8–10).
 
+use crate::classes::{mode_to_py, step_state_to_py};
 use crate::values::to_numpy;
 use crate::{run, NativeError, NativeResult};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use smdebug_config::Mode;
-use smdebug_exceptions::StepState;
 use smdebug_index::END_OF_JOB_FILE;
 use smdebug_storage::{BlockingStore, Location};
 use smdebug_trial::{TensorFilter, Trial, TrialOptions};
 use std::sync::Arc;
 use std::time::Duration;
-
-static MODE_KEYS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static STEP_STATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-fn cached<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    module: &str,
-    name: &str,
-) -> PyResult<Bound<'py, PyAny>> {
-    let obj = cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import(module)?.getattr(name)?.unbind())
-    })?;
-    Ok(obj.bind(py).clone())
-}
-
-/// `ModeKeys[mode]`.
-pub(crate) fn mode_to_py<'py>(py: Python<'py>, mode: Mode) -> PyResult<Bound<'py, PyAny>> {
-    cached(py, &MODE_KEYS, "smdebug_rs.modes", "ModeKeys")?.get_item(mode.name())
-}
 
 /// A mode argument: a `ModeKeys` member (ours or the original's: matched by name), a mode
 /// name, or smdebug's integer value.
@@ -56,10 +35,6 @@ pub(crate) fn mode_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Mode> {
         ))
         .into_pyerr(obj.py())
     })
-}
-
-fn step_state_to_py(py: Python<'_>, s: StepState) -> PyResult<Bound<'_, PyAny>> {
-    cached(py, &STEP_STATE, "smdebug_rs.core.tensor", "StepState")?.get_item(s.name())
 }
 
 fn range_steps_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<(Option<i64>, Option<i64>)>> {

@@ -293,6 +293,47 @@ def test_module_layout_of_the_original():
     assert [m.value for m in ModeKeys] == [1, 2, 3, 4]
 
 
+def test_public_names_where_the_original_has_them():
+    """Each module of the original that we mirror holds the same public names (as objects
+    of ours), and the exception module lists the original's classes."""
+    import importlib
+
+    import smdebug.exceptions
+
+    import smdebug_rs
+    import smdebug_rs.exceptions
+
+    where = {
+        "trials": ["create_trial", "Trial", "LocalTrial", "S3Trial"],
+        "trials.trial": ["Trial"],
+        "trials.local_trial": ["LocalTrial"],
+        "trials.s3_trial": ["S3Trial"],
+        "trials.utils": ["create_trial"],
+        "rules": ["Rule", "invoke_rule", "RequiredTensors", "RequiredTensorsForTrial"],
+        "rules.rule": ["Rule"],
+        "rules.rule_invoker": ["invoke_rule"],
+        "rules.req_tensors": ["RequiredTensors", "RequiredTensorsForTrial"],
+        "xgboost": ["Hook"],
+        "xgboost.hook": ["Hook"],
+        "xgboost.utils": ["parse_tree_model"],
+    }
+    for mod, names in where.items():
+        orig = importlib.import_module(f"smdebug.{mod}")
+        ours = importlib.import_module(f"smdebug_rs.{mod}")
+        for n in names:
+            assert hasattr(orig, n), f"smdebug.{mod} has no {n}"
+            assert hasattr(ours, n), f"smdebug_rs.{mod} has no {n}"
+    assert smdebug_rs.rules.Rule is importlib.import_module("smdebug_rs.rules.rule").Rule
+    # The generic hook lives in core.hook; smdebug_rs.hook is the documented older path.
+    core_hook = importlib.import_module("smdebug_rs.core.hook")
+    old_hook = importlib.import_module("smdebug_rs.hook")
+    assert smdebug_rs.Hook is core_hook.Hook is old_hook.Hook
+    assert old_hook.worker_from_env is core_hook.worker_from_env
+    original = {n for n, c in vars(smdebug.exceptions).items()
+                if isinstance(c, type) and issubclass(c, smdebug.exceptions.SMDebugError)}
+    assert set(smdebug_rs.exceptions.__all__) == original
+
+
 def test_values_and_reductions_match_the_original(trial_path):
     import smdebug.trials
     from smdebug.core.modes import ModeKeys as PyModes

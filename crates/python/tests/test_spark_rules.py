@@ -33,13 +33,15 @@ spark = spark_fixture("test_spark_rules")
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
-    """8 runs in two groups below one prefix, and a broken trial: an index folder without
-    any collections file."""
+    """8 runs in two groups below one prefix, and a broken trial: an index file that is not
+    JSON and no collections file. (A folder with an empty `index/` is no trial: an object
+    store cannot even hold one, and `smdebug rules` does not list it.)"""
     base = tmp_path_factory.mktemp("fleet")
     runs = write_fleet(base / "team_a", 4)
     runs.update(write_fleet(base / "team_b" / "nested", 4, first=4))
     broken = base / "team_b" / "broken"
     (broken / "index" / "000000000").mkdir(parents=True)
+    (broken / "index" / "000000000" / "000000000000_worker_0.json").write_text("{")
     return {"base": str(base), "runs": runs, "broken": str(broken)}
 
 

@@ -150,19 +150,22 @@ def readme_trial(tmp_path_factory):
 def test_readme_example(readme_trial):
     out, stdout = readme_trial
     # Read while the hook was open (in the script): step 8 (EVAL 0) was published when
-    # EVAL step 1 began; EVAL step 1 (global 9) is not due (every 2 mode steps).
-    assert "steps: [0, 2, 4, 6, 8]" in stdout
+    # EVAL step 1 began; EVAL step 1 (global 9) is not due (every 2 mode steps). Steps 3
+    # and 7, the epochs' last, are not due either: the epochs' losses and metrics are
+    # forced into them.
+    assert "steps: [0, 2, 3, 4, 6, 7, 8]" in stdout
     assert (out / "training_job_end.ts").exists()
     tr = create_trial(str(out))
     # 64 samples / 16 = 4 batches x 2 epochs = TRAIN 0..7, then 2 EVAL batches: 8, 9.
-    assert tr.steps(mode=smd.modes.TRAIN) == [0, 2, 4, 6]
+    assert tr.steps(mode=smd.modes.TRAIN) == [0, 2, 3, 4, 6, 7]
     assert tr.steps(mode=smd.modes.EVAL) == [0]
-    assert tr.steps() == [0, 2, 4, 6, 8]
+    assert tr.steps() == [0, 2, 3, 4, 6, 7, 8]
     assert tr.global_step(smd.modes.EVAL, 0) == 8
     names = set(tr.tensor_names())
     assert {"loss", "accuracy", "batch"} <= names
     assert set(NAMES) <= names and set(GRADS) <= names
-    assert tr.tensor("loss").steps() == [0, 2, 4, 6, 8]
+    assert tr.tensor("loss").steps() == [0, 2, 3, 4, 6, 7, 8]
+    assert tr.tensor("batch").value(7)[0] == 1  # the epoch's index
     assert tr.tensor("gradients/dense/kernelGrad").steps() == [0, 2, 4, 6]  # TRAIN only
     assert tr.tensor("dense/kernel:0").steps() == [0, 2, 4, 6, 8]
     assert tr.tensor("dense/kernel:0").value(0).shape == (8, 16)
@@ -181,8 +184,10 @@ def test_readme_default_hook_saves_losses_and_metrics(tmp_path):
     hook.close()
     tr = create_trial(str(tmp_path / "t"))
     assert sorted(tr.tensor_names()) == ["accuracy", "batch", "loss"]
-    assert tr.steps() == [0]
+    # Step 0, and the epochs' last steps (3, 7), where the epochs' values are forced.
+    assert tr.steps() == [0, 3, 7]
     assert tr.tensor("loss").value(0)[0] == logs.train[0]["loss"]
+    assert tr.tensor("loss").value(7)[0] == logs.epochs[1]["loss"]
 
 
 def test_the_original_reader_reads_the_trial(readme_trial, tmp_path):
@@ -201,7 +206,8 @@ def test_the_original_reader_reads_the_trial(readme_trial, tmp_path):
     with open(py_doc) as f:
         py = json.load(f)
     assert "error" not in json.dumps(py["trial"]["steps"])
-    assert py["trial"]["steps"] == {"GLOBAL": [0, 2, 4, 6, 8], "TRAIN": [0, 2, 4, 6],
+    assert py["trial"]["steps"] == {"GLOBAL": [0, 2, 3, 4, 6, 7, 8],
+                                    "TRAIN": [0, 2, 3, 4, 6, 7],
                                     "EVAL": [0], "PREDICT": []}
     assert sorted(py["trial"]["modes"]) == ["EVAL", "TRAIN"]
     assert set(NAMES + GRADS + ["loss", "accuracy", "batch"]) == set(py["trial"]["tensor_names"])
@@ -242,7 +248,8 @@ def test_saved_values_are_those_of_the_step(tmp_path, run_eagerly, jit_compile):
                                            rtol=1e-5, atol=1e-6, err_msg=f"{n} at {s + 1}")
         assert tr.tensor("loss").value(s)[0] == logs.train[s]["loss"]
         assert tr.tensor("accuracy").value(s)[0] == logs.train[s]["accuracy"]
-        assert tr.tensor("batch").value(s)[0] == s % (N // BATCH)
+        per = N // BATCH  # at an epoch's last step, the epoch's index (forced at its end)
+        assert tr.tensor("batch").value(s)[0] == (s // per if s % per == per - 1 else s % per)
         if s % (N // BATCH) == 0:  # the epoch's first batch: Keras's mean is this batch's
             assert tr.tensor("loss").value(s)[0] == pytest.approx(batch_loss, rel=1e-5)
     # The final weights are the model's (the update after the last saved step).
@@ -272,12 +279,44 @@ def test_modes_steps_and_validation(tmp_path):
     # No gradients in EVAL / PREDICT steps; weights in every mode.
     assert tr.tensor("gradients/dense/kernelGrad").steps() == [0, 1, 2, 3, 8, 9, 10, 11]
     assert tr.tensor("dense/kernel:0").steps() == list(range(18))
-    # EVAL losses are the validation batches' logs; the epoch's val_* at its last step.
-    assert [tr.tensor("loss").value(s, mode=smd.modes.EVAL)[0] for s in range(8)] == \
-        [d["loss"] for d in logs.test]
+    # EVAL losses are the validation batches' logs, but at an epoch's last step (EVAL 3,
+    # 7), where the epoch's values are forced (training loss, val_*, batch = the epoch).
+    assert [tr.tensor("loss").value(s, mode=smd.modes.EVAL)[0] for s in (0, 1, 2, 4, 5, 6)] \
+        == [d["loss"] for i, d in enumerate(logs.test) if i % 4 != 3]
+    assert tr.tensor("loss").value(3, mode=smd.modes.EVAL)[0] == logs.epochs[0]["loss"]
+    assert tr.tensor("batch").value(7, mode=smd.modes.EVAL)[0] == 1
     assert tr.tensor("val_loss").steps() == [7, 15]
     assert tr.tensor("val_loss").value(15)[0] == logs.epochs[1]["val_loss"]
     assert tr.tensor("val_accuracy").value(7)[0] == logs.epochs[0]["val_accuracy"]
+
+
+def test_epoch_end_forces_the_epochs_losses_and_metrics(tmp_path):
+    """The original's on_epoch_end: the epoch's logs and batch = the epoch's index are
+    written into the epoch's last step (EVAL after a validation) though it is not due,
+    with the mode and mode step of that step; a due step keeps its other values."""
+    hook = smd.KerasHook(out_dir=str(tmp_path / "t"), include_collections=ALL_PARAMS,
+                         save_config=smd.SaveConfig(save_steps=[1]))
+    _, logs, _ = fit(hook, validation=True)
+    hook.close()
+    tr = create_trial(str(tmp_path / "t"))
+    # Per epoch 4 TRAIN then 4 EVAL steps: TRAIN 0 and 1, EVAL 0 and 1 are due (global 0,
+    # 1, 4, 5); the epochs end at EVAL 3 and 7 (global 7, 15), which are not.
+    assert tr.steps() == [0, 1, 4, 5, 7, 15]
+    assert tr.steps(mode=smd.modes.EVAL) == [0, 1, 3, 7]
+    assert tr.mode_modestep(15) == (smd.modes.EVAL, 7)
+    for step, epoch in ((7, 0), (15, 1)):
+        assert sorted(tr.tensor_names(step=step)) == [
+            "accuracy", "batch", "loss", "val_accuracy", "val_loss"]
+        for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+            assert tr.tensor(key).value(step)[0] == logs.epochs[epoch][key], (key, step)
+        assert tr.tensor("batch").value(step)[0] == epoch
+    # Not forced into other steps; the due steps hold the batches' values.
+    assert tr.tensor("val_loss").steps() == [7, 15]
+    assert tr.tensor("loss").value(1)[0] == logs.train[1]["loss"]
+    assert tr.tensor("loss").value(5)[0] == logs.test[1]["loss"]
+    cols = tr.collections()
+    assert {"loss", "val_loss"} <= cols["losses"].tensor_names
+    assert {"accuracy", "val_accuracy", "batch"} <= cols["metrics"].tensor_names
 
 
 @pytest.mark.parametrize("run_eagerly", [False, True], ids=["compiled", "eager"])
@@ -353,14 +392,73 @@ def test_only_due_steps_are_saved_and_save_tensor(tmp_path):
     hook.close()
     tr = create_trial(str(tmp_path / "t"))
     # Step 0 too: SaveConfig(save_steps=…) keeps its save_interval (500), as the
-    # original's; step 7 holds the last cached scalar, written at close.
-    assert tr.steps() == [0, 1, 6, 7]
-    assert tr.tensor_names(step=7) == ["scalar/lr"]
+    # original's; steps 3 and 7 (the epochs' last) get the epochs' forced values and the
+    # scalars cached since the last saved step; custom tensors only in due steps.
+    assert tr.steps() == [0, 1, 3, 6, 7]
+    assert tr.tensor_names(step=7) == ["accuracy", "batch", "loss", "scalar/lr"]
     assert tr.tensor("gradients/dense/kernelGrad").steps() == [0, 1, 6]
     assert tr.tensor("custom").steps() == [0, 1, 6]
     np.testing.assert_array_equal(tr.tensor("custom").value(6), np.full(3, 2, "float32"))
     assert "custom" in tr.collection("custom").tensor_names
     assert "scalar/lr" in tr.tensor_names()
+
+
+# -- optimizer_variables ----------------------------------------------------------------
+
+ADAM_SLOTS = [f"Adam/{slot}/{n}" for n in NAMES for slot in ("momentum", "velocity")]
+
+
+def test_optimizer_variables(tmp_path):
+    """Adam's variables under the Keras 2 form of their names, read when a TRAIN batch
+    ends (after its update, as the original reads them): the slots follow Adam's update
+    from the gradients saved at each step; no values in EVAL steps."""
+    hook = smd.KerasHook(out_dir=str(tmp_path / "t"),
+                         include_collections=["optimizer_variables", "gradients"], **EVERY)
+    b1, b2 = 0.9, 0.999
+    model, _, _ = fit(hook, validation=True,
+                      optimizer=keras.optimizers.Adam(learning_rate=0.01, beta_1=b1,
+                                                      beta_2=b2))
+    hook.close()
+    tr = create_trial(str(tmp_path / "t"))
+    opt_names = set(tr.collections()["optimizer_variables"].tensor_names)
+    assert opt_names == set(ADAM_SLOTS + ["Adam/iteration:0", "Adam/learning_rate:0"])
+    assert opt_names <= set(tr.tensor_names())
+    steps = tr.steps(mode=smd.modes.TRAIN)
+    assert steps == list(range(8))
+    assert tr.tensor("Adam/iteration:0").steps() == [0, 1, 2, 3, 8, 9, 10, 11]  # TRAIN only
+    m = {n: 0.0 for n in NAMES}
+    v = {n: 0.0 for n in NAMES}
+    for s in steps:
+        assert tr.tensor("Adam/iteration:0").value(s, mode=smd.modes.TRAIN) == s + 1
+        np.testing.assert_allclose(
+            tr.tensor("Adam/learning_rate:0").value(s, mode=smd.modes.TRAIN), 0.01)
+        for n, g in zip(NAMES, GRADS):
+            grad = tr.tensor(g).value(s, mode=smd.modes.TRAIN)
+            m[n] = b1 * m[n] + (1 - b1) * grad
+            v[n] = b2 * v[n] + (1 - b2) * grad * grad
+            np.testing.assert_allclose(
+                tr.tensor(f"Adam/momentum/{n}").value(s, mode=smd.modes.TRAIN), m[n],
+                rtol=1e-5, atol=1e-8, err_msg=f"momentum of {n} at {s}")
+            np.testing.assert_allclose(
+                tr.tensor(f"Adam/velocity/{n}").value(s, mode=smd.modes.TRAIN), v[n],
+                rtol=1e-4, atol=1e-10, err_msg=f"velocity of {n} at {s}")
+    # The last values are the optimizer's.
+    last = dict(keras_module.optimizer_variable_names(model.optimizer, model))
+    for name, var in last.items():
+        np.testing.assert_allclose(tr.tensor(name).value(7, mode=smd.modes.TRAIN),
+                                   var.numpy(), rtol=1e-6)
+
+
+def test_optimizer_variable_names():
+    model = make_model(optimizer=keras.optimizers.SGD(learning_rate=LR, momentum=0.9))
+    x, y = data()
+    model.fit(x, y, epochs=1, batch_size=BATCH, verbose=0)
+    names = [n for n, _ in keras_module.optimizer_variable_names(model.optimizer, model)]
+    assert names == ["SGD/iteration:0", "SGD/learning_rate:0"] + [
+        f"SGD/momentum/{n}" for n in NAMES]
+    # Without the model the slot variables keep Keras 3's names.
+    assert [n for n, _ in keras_module.optimizer_variable_names(model.optimizer)][2] == \
+        "SGD/sequential_dense_kernel_momentum:0"
 
 
 # -- wrap_tape ------------------------------------------------------------------------

@@ -73,6 +73,7 @@ mod dtype;
 mod element;
 mod error;
 mod finite;
+mod groups;
 mod health;
 mod kernel;
 mod linalg;

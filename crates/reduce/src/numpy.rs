@@ -1,7 +1,8 @@
 //! `get_numpy_reduction` semantics.
 
 use crate::element::{float_result_dtype, AccFloat, Element};
-use crate::kernel::{chunked_pairwise, fused, Fused};
+use crate::groups::reduce_in_groups;
+use crate::kernel::{chunked_pairwise, Fused};
 use crate::linalg::spectral_norm;
 use crate::pairwise::BUFSIZE;
 use crate::{DType, ReduceError, Reduction, ReductionRequest, Scalar};
@@ -36,28 +37,6 @@ pub(crate) fn map<T: Element, const ABS: bool>(v: T) -> T {
     }
 }
 
-/// Whether a request needs the fused pass (everything but `prod` and `median`).
-pub(crate) fn needs_fused(r: &ReductionRequest) -> bool {
-    !matches!(r.reduction, Reduction::Prod | Reduction::Median)
-}
-
-/// Whether every `abs_` request can be answered from the pass over `x`: true for floats
-/// when they only need Σ|x|, Σx² and the NaN/Inf counts (or no pass at all).
-pub(crate) fn abs_derivable<T: Element>(requests: &[ReductionRequest]) -> bool {
-    T::IS_FLOAT
-        && requests.iter().filter(|r| r.abs).all(|r| {
-            matches!(
-                r.reduction,
-                Reduction::Sum
-                    | Reduction::Mean
-                    | Reduction::L1
-                    | Reduction::L2
-                    | Reduction::Prod
-                    | Reduction::Median
-            )
-        })
-}
-
 /// numpy semantics for every request, computing at most one fused pass per `abs` value
 /// (one in all when the `abs_` requests follow from the plain pass). `plain` is an already
 /// computed non-abs pass with moments, if the caller has one.
@@ -67,63 +46,14 @@ pub(crate) fn reduce<T: Element>(
     requests: &[ReductionRequest],
     plain: Option<&Fused<T>>,
 ) -> Vec<Result<Scalar, ReduceError>> {
-    let mut out: Vec<Option<Result<Scalar, ReduceError>>> = vec![None; requests.len()];
-    let abs_fused = requests.iter().any(|r| r.abs && needs_fused(r));
-    let derive = abs_fused && abs_derivable::<T>(requests);
-    let plain_needed = derive || requests.iter().any(|r| !r.abs && needs_fused(r));
-    let computed;
-    let plain = match plain {
-        Some(p) => Some(p),
-        None if plain_needed => {
-            computed = if requests.iter().any(|r| r.reduction == Reduction::L2) {
-                fused::<T, false, true>(x)
-            } else {
-                fused::<T, false, false>(x)
-            };
-            Some(&computed)
-        }
-        None => None,
-    };
-    group::<T, false>(x, shape, requests, plain, &mut out);
-    let derived = if derive {
-        plain.map(Fused::abs_of_float)
-    } else {
-        None
-    };
-    group::<T, true>(x, shape, requests, derived.as_ref(), &mut out);
-    out.into_iter()
-        .map(|r| r.expect("every request belongs to one abs group"))
-        .collect()
-}
-
-fn group<T: Element, const ABS: bool>(
-    x: &[T],
-    shape: &[usize],
-    requests: &[ReductionRequest],
-    pre: Option<&Fused<T>>,
-    out: &mut [Option<Result<Scalar, ReduceError>>],
-) {
-    let mine = || requests.iter().enumerate().filter(|(_, r)| r.abs == ABS);
-    if mine().next().is_none() {
-        return;
-    }
-    let computed;
-    let f = match pre {
-        Some(f) => Some(f),
-        None if mine().any(|(_, r)| needs_fused(r)) => {
-            let moments = mine().any(|(_, r)| r.reduction == Reduction::L2);
-            computed = if moments {
-                fused::<T, ABS, true>(x)
-            } else {
-                fused::<T, ABS, false>(x)
-            };
-            Some(&computed)
-        }
-        None => None,
-    };
-    for (i, r) in mine() {
-        out[i] = Some(one::<T, ABS>(x, shape, *r, f));
-    }
+    reduce_in_groups(
+        x,
+        requests,
+        plain,
+        |r| r.reduction == Reduction::L2,
+        &|r, f| one::<T, false>(x, shape, r, f),
+        &|r, f| one::<T, true>(x, shape, r, f),
+    )
 }
 
 fn one<T: Element, const ABS: bool>(

@@ -1,8 +1,9 @@
 //! What smdebug's PyTorch hook saves (`torch` operations on the tensor).
 
 use crate::element::{AccFloat, Element};
-use crate::kernel::{fused, Fused};
-use crate::numpy::{abs_derivable, fres, map, mean_result, needs_fused, vector_l2};
+use crate::groups::reduce_in_groups;
+use crate::kernel::Fused;
+use crate::numpy::{fres, map, mean_result, vector_l2};
 use crate::{Flavor, ReduceError, Reduction, ReductionRequest, Scalar};
 use std::cmp::Ordering;
 
@@ -11,52 +12,15 @@ pub(crate) fn reduce<T: Element>(
     requests: &[ReductionRequest],
     plain: Option<&Fused<T>>,
 ) -> Vec<Result<Scalar, ReduceError>> {
-    let mut out: Vec<Option<Result<Scalar, ReduceError>>> = vec![None; requests.len()];
-    let abs_fused = requests.iter().any(|r| r.abs && needs_fused(r));
-    let derive = abs_fused && abs_derivable::<T>(requests);
-    let computed;
-    let plain = match plain {
-        Some(p) => Some(p),
-        None if derive || requests.iter().any(|r| !r.abs && needs_fused(r)) => {
-            computed = fused::<T, false, true>(x);
-            Some(&computed)
-        }
-        None => None,
-    };
-    group::<T, false>(x, requests, plain, &mut out);
-    let derived = if derive {
-        plain.map(Fused::abs_of_float)
-    } else {
-        None
-    };
-    group::<T, true>(x, requests, derived.as_ref(), &mut out);
-    out.into_iter()
-        .map(|r| r.expect("every request belongs to one abs group"))
-        .collect()
-}
-
-fn group<T: Element, const ABS: bool>(
-    x: &[T],
-    requests: &[ReductionRequest],
-    pre: Option<&Fused<T>>,
-    out: &mut [Option<Result<Scalar, ReduceError>>],
-) {
-    let mine = || requests.iter().enumerate().filter(|(_, r)| r.abs == ABS);
-    if mine().next().is_none() {
-        return;
-    }
-    let computed;
-    let f = match pre {
-        Some(f) => Some(f),
-        None if mine().any(|(_, r)| needs_fused(r)) => {
-            computed = fused::<T, ABS, true>(x);
-            Some(&computed)
-        }
-        None => None,
-    };
-    for (i, r) in mine() {
-        out[i] = Some(one::<T, ABS>(x, *r, f));
-    }
+    // torch's passes always carry moments: its `std`/`variance` come from them too.
+    reduce_in_groups(
+        x,
+        requests,
+        plain,
+        |_| true,
+        &|r, f| one::<T, false>(x, r, f),
+        &|r, f| one::<T, true>(x, r, f),
+    )
 }
 
 fn one<T: Element, const ABS: bool>(

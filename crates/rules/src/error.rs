@@ -89,6 +89,14 @@ pub enum RuleError {
         /// Which values, and what classes would have to look like.
         reason: String,
     },
+    /// A rule given as `Name[:key=value,…]` that does not have that form.
+    #[error("rule {argument:?}: {message}")]
+    InvalidRuleArgument {
+        /// The argument as given.
+        argument: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A SageMaker rule configuration document that cannot be used.
     #[error("rule configuration: {message}")]
     InvalidRuleConfiguration {

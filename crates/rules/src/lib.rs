@@ -51,6 +51,7 @@ mod firing;
 pub mod params;
 pub mod registry;
 mod rule;
+mod rule_arg;
 mod util;
 
 pub use actions::{
@@ -65,4 +66,5 @@ pub use rule::{
     invoke, invoke_rule, invoke_rule_with, Clock, Drive, EndReason, Evaluation, Poll, Remark,
     RequiredTensors, Rule, RuleBase, SystemClock,
 };
+pub use rule_arg::RuleArg;
 pub use smdebug_exceptions::AnalysisError;

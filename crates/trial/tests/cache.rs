@@ -1,9 +1,7 @@
 //! The value cache: a value read twice is read from storage once; `clear_cache` drops what
 //! is held, and the next read goes to storage again with the same result.
 
-mod common;
-
-use common::{memory_store, spied_trial};
+use crate::common::{memory_store, spied_trial};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_synth::steps::{write_collections, write_step, StepWrite};
@@ -46,7 +44,7 @@ fn cached_values_are_read_once_and_clear_cache_drops_them() {
 /// Reads of tensor `w` of steps `steps`, one `value` call each; how many ranged reads
 /// they cost.
 fn reads_of(
-    counting: &common::Spy,
+    counting: &crate::common::Spy,
     trial: &smdebug_trial::Trial,
     steps: std::ops::Range<i64>,
 ) -> usize {

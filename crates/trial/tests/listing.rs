@@ -2,9 +2,7 @@
 //! last complete step), so a refresh of a long job returns only the new files, never the
 //! whole history.
 
-mod common;
-
-use common::{memory_store, spied_trial};
+use crate::common::{memory_store, spied_trial};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::BlockingStore;

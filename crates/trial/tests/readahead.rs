@@ -4,9 +4,7 @@
 //! bigger than the budget, only the records asked for are read. Values are the same either
 //! way.
 
-mod common;
-
-use common::{memory_store, spied_trial};
+use crate::common::{memory_store, spied_trial};
 use ndarray::{ArrayD, IxDyn};
 use smdebug_config::Mode;
 use smdebug_storage::Location;

@@ -156,3 +156,15 @@ pub(crate) fn python_seconds(python: &Path, script: &str, args: &[&str]) -> Resu
         .or_else(|| v["best_s"].as_f64())
         .with_context(|| format!("{script} printed no `seconds` or `best_s`: {out}"))
 }
+
+/// The row of a command timed against our every-value read of the same trial (`smdebug dump`,
+/// best of its runs): ratio dump seconds / `seconds`, goal 0.5, i.e. within twice the time of
+/// reading every value once.
+pub(crate) fn vs_dump_row(name: &str, seconds: f64, dump_seconds: f64) -> serde_json::Value {
+    serde_json::json!({
+        "name": name, "value": seconds, "unit": "s",
+        "baseline": "smdebug dump, every value (best)",
+        "ratio": dump_seconds / seconds, "goal": 0.5,
+        "seconds": seconds, "baseline_seconds": dump_seconds,
+    })
+}

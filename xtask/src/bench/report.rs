@@ -4,6 +4,7 @@
 //! page's size (the default rules run; the same without rules is a row of its own, as the
 //! rules read every value again, each through its own reader), and the time headless Chromium takes to load the page against a blank page.
 //! `cargo xtask bench-report --trial DIR --bin PATH` runs them alone.
+use super::measure::vs_dump_row;
 use crate::util::{output, step};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -112,16 +113,8 @@ pub fn report_rows(trial: &Path, bin: &Path) -> Vec<Value> {
     };
     let size = std::fs::metadata(&page).map(|m| m.len()).unwrap_or(0) as f64;
     let mut rows = vec![
-        json!({
-            "name": TIME, "value": report, "unit": "s",
-            "baseline": "smdebug dump, every value (best)",
-            "ratio": read / report, "goal": 0.5, "seconds": report, "baseline_seconds": read,
-        }),
-        json!({
-            "name": TIME_NO_RULES, "value": no_rules, "unit": "s",
-            "baseline": "smdebug dump, every value (best)",
-            "ratio": read / no_rules, "goal": 0.5, "seconds": no_rules, "baseline_seconds": read,
-        }),
+        vs_dump_row(TIME, report, read),
+        vs_dump_row(TIME_NO_RULES, no_rules, read),
         json!({
             "name": SIZE, "value": size / 1e3, "unit": "kB",
             "baseline": "", "ratio": null, "goal": null, "bytes": size,

@@ -1,6 +1,6 @@
 //! Rows measured on whole runs of the release binary against the Python peer on the
 //! `large` trial: peak memory of reading every value, and the export.
-use super::measure::PYTHON_REPEAT;
+use super::measure::{vs_dump_row, PYTHON_REPEAT};
 use super::trials::{large_trial_dir, smdebug_bin};
 use crate::util::{root, step};
 use anyhow::{bail, Context, Result};
@@ -109,11 +109,7 @@ pub(crate) fn export_rows(python: &Path, trial: &Path) -> Vec<Value> {
             "ratio": py / ours, "goal": 20.0, "seconds": ours, "baseline_seconds": py,
             "rows_per_second": rows / ours,
         }),
-        json!({
-            "name": READ, "value": ours, "unit": "s",
-            "baseline": "smdebug dump, every value (best)",
-            "ratio": read / ours, "goal": 0.5, "seconds": ours, "baseline_seconds": read,
-        }),
+        vs_dump_row(READ, ours, read),
         json!({
             "name": MEMORY, "value": rss / 1e6, "unit": "MB",
             "baseline": "ratio = 200 MB / ours (the bound)",

@@ -17,13 +17,15 @@ And the writer hook for training loops (``smdebug_rs.Hook``; ``smdebug_rs.xgboos
 for ``xgboost.train``), which writes trials smdebug reads as its own.
 """
 
+# First: binds the native module to the package's classes before any other module runs.
+from smdebug_rs import _bind  # noqa: F401  isort: skip
 from smdebug_rs import modes
 from smdebug_rs._native import __version__
 from smdebug_rs.core.collection import Collection, CollectionKeys
+from smdebug_rs.core.hook import Hook, get_collection, get_hook
 from smdebug_rs.core.reduction_config import ReductionConfig
 from smdebug_rs.core.save_config import SaveConfig, SaveConfigMode
 from smdebug_rs.diagnose import doctor, seal, verify
-from smdebug_rs.hook import Hook, get_collection, get_hook
 from smdebug_rs.modes import ModeKeys
 
 __all__ = [

@@ -1,36 +1,24 @@
 """The exceptions of smdebug (``smdebug.exceptions``): the same classes, names, hierarchy,
 constructor arguments and attributes, raised where the original raises them.
 
-Errors coming from the native reader arrive through :func:`_from_native`, which picks the
-class by name and gives it the attributes the original sets (``step``, ``mode``, ``tname``…).
+This module is where the classes are defined. The native module raises them by name: each
+Rust error names its class and, for the analysis conditions, the constructor arguments
+(``smdebug_exceptions::AnalysisError::python_args``); :func:`_raisable` is the table it
+looks the name up in, handed to it once by ``smdebug_rs._bind``.
 """
 
+import builtins
 import json
 import re
 
+import numpy
+
 from smdebug_rs.modes import ModeKeys as modes
 
-__all__ = [
-    "SMDebugError",
-    "SMDebugCustomerError",
-    "SMDebugTypeError",
-    "SMDebugRuntimeError",
-    "SMDebugNotImplementedError",
-    "SMDebugValueError",
-    "InvalidCollectionConfiguration",
-    "StepNotYetAvailable",
-    "MissingCollectionFiles",
-    "IndexReaderException",
-    "StepUnavailable",
-    "TensorUnavailableForStep",
-    "ShapeUnavailableForStep",
-    "TensorUnavailable",
-    "InvalidWorker",
-    "NoMoreProfilerData",
-    "NoMoreData",
-    "RuleEvaluationConditionMet",
-    "InsufficientInformationForRuleInvocation",
-]
+try:
+    from numpy._core._exceptions import UFuncTypeError as _UFuncTypeError
+except ImportError:  # numpy < 2
+    from numpy.core._exceptions import UFuncTypeError as _UFuncTypeError
 
 
 class SMDebugError(Exception):
@@ -222,33 +210,16 @@ class InsufficientInformationForRuleInvocation(SMDebugError):
         return f"Insufficient information to invoke rule {self.rule_name}: {self.message}"
 
 
-def _builtin_class(name):
-    if name == "JSONDecodeError":
-        return lambda message: json.JSONDecodeError(message, "", 0)
-    if name == "error":
-        return re.error
-    if name == "LinAlgError":
-        import numpy
-
-        return numpy.linalg.LinAlgError
-    if name == "UFuncTypeError":
-        # numpy's TypeError for a ufunc without a loop for the dtype (strings).
-        try:
-            from numpy._core._exceptions import UFuncTypeError
-        except ImportError:
-            from numpy.core._exceptions import UFuncTypeError
-        return lambda message: _ufunc_error(UFuncTypeError, message)
-    cls = __builtins__.get(name) if isinstance(__builtins__, dict) else getattr(
-        __builtins__, name, None
-    )
-    if isinstance(cls, type) and issubclass(cls, Exception):
-        return cls
-    return None
+def _json_decode_error(message):
+    # JSONDecodeError's constructor wants the document and the position too.
+    return json.JSONDecodeError(message, "", 0)
 
 
-def _ufunc_error(cls, message):
-    # UFuncTypeError's constructor wants the ufunc: a subclass of the same name carries our
-    # message instead (``except TypeError`` and the class name still match).
+def _ufunc_error(message):
+    # numpy's TypeError for a ufunc without a loop for the dtype (strings). Its constructor
+    # wants the ufunc: a subclass of the same name carries our message instead (``except
+    # TypeError`` and the class name still match).
+    cls = _UFuncTypeError
     sub = type(cls.__name__, (cls,), {"__str__": lambda self: message,
                                        "__module__": cls.__module__})
     e = sub.__new__(sub)
@@ -256,42 +227,28 @@ def _ufunc_error(cls, message):
     return e
 
 
-def _from_native(name, message, fields):
-    """The exception for a native error: class ``name``, our message, the class's attributes.
+def _is_exception_class(obj):
+    return isinstance(obj, type) and issubclass(obj, Exception)
 
-    Internal: called by the native module.
+
+# The classes defined above, in their order.
+__all__ = [n for n, c in list(globals().items())
+           if _is_exception_class(c) and issubclass(c, SMDebugError)]
+
+
+def _raisable():
+    """``{class name: class or constructor}`` of every exception the native module raises:
+    this module's classes, Python's builtin exceptions, and those of other modules that the
+    original lets through (``json.JSONDecodeError``, ``re.error``,
+    ``numpy.linalg.LinAlgError``, numpy's ``UFuncTypeError``). A constructor takes the
+    message; this module's classes take their own arguments.
+
+    Internal: handed to the native module by ``smdebug_rs._bind``.
     """
-    mode = modes[fields["mode"]] if "mode" in fields else None
-    f = fields
-    if name == "TensorUnavailableForStep":
-        e = TensorUnavailableForStep(f["tname"], f["step"], mode, f["has_reductions"])
-    elif name == "ShapeUnavailableForStep":
-        e = ShapeUnavailableForStep(f["tname"], f["step"], mode)
-    elif name in ("StepUnavailable", "StepNotYetAvailable"):
-        e = globals()[name](f["step"], mode)
-    elif name == "NoMoreData":
-        e = NoMoreData(f["step"], mode, f["last_step"])
-    elif name == "TensorUnavailable":
-        e = TensorUnavailable(f["tname"])
-    elif name == "InvalidWorker":
-        e = InvalidWorker(f["worker"])
-    elif name == "InvalidCollectionConfiguration":
-        e = InvalidCollectionConfiguration(f["c_name"])
-    elif name == "MissingCollectionFiles":
-        e = MissingCollectionFiles()
-    elif name == "IndexReaderException":
-        e = IndexReaderException(f.get("message", message))
-    elif name == "RuleEvaluationConditionMet":
-        e = RuleEvaluationConditionMet(f["rule_name"], f["step"], f["end_of_rule"])
-    elif name == "InsufficientInformationForRuleInvocation":
-        e = InsufficientInformationForRuleInvocation(f["rule_name"], f["message"])
-    elif name in __all__ and name.startswith("SMDebug"):
-        e = globals()[name](message)
-    else:
-        cls = _builtin_class(name) or SMDebugRuntimeError
-        e = cls(message)
-    # Where and why a rule fired (smdebug_rs only): the tensor and the numbers that decided.
-    for k in ("tensor", "detail"):
-        if k in f:
-            setattr(e, k, f[k])
-    return e
+    table = {n: c for n, c in vars(builtins).items() if _is_exception_class(c)}
+    for cls, make in ((json.JSONDecodeError, _json_decode_error), (re.error, re.error),
+                      (numpy.linalg.LinAlgError, numpy.linalg.LinAlgError),
+                      (_UFuncTypeError, _ufunc_error)):
+        table[cls.__name__] = make
+    table.update((n, globals()[n]) for n in __all__)
+    return table

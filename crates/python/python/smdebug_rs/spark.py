@@ -19,8 +19,6 @@ a cluster (shipping the wheel to the executors, S3 configuration) and the SQL.
 pyspark is imported only inside these functions: ``import smdebug_rs`` never needs it.
 """
 
-import os
-
 __all__ = [
     "VERDICT_COLUMNS",
     "parse_rule",
@@ -47,96 +45,43 @@ VERDICT_COLUMNS = (
     ("error", "string"),  # `ExceptionClass: message` when the trial or rule failed
 )
 
-# What makes a folder a trial: the writer's index or collections folder directly below it.
-_TRIAL_MARKERS = ("index", "collections")
-
-
 def parse_rule(spec):
     """``(name, {parameter: value})`` of a rule given as ``smdebug rules --rule`` takes it,
     ``"Name[:key=value,…]"`` (an item without ``=`` continues the previous value, so
     ``collection_names=a,b`` is one list), or as a ``(name, parameters)`` pair whose values
-    are strings or values the rule classes take (``True``, ``0.5``, lists)."""
-    from smdebug_rs import rules
+    are strings or values the rule classes take (``True``, ``0.5``, lists). The grammar and
+    the check of the name and parameter names are the command line's own (``smdebug_rules``
+    in Rust); a wrong one raises ``SMDebugValueError`` (a ``ValueError``)."""
+    from smdebug_rs import _native
+    from smdebug_rs.rules.builtin_rules import _param_text
 
     if isinstance(spec, str):
-        name, _, rest = spec.partition(":")
-        name = name.strip()
-        params = {}
-        last = None
-        for item in rest.split(","):
-            key, eq, value = item.partition("=")
-            if eq:
-                key = key.strip()
-                if not key:
-                    raise ValueError(f"rule {spec!r}: empty parameter name in {item!r}")
-                params[key] = value.strip()
-                last = key
-            elif item.strip():
-                if last is None:
-                    raise ValueError(f"rule {spec!r}: expected key=value, got {item!r}")
-                params[last] += "," + item.strip()
-    else:
-        name, given = spec
-        params = {k: rules._param_text(v, []) for k, v in dict(given or {}).items()}
-    if not name:
-        raise ValueError(f"rule {spec!r}: no rule name")
-    if name not in rules.BUILTIN_RULES:
-        raise ValueError(f"unknown rule {name!r}; built-in rules: {', '.join(rules.BUILTIN_RULES)}")
-    known = {p[0] for p in getattr(rules, name)._params}
-    unknown = sorted(set(params) - known - {"other_trial"})
-    if unknown:
-        raise ValueError(f"rule {name}: unknown parameter(s) {', '.join(unknown)} "
-                         f"(parameters: {', '.join(sorted(known))})")
-    return name, params
+        return _native.rule_arg(spec)
+    name, given = spec
+    params = {k: _param_text(v, []) for k, v in dict(given or {}).items()}
+    return _native.rule_arg(name, params)
 
 
-def _is_url(path):
-    return "://" in path
+def _discovered(root):
+    """``[(location, depth)]`` of the trials at or below ``root``, found as ``smdebug rules``
+    finds them (``smdebug_fleet::discover``: one listing of the prefix, object stores
+    configured by the same AWS_* / GOOGLE_* / AZURE_* environment as the reader)."""
+    from smdebug_rs import _native
 
-
-def _children(path):
-    """``(sub-folder paths, sub-folder names)`` of a local folder or an object-store
-    prefix (listed with pyarrow's file systems, which read the same AWS_* / GOOGLE_*
-    environment as the reader)."""
-    if not _is_url(path):
-        try:
-            entries = [e for e in os.scandir(path) if e.is_dir()]
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        return [(e.path, e.name) for e in entries]
-    from pyarrow import fs
-
-    scheme = path.split("://", 1)[0]
-    filesystem, base = fs.FileSystem.from_uri(path)
-    infos = filesystem.get_file_info(fs.FileSelector(base.rstrip("/"), allow_not_found=True))
-    return [(f"{scheme}://{i.path}", i.base_name) for i in infos if i.type == fs.FileType.Directory]
+    return _native.discover_trials(root)
 
 
 def is_trial(path):
     """Whether ``path`` (a local folder or an object-store URL) holds a trial: an ``index/``
     or ``collections/`` folder directly below it."""
-    return any(name in _TRIAL_MARKERS for _, name in _children(path))
+    return any(depth == 0 for _, depth in _discovered(path))
 
 
 def discover_trials(root, max_depth=8):
     """The trials at or below ``root`` (a local folder or ``s3://``/``gs://`` prefix),
     sorted: every folder with ``index/`` or ``collections/`` directly below it, at most
-    ``max_depth`` levels down. The search does not descend into a trial (its ``index/``
-    holds thousands of files on a long run)."""
-    found = []
-    level = [root.rstrip("/") or root]
-    for _ in range(max_depth + 1):
-        below = []
-        for folder in level:
-            children = _children(folder)
-            if any(name in _TRIAL_MARKERS for _, name in children):
-                found.append(folder)
-            else:
-                below.extend(p for p, _ in children)
-        if not below:
-            break
-        level = below
-    return sorted(found)
+    ``max_depth`` levels down. A trial inside a trial's folder belongs to the outer one."""
+    return [location for location, depth in _discovered(root) if depth <= max_depth]
 
 
 def _trial_paths(trials, max_depth):
@@ -146,10 +91,11 @@ def _trial_paths(trials, max_depth):
     given = [trials] if isinstance(trials, str) else list(trials)
     out = []
     for path in given:
-        if is_trial(path):
+        found = _discovered(path)
+        if any(depth == 0 for _, depth in found):
             out.append(path)
         else:
-            out.extend(discover_trials(path, max_depth) or [path])
+            out.extend([p for p, depth in found if depth <= max_depth] or [path])
     return list(dict.fromkeys(out))
 
 

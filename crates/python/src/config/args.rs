@@ -1,5 +1,4 @@
-//! What the config wrappers share: the Python classes they instantiate, errors in the
-//! original's exception types, argument conversion, and where a wrapper's value lives.
+//! What the config wrappers share: errors in the original's exception types, argument conversion, and where a wrapper's value lives.
 use crate::NativeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -7,25 +6,8 @@ use pyo3::types::{PyDict, PyList, PyString};
 use smdebug_config::{ConfigError, PyValue};
 use std::sync::{Mutex, MutexGuard};
 
-pub(super) static SAVE_CONFIG_MODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-pub(super) static SAVE_CONFIG: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-pub(super) static REDUCTION_CONFIG: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-pub(super) static COLLECTION: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// `weakref.ref`, by which a hook's collection refers to its hook.
 pub(super) static WEAKREF: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-/// The Python class `module.name`, looked up once: the wrappers made here are instances of
-/// the Python subclasses, so that they have the original's module path and helpers.
-pub(super) fn class<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    module: &str,
-    name: &str,
-) -> PyResult<Bound<'py, PyAny>> {
-    let c = cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import(module)?.getattr(name)?.unbind())
-    })?;
-    Ok(c.bind(py).clone())
-}
 
 pub(super) fn value_error(msg: impl Into<String>) -> NativeError {
     NativeError::Other("SMDebugValueError", msg.into())

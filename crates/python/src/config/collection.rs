@@ -1,6 +1,7 @@
 //! `Collection`, on its own or as a handle of a hook's collection.
 use super::args::*;
 use super::types::*;
+use crate::classes;
 use crate::hook::PyHook;
 use crate::NativeError;
 use pyo3::prelude::*;
@@ -47,7 +48,7 @@ impl PyCollection {
     /// keeps).
     pub(crate) fn bind_to(&self, hook: &Bound<'_, PyHook>, name: String) -> PyResult<()> {
         let py = hook.py();
-        let weak = class(py, &WEAKREF, "weakref", "ref")?.call1((hook,))?;
+        let weak = WEAKREF.import(py, "weakref", "ref")?.call1((hook,))?;
         *lock(&self.place) = Place::Part(InHook {
             hook: weak.unbind(),
             name,
@@ -59,7 +60,9 @@ impl PyCollection {
 /// A `smdebug_rs.core.collection.Collection` holding `c` (a trial's collections, a dry-run
 /// hook's).
 pub(crate) fn collection_to_py(py: Python<'_>, c: Collection) -> PyResult<Bound<'_, PyAny>> {
-    let obj = class(py, &COLLECTION, "smdebug_rs.core.collection", "Collection")?
+    let obj = classes::get(py)?
+        .collection
+        .bind(py)
         .call1((c.name.as_str(),))?;
     *lock(&obj.cast::<PyCollection>()?.get().place) = Place::Own(c);
     Ok(obj)
@@ -72,7 +75,7 @@ pub(crate) fn hook_collection_to_py<'py>(
     name: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = hook.py();
-    let obj = class(py, &COLLECTION, "smdebug_rs.core.collection", "Collection")?.call1((name,))?;
+    let obj = classes::get(py)?.collection.bind(py).call1((name,))?;
     obj.cast::<PyCollection>()?
         .get()
         .bind_to(hook, name.to_owned())?;
@@ -164,13 +167,7 @@ impl PyCollection {
         if !slf.get().with(py, |c| Ok(c.reduction_config.is_some()))? {
             return Ok(py.None().into_bound(py));
         }
-        let obj = class(
-            py,
-            &REDUCTION_CONFIG,
-            "smdebug_rs.core.reduction_config",
-            "ReductionConfig",
-        )?
-        .call0()?;
+        let obj = classes::get(py)?.reduction_config.bind(py).call0()?;
         *lock(&obj.cast::<PyReductionConfig>()?.get().place) = Place::Part(slf.clone().unbind());
         Ok(obj)
     }

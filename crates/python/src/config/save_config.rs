@@ -1,7 +1,8 @@
 //! `SaveConfigMode` and `SaveConfig`.
 use super::args::*;
 use super::types::*;
-use crate::trial::{mode_arg, mode_to_py};
+use crate::classes::{self, mode_to_py};
+use crate::trial::mode_arg;
 use crate::NativeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
@@ -45,13 +46,7 @@ impl PySaveConfigMode {
         py: Python<'_>,
         place: Place<SaveConfigMode, (Py<PySaveConfig>, Mode)>,
     ) -> PyResult<Bound<'_, PyAny>> {
-        let obj = class(
-            py,
-            &SAVE_CONFIG_MODE,
-            "smdebug_rs.core.save_config",
-            "SaveConfigMode",
-        )?
-        .call0()?;
+        let obj = classes::get(py)?.save_config_mode.bind(py).call0()?;
         *lock(&obj.cast::<PySaveConfigMode>()?.get().place) = place;
         Ok(obj)
     }
@@ -238,13 +233,7 @@ impl PySaveConfig {
         py: Python<'_>,
         place: Place<SaveConfig, Py<PyCollection>>,
     ) -> PyResult<Bound<'_, PyAny>> {
-        let obj = class(
-            py,
-            &SAVE_CONFIG,
-            "smdebug_rs.core.save_config",
-            "SaveConfig",
-        )?
-        .call0()?;
+        let obj = classes::get(py)?.save_config.bind(py).call0()?;
         *lock(&obj.cast::<PySaveConfig>()?.get().place) = place;
         Ok(obj)
     }

@@ -15,7 +15,7 @@ Every public method is ``@guarded``: a failure is logged once and switches the h
 
 from smdebug_rs.core.faults import fail, guarded
 from smdebug_rs.core.singleton import json_config_path
-from smdebug_rs.hook import Hook as _NativeHook
+from smdebug_rs.core.hook import Hook as _NativeHook
 
 __all__ = ["FrameworkHook"]
 

@@ -25,10 +25,18 @@ Keras 3 variable gets its Keras 2 name):
   the instance (nothing of Keras or TensorFlow is patched): inside the compiled train
   function too, it copies the gradients into variables of the hook when they are due,
   which are read when the batch ends.
+* ``<optimizer class>/<slot>/<layer>/<var>:0`` and ``<optimizer class>/<name>:0``
+  (``Adam/momentum/dense/kernel:0``, ``Adam/iteration:0``; see
+  :func:`optimizer_variable_names`) — each variable of the optimizer (collection
+  ``optimizer_variables``), read when a TRAIN batch ends: the values after step s's
+  update, as the original reads them.
 * ``loss`` (collection ``losses``) and each metric of the batch logs (``accuracy``, ``mae``
   …, collection ``metrics``), and ``batch`` (the batch index, as the original adds it):
-  **what Keras reported in step s's logs**. At the end of an epoch, the ``val_*`` values of
-  the epoch logs are saved at the current step if it saves.
+  **what Keras reported in step s's logs**. At the end of an epoch, as the original does,
+  every value of the epoch's logs (``loss``, the metrics, ``val_loss``, ``val_<metric>``)
+  and ``batch`` (the epoch's index) are written into the current step (the epoch's last,
+  TRAIN, or EVAL after a validation) even when it is not due: there, readers see the
+  epoch's values, which follow the batch's in the step.
 * ``<layer>/inputs``, ``<layer>/outputs`` (``_<n>`` for several tensors) — the input and
   output of each of ``model.layers`` (collection ``layers``; the first call in a step),
   when ``layers`` (or ``all``) is saved: the layers' ``call`` is wrapped on the instance;
@@ -66,7 +74,7 @@ from smdebug_rs.core.logger import get_logger
 from smdebug_rs.tensorflow import singleton_utils
 from smdebug_rs.tensorflow.collection import Collection
 
-__all__ = ["KerasHook", "keras2_name", "gradient_name", "tf_worker"]
+__all__ = ["KerasHook", "keras2_name", "gradient_name", "optimizer_variable_names", "tf_worker"]
 
 GRADIENT_PREFIX = "gradients/"
 TAPE_WEIGHT_PREFIX = "weights/"
@@ -110,6 +118,41 @@ def keras2_name(variable, model=None):
 def gradient_name(variable, model=None):
     """``gradients/<keras2_name without :0>Grad``, the original's gradient names."""
     return GRADIENT_PREFIX + keras2_name(variable, model).split(":")[0] + "Grad"
+
+
+def optimizer_variable_names(optimizer, model=None):
+    """``[(name, variable)]`` of ``optimizer.variables``, named in the form of the Keras 2
+    optimizers (``Adam/m/dense/kernel:0``, ``Adam/iteration:0``) from Keras 3's names.
+
+    Keras 3 names a slot variable ``<variable path, / as _>_<slot>``
+    (``sequential_dense_kernel_momentum``) and the others by their own name (``iteration``,
+    ``learning_rate``). A slot variable of a model variable becomes
+    ``<optimizer class>/<slot>/<keras2_name of the variable>``
+    (``Adam/momentum/dense/kernel:0``, ``Adam/velocity/dense/kernel:0``,
+    ``SGD/momentum/dense_1/bias:0``), the others ``<optimizer class>/<name>:0``
+    (``Adam/iteration:0``, ``Adam/learning_rate:0``). Keras 3's slot names are kept (Keras
+    2's Adam said ``m`` and ``v``)."""
+    cls = type(optimizer).__name__
+    variables = optimizer.variables
+    if callable(variables):  # tf.keras 2 optimizers: a method
+        variables = variables()
+    owners = {}
+    for v in (model.trainable_weights if model is not None else []):
+        path = getattr(v, "path", None)
+        if path is not None:
+            owners[path.replace("/", "_") + "_"] = v
+    named = []
+    for ov in variables:
+        name = ov.name.split(":")[0]
+        # The longest prefix: `seq_dense_1_kernel_` must not be taken for `seq_dense_`.
+        prefix = max((p for p in owners if name.startswith(p) and len(name) > len(p)),
+                     key=len, default=None)
+        if prefix is None:
+            named.append((f"{cls}/{name}:0", ov))
+        else:
+            slot = name[len(prefix):]
+            named.append((f"{cls}/{slot}/{keras2_name(owners[prefix], model)}", ov))
+    return named
 
 
 def tf_worker():
@@ -165,6 +208,8 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._user_optimizer = None
         self._grad_slots = None     # {var key: (name, tf.Variable)} or None
         self._grad_due = None       # tf.Variable(bool): copy gradients this step
+        self._opt_vars = []         # [(name, variable)] of the optimizer's variables
+        self._opt_vars_of = None    # (optimizer, number of variables) they were named for
         self._step_mode = None
         self._pending = []          # (name, value) handed over during this step
         self._tap_names = []        # names the layer and model wrappers hand over
@@ -290,10 +335,20 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
             self._grad_due = tf.Variable(False, trainable=False,
                                          name="smdebug_rs_gradients_due")
             self._grad_slots = {}
-            for v in model.trainable_weights:
-                slot = tf.Variable(tf.zeros(v.shape, dtype=v.dtype), trainable=False,
-                                   name="smdebug_rs_gradient")
-                self._grad_slots[_var_key(v)] = (gradient_name(v, model), slot)
+            strategy = getattr(model, "distribute_strategy", None) or tf.distribute.get_strategy()
+            # Under a strategy of several replicas (MirroredStrategy) the optimizer's apply
+            # runs once per replica with the replica's gradient, which Keras's loss scaling
+            # makes a share of the one applied: each replica writes its share into its copy
+            # of a sum-on-read variable, whose value is then the applied gradient.
+            sync = {}
+            if getattr(strategy, "num_replicas_in_sync", 1) > 1:
+                sync = dict(synchronization=tf.VariableSynchronization.ON_READ,
+                            aggregation=tf.VariableAggregation.SUM)
+            with strategy.scope():
+                for v in model.trainable_weights:
+                    slot = tf.Variable(tf.zeros(v.shape, dtype=v.dtype), trainable=False,
+                                       name="smdebug_rs_gradient", **sync)
+                    self._grad_slots[_var_key(v)] = (gradient_name(v, model), slot)
             self._wrap_optimizer_apply(opt)
             retrace = True
         layers = self._may_save(CollectionKeys.LAYERS)
@@ -533,22 +588,43 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
                 if native.should_save_tensor(name):
                     self._save(name, slot)
             self._grad_due.assign(False)
+        if self._step_mode == modes.TRAIN and self._may_save(CollectionKeys.OPTIMIZER_VARIABLES):
+            self._save_optimizer_variables()
         if self._step_mode == modes.PREDICT and logs and "outputs" in logs:
             # predict_step has no compute_metrics: the batch's predictions come in the logs.
             self._hand_over([("predictions", logs["outputs"])])
         self._save_logs(batch, logs)
         self._end_step_values()
 
-    def _save_logs(self, batch, logs, keys=None):
+    def _save_optimizer_variables(self):
+        # The original's _write_optimizer_variables: when the TRAIN batch ends, the values
+        # after the step's update. Keras builds the optimizer's variables at the first
+        # train step: they are named (into `optimizer_variables`) when first seen and again
+        # if they change.
+        model = self._watched_model()
+        opt = self._user_optimizer or getattr(model, "optimizer", None)
+        if opt is None:
+            return
+        variables = opt.variables() if callable(opt.variables) else opt.variables
+        if self._opt_vars_of != (opt, len(variables)):
+            self._opt_vars = optimizer_variable_names(opt, model)
+            self._opt_vars_of = (opt, len(variables))
+            coll = self.get_collection(CollectionKeys.OPTIMIZER_VARIABLES)
+            for name, _ in self._opt_vars:
+                coll.add_tensor_name(name)
+        native = self._native
+        for name, v in self._opt_vars:
+            if native.should_save_tensor(name):
+                self._save(name, v)
+
+    def _save_logs(self, batch, logs):
         if logs is None:
             return
         native = self._native
         metrics_due = native.should_save_tensor(BATCH_KEY)
-        if batch is not None and metrics_due:
+        if metrics_due:
             self._save(BATCH_KEY, batch)
         for key, value in logs.items():
-            if keys is not None and not keys(key):
-                continue
             if key in LOSS_KEYS:
                 if native.should_save_tensor(key):
                     self._save(key, value)
@@ -599,12 +675,24 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
 
     @guarded()
     def on_epoch_end(self, epoch, logs=None):
-        """The epoch's validation values (``val_loss``, ``val_<metric>``) at the current
-        step, if it saves them. The epoch's training values equal the last batch's logs,
-        saved with that batch."""
-        if self._closed or self._native.step_num < 0:
+        """The original's forced save at the end of an epoch: each value of the epoch's
+        logs (the metrics, ``val_<metric>``, then ``loss`` and ``val_loss``) and ``batch``
+        (the epoch's index, as the original sets it) are written into the current step
+        (the epoch's last, TRAIN, or EVAL after a validation), whether or not that step
+        is due, into ``metrics`` and ``losses``. In a due step they follow the batch's
+        values of the same names, so readers take the epoch's."""
+        if self._closed or self._native.step_num < 0 or logs is None:
             return
-        self._save_logs(None, logs, keys=lambda k: k.startswith("val_"))
+        native = self._native
+        values = dict(logs)
+        values[BATCH_KEY] = epoch
+        forced = [(k, v, CollectionKeys.METRICS) for k, v in values.items()
+                  if k not in LOSS_KEYS and k != "outputs" and "smdebug_" not in k]
+        forced += [(k, values[k], CollectionKeys.LOSSES) for k in LOSS_KEYS if k in values]
+        for key, value, collection in forced:
+            self._saving = key  # named in the log if converting or saving fails
+            native.save_forced(key, _to_numpy(value), collection)
+            self._saving = None
 
     def _save(self, name, value):
         # Only called for names due at this step: the device → host copy happens here.

@@ -1,19 +1,16 @@
-"""``smdebug.trials``: ``create_trial`` and the ``Trial`` class.
+"""``smdebug.trials.trial``: the ``Trial`` class.
 
-``create_trial(path)`` opens a trial on local disk or ``s3://bucket/prefix`` and returns a
-:class:`Trial` with smdebug's methods, keywords and defaults; reads run in Rust with the GIL
-released. Beyond the original: ``to_arrow()`` / ``to_pandas()`` and ``health()``.
+A :class:`Trial` (made by ``smdebug_rs.trials.create_trial``) has smdebug's methods,
+keywords and defaults; reads run in Rust with the GIL released. Beyond the original:
+``to_arrow()`` / ``to_pandas()`` and ``health()``.
 """
-
-import os
 
 from smdebug_rs import _native
 from smdebug_rs.core.collection import CollectionKeys
 from smdebug_rs.core.logger import get_logger
-from smdebug_rs.exceptions import SMDebugNotImplementedError
 from smdebug_rs.modes import ModeKeys
 
-__all__ = ["create_trial", "Trial", "LocalTrial", "S3Trial"]
+__all__ = ["Trial"]
 
 _TABLES = ("tensors", "reductions", "scalars", "steps")
 
@@ -127,32 +124,3 @@ class Trial(_native.Trial):
             types_mapper = _arrow_backed_types()
         # The table is ours alone: its buffers may be released column by column.
         return tbl.to_pandas(types_mapper=types_mapper, self_destruct=True)
-
-
-# The original has one class per storage; here one class reads both.
-LocalTrial = Trial
-S3Trial = Trial
-
-
-def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing/outputs/",
-                 **kwargs):
-    """Opens the trial at ``path`` (a local folder or ``s3://bucket/prefix``).
-
-    ``name`` defaults to the last component of the path; ``range_steps=(begin, end)`` loads
-    only those steps. smdebug's ``parallel``, ``check``, ``index_mode`` and ``cache`` are
-    accepted and ignored (reads are always parallel and indexed). smdebug_rs extras:
-    ``collections_timeout`` (seconds to wait for the collections files; default: until the
-    job ends, as smdebug), ``cache_bytes``, ``skip_corrupt_index_files``.
-
-    Blocks until every worker's collections file exists; raises ``MissingCollectionFiles``
-    if the job ended without them.
-    """
-    if profiler:
-        raise SMDebugNotImplementedError("smdebug_rs does not read profiler trials")
-    del output_dir
-    for ignored in ("parallel", "check", "index_mode", "cache"):
-        kwargs.pop(ignored, None)
-    path = str(path).strip()
-    if name is None:
-        name = os.path.basename(path)
-    return Trial(path, name, **kwargs)

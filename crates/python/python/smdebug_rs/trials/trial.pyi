@@ -1,4 +1,4 @@
-"""Type stubs of smdebug_rs.trials."""
+"""Type stubs of smdebug_rs.trials.trial."""
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -29,22 +29,3 @@ class Trial(_native.Trial):
     def to_pandas(
         self, table: str = "tensors", *, types_mapper: Any = ..., **selection: Any
     ) -> Any: ...
-
-LocalTrial = Trial
-S3Trial = Trial
-
-def create_trial(
-    path: str,
-    name: Optional[str] = None,
-    profiler: bool = False,
-    output_dir: str = "/opt/ml/processing/outputs/",
-    *,
-    range_steps: Optional[Tuple[Optional[int], Optional[int]]] = None,
-    collections_timeout: Optional[float] = None,
-    cache_bytes: Optional[int] = None,
-    skip_corrupt_index_files: bool = False,
-    parallel: bool = True,
-    check: bool = False,
-    index_mode: bool = True,
-    cache: bool = False,
-) -> Trial: ...

@@ -1,4 +1,4 @@
-"""Type stubs of smdebug_rs.hook."""
+"""Type stubs of smdebug_rs.core.hook."""
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 

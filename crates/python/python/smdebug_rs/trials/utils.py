@@ -1,0 +1,33 @@
+"""``smdebug.trials.utils``: ``create_trial``, which opens a trial on local disk or
+``s3://bucket/prefix``."""
+
+import os
+
+from smdebug_rs.exceptions import SMDebugNotImplementedError
+from smdebug_rs.trials.trial import Trial
+
+__all__ = ["create_trial"]
+
+
+def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing/outputs/",
+                 **kwargs):
+    """Opens the trial at ``path`` (a local folder or ``s3://bucket/prefix``).
+
+    ``name`` defaults to the last component of the path; ``range_steps=(begin, end)`` loads
+    only those steps. smdebug's ``parallel``, ``check``, ``index_mode`` and ``cache`` are
+    accepted and ignored (reads are always parallel and indexed). smdebug_rs extras:
+    ``collections_timeout`` (seconds to wait for the collections files; default: until the
+    job ends, as smdebug), ``cache_bytes``, ``skip_corrupt_index_files``.
+
+    Blocks until every worker's collections file exists; raises ``MissingCollectionFiles``
+    if the job ended without them.
+    """
+    if profiler:
+        raise SMDebugNotImplementedError("smdebug_rs does not read profiler trials")
+    del output_dir
+    for ignored in ("parallel", "check", "index_mode", "cache"):
+        kwargs.pop(ignored, None)
+    path = str(path).strip()
+    if name is None:
+        name = os.path.basename(path)
+    return Trial(path, name, **kwargs)

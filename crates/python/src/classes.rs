@@ -1,0 +1,90 @@
+//! The Python classes of the package that the native module makes instances of or raises.
+//!
+//! The package hands them over once, as it is imported (`smdebug_rs/_bind.py` calls
+//! `_native._init`), and they are kept here: the native module never imports the package
+//! that imports it, so no import runs in a circle and no lookup names a module path that a
+//! move of the Python code would break.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyDict;
+use smdebug_config::Mode;
+use smdebug_exceptions::StepState;
+
+/// What `_init` was given.
+pub(crate) struct Classes {
+    /// `smdebug_rs.modes.ModeKeys`.
+    pub(crate) mode_keys: Py<PyAny>,
+    /// `smdebug_rs.core.tensor.StepState`.
+    pub(crate) step_state: Py<PyAny>,
+    /// `smdebug_rs.core.collection.Collection`.
+    pub(crate) collection: Py<PyAny>,
+    /// `smdebug_rs.core.reduction_config.ReductionConfig`.
+    pub(crate) reduction_config: Py<PyAny>,
+    /// `smdebug_rs.core.save_config.SaveConfig`.
+    pub(crate) save_config: Py<PyAny>,
+    /// `smdebug_rs.core.save_config.SaveConfigMode`.
+    pub(crate) save_config_mode: Py<PyAny>,
+    /// The exception classes (or their constructors) by class name: those of
+    /// `smdebug_rs.exceptions`, Python's builtins and the few of other modules that smdebug
+    /// lets through. The names they are looked up by are the Rust errors' `python_name`s.
+    pub(crate) exceptions: Py<PyDict>,
+}
+
+static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
+
+/// The classes the package handed over.
+pub(crate) fn get(py: Python<'_>) -> PyResult<&'static Classes> {
+    CLASSES.get(py).ok_or_else(|| {
+        PyRuntimeError::new_err(
+            "smdebug_rs._native was used before `import smdebug_rs` handed it the package's \
+             classes (smdebug_rs._native._init)",
+        )
+    })
+}
+
+/// `ModeKeys[mode]`.
+pub(crate) fn mode_to_py(py: Python<'_>, mode: Mode) -> PyResult<Bound<'_, PyAny>> {
+    get(py)?.mode_keys.bind(py).get_item(mode.name())
+}
+
+/// `StepState[state]`.
+pub(crate) fn step_state_to_py(py: Python<'_>, state: StepState) -> PyResult<Bound<'_, PyAny>> {
+    get(py)?.step_state.bind(py).get_item(state.name())
+}
+
+/// Hands the native module the package's classes (called once, by `smdebug_rs._bind`).
+///
+/// A second call (the package imported again, `importlib.reload`) keeps the first classes:
+/// the objects made so far are instances of those.
+#[pyfunction]
+#[pyo3(signature = (*, mode_keys, step_state, collection, reduction_config, save_config, save_config_mode, exceptions))]
+#[allow(clippy::too_many_arguments)]
+fn _init(
+    py: Python<'_>,
+    mode_keys: Py<PyAny>,
+    step_state: Py<PyAny>,
+    collection: Py<PyAny>,
+    reduction_config: Py<PyAny>,
+    save_config: Py<PyAny>,
+    save_config_mode: Py<PyAny>,
+    exceptions: Py<PyDict>,
+) {
+    let classes = Classes {
+        mode_keys,
+        step_state,
+        collection,
+        reduction_config,
+        save_config,
+        save_config_mode,
+        exceptions,
+    };
+    // Err means an earlier call won; its classes stay (see above).
+    let _ = CLASSES.set(py, classes);
+}
+
+/// Registers `_init`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_init, m)?)
+}
