@@ -48,7 +48,8 @@ enum Task {
     /// Regenerates the checked-in protobuf code of smdebug-record (`--check`: fail on a diff).
     GenProto(proto::GenProtoArgs),
     /// Installs (or verifies) the Python venvs of the tests (the smdebug peer, with PyTorch,
-    /// with MXNet; TensorFlow; the test tools); prints their interpreters.
+    /// with MXNet; PyTorch with numpy 2; MXNet with Horovod; TensorFlow; the test tools); prints their
+    /// interpreters.
     Peer,
     /// Starts the test services (S3 server, GCS and Azure emulators) and prints the environment to use them; runs
     /// until interrupted.
@@ -67,7 +68,9 @@ fn main() -> Result<()> {
             for venv in [
                 &peer::PEER,
                 &peer::TORCH,
+                &peer::TORCH_NP2,
                 &peer::MXNET,
+                &peer::MXNET_HOROVOD,
                 &peer::TF,
                 &peer::SPARK,
                 &peer::TOOLS,

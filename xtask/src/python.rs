@@ -4,7 +4,7 @@
 //! workspace's test build compiled ([`install_dev`]), and run that venv's files of the
 //! pytest suite in crates/python/tests, printing pytest's summary line. The benchmarks build an optimised wheel with maturin
 //! ([`install_wheel`]): see `bench_rows` (reader) and `hook_rows` (writer hook).
-use crate::peer::{ensure_venv, Venv};
+use crate::peer::{ensure_venv, site_packages, Venv};
 use crate::util::{cache_dir, output, root};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -16,6 +16,7 @@ fn ensure_maturin() -> Result<PathBuf> {
     ensure_venv(
         &venv,
         &[root().join("crates/python/build-requirements.txt")],
+        &[],
         &[],
         "import maturin",
         &|_| Ok(()),
@@ -53,15 +54,6 @@ fn ensure_pytest(python: &Path) -> Result<()> {
 
 /// The `.pth` file of a development install (see [`install_dev`]).
 const DEV_PTH: &str = "smdebug_rs_dev.pth";
-
-/// The venv's `site-packages` folder.
-fn site_packages(python: &Path) -> Result<PathBuf> {
-    let out = output(Command::new(python).args([
-        "-c",
-        "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-    ]))?;
-    Ok(PathBuf::from(out.trim()))
-}
 
 /// Installs smdebug_rs into the venv of `python` from the sources, without a second build:
 /// the extension module is the `cdylib` that `cargo build --workspace --lib` made with the
@@ -158,22 +150,54 @@ fn summary_line(out: &str) -> Option<&str> {
         })
 }
 
+/// One pytest run of `cargo xtask test`: a venv and the files of crates/python/tests it
+/// runs there.
+pub struct Suite {
+    /// Where the files run (with the development install, see [`install_dev`]).
+    pub venv: &'static Venv,
+    /// The files: names with this prefix that no earlier row with another prefix took.
+    /// Rows with the same prefix run the same files, each in its venv.
+    prefix: &'static str,
+    /// A pytest `-m` expression that deselects the tests this venv cannot run: pytest
+    /// counts them as deselected, never as passed or skipped.
+    markers: Option<&'static str>,
+}
+
 /// Which venv runs which files of crates/python/tests: a framework's hook tests run where
-/// that framework is installed, smdebug_rs.spark's where PySpark is (by file name prefix),
-/// every other file beside the plain peer (the last row). Each venv gets the development
-/// install first.
-pub const SUITES: [(&Venv, &str); 5] = [
-    (&crate::peer::TORCH, "test_pytorch_"),
-    (&crate::peer::MXNET, "test_mxnet_"),
-    (&crate::peer::TF, "test_tensorflow_"),
-    (&crate::peer::SPARK, "test_spark_"),
-    (&crate::peer::PEER, "test_"),
+/// that framework is installed (the PyTorch ones again with numpy 2, but for those marked
+/// `original`, which run the original smdebug; MXNet's Horovod ones where Horovod is built),
+/// smdebug_rs.spark's where PySpark is (by
+/// file name prefix), every other file beside the plain peer (the last row).
+pub const SUITES: [Suite; 7] = [
+    suite(&crate::peer::TORCH, "test_pytorch_"),
+    Suite {
+        markers: Some("not original"),
+        ..suite(&crate::peer::TORCH_NP2, "test_pytorch_")
+    },
+    suite(&crate::peer::MXNET_HOROVOD, "test_mxnet_horovod"),
+    suite(&crate::peer::MXNET, "test_mxnet_"),
+    suite(&crate::peer::TF, "test_tensorflow_"),
+    suite(&crate::peer::SPARK, "test_spark_"),
+    suite(&crate::peer::PEER, "test_"),
 ];
+
+/// A row of [`SUITES`] that runs every test of its files.
+const fn suite(venv: &'static Venv, prefix: &'static str) -> Suite {
+    Suite {
+        venv,
+        prefix,
+        markers: None,
+    }
+}
 
 /// The test files of [`SUITES`] row `row`, sorted.
 fn suite_files(row: usize) -> Result<Vec<PathBuf>> {
-    let (_, prefix) = SUITES[row];
-    let claimed_earlier = |name: &str| SUITES[..row].iter().any(|(_, p)| name.starts_with(p));
+    let prefix = SUITES[row].prefix;
+    let claimed_earlier = |name: &str| {
+        SUITES[..row]
+            .iter()
+            .any(|s| s.prefix != prefix && name.starts_with(s.prefix))
+    };
     let mut files = Vec::new();
     for e in std::fs::read_dir(root().join("crates/python/tests"))? {
         let path = e?.path();
@@ -196,12 +220,17 @@ pub fn test(row: usize, python: &Path, s3_env: &[(String, String)]) -> Result<()
     ensure_pytest(python)?;
     let files = suite_files(row)?;
     if files.is_empty() {
-        bail!("no crates/python/tests/{}*.py files", SUITES[row].1);
+        bail!("no crates/python/tests/{}*.py files", SUITES[row].prefix);
     }
     let tests = root().join("crates/python/tests");
-    let out = Command::new(python)
+    let mut pytest = Command::new(python);
+    pytest
         .current_dir(&tests)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-r", "fEs"])
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-r", "fEs"]);
+    if let Some(markers) = SUITES[row].markers {
+        pytest.args(["-m", markers]);
+    }
+    let out = pytest
         .args(&files)
         .env("SMDEBUG_RS_PEER_DIR", root().join("tests/peer"))
         .env("SMDEBUG_LOG_LEVEL", "error")
@@ -214,7 +243,7 @@ pub fn test(row: usize, python: &Path, s3_env: &[(String, String)]) -> Result<()
     let stdout = String::from_utf8_lossy(&out.stdout);
     eprint!("{stdout}");
     let summary = summary_line(&stdout).unwrap_or("no summary line");
-    let venv = SUITES[row].0.name;
+    let venv = SUITES[row].venv.name;
     eprintln!("pytest (smdebug_rs, {venv}): {summary}");
     if !out.status.success() {
         eprint!("{}", String::from_utf8_lossy(&out.stderr));
@@ -228,7 +257,37 @@ pub fn test(row: usize, python: &Path, s3_env: &[(String, String)]) -> Result<()
 
 #[cfg(test)]
 mod tests {
-    use super::summary_line;
+    use super::{suite_files, summary_line, SUITES};
+
+    #[test]
+    fn every_test_file_runs_and_shared_prefixes_run_the_same_files() {
+        let names = |row: usize| -> Vec<String> {
+            suite_files(row)
+                .unwrap()
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        let row = |venv: &str| SUITES.iter().position(|s| s.venv.name == venv).unwrap();
+        let torch = names(row("peer-torch-venv"));
+        assert!(
+            torch.contains(&"test_pytorch_hook.py".to_owned()),
+            "{torch:?}"
+        );
+        assert_eq!(names(row("peer-torch-np2-venv")), torch);
+        let horovod = names(row("peer-mxnet-horovod-venv"));
+        let mxnet = names(row("peer-mxnet-venv"));
+        assert!(!horovod.is_empty() && mxnet.iter().all(|f| !horovod.contains(f)));
+        // Every file once, but for the rows that share a prefix.
+        let mut all: Vec<String> = (0..SUITES.len())
+            .filter(|&r| SUITES[r].markers.is_none())
+            .flat_map(names)
+            .collect();
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n, "a file in two rows: {all:?}");
+    }
 
     #[test]
     fn finds_pytest_summary_lines() {

@@ -45,12 +45,12 @@ struct Tools {
 fn install_tools() -> Result<Tools> {
     let suite_pythons = crate::python::SUITES
         .iter()
-        .map(|(venv, _)| venv.ensure())
+        .map(|suite| suite.venv.ensure())
         .collect::<Result<Vec<_>>>()?;
     // The plain peer is one of the suites' venvs: checked once.
     let peer_python = match crate::python::SUITES
         .iter()
-        .position(|(venv, _)| venv.name == peer::PEER.name)
+        .position(|suite| suite.venv.name == peer::PEER.name)
     {
         Some(row) => suite_pythons[row].clone(),
         None => peer::ensure_peer()?,
@@ -176,7 +176,7 @@ pub fn run(args: TestArgs) -> Result<()> {
         eprintln!("shared peer check: skipped: ../shared/peer absent");
     }
     for (row, python) in tools.suite_pythons.iter().enumerate() {
-        let venv = crate::python::SUITES[row].0.name;
+        let venv = crate::python::SUITES[row].venv.name;
         phases.begin(&format!("python: pytest in {venv} (development install)"));
         crate::python::install_dev(python)?;
         crate::python::test(row, python, &s3.env())?;

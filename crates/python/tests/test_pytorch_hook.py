@@ -385,34 +385,51 @@ def test_autohook_without_config_leaves_training_alone(monkeypatch):
 # -- torch.distributed --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("include", ["all", "one"])
-def test_two_gloo_workers_write_one_trial(tmp_path, include):
+@pytest.fixture(scope="module")
+def gloo_trials(tmp_path_factory):
+    """include_workers → (trial folder, expected values prefix, ranks) of two gloo workers
+    (torch_dist_worker.py), each run once per module."""
     dist = torch.distributed
     if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available")
-    out = tmp_path / "dist"
-    p = subprocess.run([sys.executable, os.path.join(HERE, "torch_dist_worker.py"), str(out),
-                        str(tmp_path / "expected"), include], env=_env(),
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stdout + p.stderr
-    ranks = [0, 1] if include == "all" else [0]
-    readers = [create_trial]
-    try:  # the original's reader too, where it is installed
-        from smdebug.trials import create_trial as original_create_trial
-        readers.append(original_create_trial)
-    except ImportError:
-        pass
-    for read in readers:
-        tr = read(str(out))
-        assert sorted(tr.workers()) == [f"worker_{r}" for r in ranks]
-        assert tr.num_workers == len(ranks) and tr.steps() == [0, 1, 2]
-        for rank in ranks:
-            expected = np.load(str(tmp_path / "expected") + f"_{rank}.npz")
-            assert len(expected.files) == 3 * 9
-            for key in expected.files:
-                step, name = key.split(":", 1)
-                np.testing.assert_array_equal(
-                    tr.tensor(name).value(int(step), worker=f"worker_{rank}"), expected[key])
+        pytest.fail("torch.distributed with gloo is not available")
+    runs = {}
+
+    def get(include):
+        if include not in runs:
+            base = tmp_path_factory.mktemp(f"gloo_{include}")
+            out, expected = base / "dist", str(base / "expected")
+            p = subprocess.run([sys.executable, os.path.join(HERE, "torch_dist_worker.py"),
+                                str(out), expected, include], env=_env(),
+                               capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0, p.stdout + p.stderr
+            runs[include] = (str(out), expected, [0, 1] if include == "all" else [0])
+        return runs[include]
+
+    return get
+
+
+def _original_create_trial(path):
+    from smdebug.trials import create_trial as original_create_trial
+    return original_create_trial(path)
+
+
+@pytest.mark.parametrize("include", ["all", "one"])
+@pytest.mark.parametrize("read", [
+    create_trial,
+    pytest.param(_original_create_trial, marks=pytest.mark.original, id="original_reader"),
+])
+def test_two_gloo_workers_write_one_trial(gloo_trials, include, read):
+    out, expected_prefix, ranks = gloo_trials(include)
+    tr = read(out)
+    assert sorted(tr.workers()) == [f"worker_{r}" for r in ranks]
+    assert tr.num_workers == len(ranks) and tr.steps() == [0, 1, 2]
+    for rank in ranks:
+        expected = np.load(expected_prefix + f"_{rank}.npz")
+        assert len(expected.files) == 3 * 9
+        for key in expected.files:
+            step, name = key.split(":", 1)
+            np.testing.assert_array_equal(
+                tr.tensor(name).value(int(step), worker=f"worker_{rank}"), expected[key])
 
 
 # -- documented differences from the original ---------------------------------------------

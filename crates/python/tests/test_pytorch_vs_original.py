@@ -15,18 +15,14 @@ try:
     import torch  # noqa: F401
 except ImportError as e:  # not installed, or installed but broken
     pytest.skip(f"torch is not importable ({e}): no PyTorch hook tests", allow_module_level=True)
-try:
-    import smdebug.pytorch  # noqa: F401
-except ImportError as e:
-    pytest.skip(f"the original smdebug.pytorch is not importable ({e}): no side-by-side runs",
-                allow_module_level=True)
-
 import smdebug_rs  # noqa: E402
 import torch_compare  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The subprocesses import smdebug_rs from where this process found it.
 PYTHON_SRC = os.path.dirname(os.path.dirname(os.path.abspath(smdebug_rs.__file__)))
+# Every test here runs the original (numpy < 2): deselected where it cannot run.
+pytestmark = pytest.mark.original
 CONFIGS = ["json", "default", "save_all", "custom", "nested", "twice", "frozen", "modes"]
 
 

@@ -128,6 +128,7 @@ class Hook(FrameworkHook):
         self._step_mode = modes.GLOBAL
         self._deferred = []      # its parameters not initialised when the step started
         self.registered_blocks = set()
+        self._params = {}        # root block → its parameters (see _params_of)
         self.model = None
         self.last_block = None
         self.mode = modes.GLOBAL
@@ -160,6 +161,7 @@ class Hook(FrameworkHook):
         for h in self._handles:
             h.detach()
         self._handles.clear()
+        self._params.clear()
 
     def _framework_json_config(self, path):
         self.include_collections = _json_included_collections(path)
@@ -234,8 +236,17 @@ class Hook(FrameworkHook):
         self.last_block = block
         self._step_mode = self.mode
         self._deferred = []
-        for p in block.collect_params().values():
+        for p in self._params_of(block):
             self._offer_param(p)
+
+    def _params_of(self, block):
+        # Gluon makes a block's Parameter objects with the block (deferred initialisation
+        # fills them in later), so the list is taken at its first forward: walking the
+        # children with collect_params() at every step cost more than the rest of the hook.
+        params = self._params.get(block)
+        if params is None:
+            params = self._params[block] = list(block.collect_params().values())
+        return params
 
     def _offer_param(self, p):
         if not self._native.should_save_tensor(p.name):
@@ -261,7 +272,7 @@ class Hook(FrameworkHook):
         if root is None or self._step_mode in _NO_GRADIENT_MODES:
             return
         native = self._native
-        for p in root.collect_params().values():
+        for p in self._params_of(root):
             if p.grad_req == "null":
                 continue
             name = GRADIENT_PREFIX + p.name
