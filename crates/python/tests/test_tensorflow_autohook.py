@@ -203,3 +203,20 @@ def test_default_rules_stay_silent_on_a_healthy_keras_run(tmp_path):
                  rules.WeightUpdateRatio(tr),
                  rules.LossNotDecreasing(tr, num_steps=5)):
         assert _firings(rule) == [], type(rule).__name__
+
+
+def test_run_imports_no_framework_the_script_does_not(tmp_path):
+    """`run` installs a framework's autohook only once the script imports the framework, so a
+    script that uses none does not pay for TensorFlow's (or torch's) import."""
+    script = tmp_path / "plain.py"
+    script.write_text("import json, sys\n"
+                      "print(json.dumps(sorted(m for m in ('tensorflow', 'keras', 'torch')"
+                      " if m in sys.modules)))\n")
+    cfg = _json_config(tmp_path / "c.json", tmp_path / "out")
+    env = dict(os.environ, SMDEBUG_CONFIG_FILE_PATH=str(cfg), SMDEBUG_LOG_LEVEL="error",
+               PYTHONPATH=PYTHON_SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.run([sys.executable, "-m", "smdebug_rs", "run", str(script)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == []
+    assert not (tmp_path / "out").exists()
