@@ -10,7 +10,7 @@
 //! finds whenever it is imported (`smdebug.core.utils` imports `torch.distributed`): with
 //! torch beside it, each of the conformance suite's few hundred peer scripts would spend
 //! seconds of CPU loading a framework it never uses.
-use crate::util::{cache_dir, output, root};
+use crate::util::{cache_dir, output, pip, root};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -316,14 +316,8 @@ fn build_horovod(python: &Path) -> Result<()> {
     let lock = root().join("tests/peer").join(HOROVOD_LOCK);
     eprintln!("building Horovod for MXNet ({}): minutes", lock.display());
     output(
-        Command::new(python)
-            .args([
-                "-m",
-                "pip",
-                "--disable-pip-version-check",
-                "--no-input",
-                "install",
-            ])
+        pip(python)
+            .arg("install")
             .args(["--no-deps", "--no-build-isolation", "--no-cache-dir", "-r"])
             .arg(&lock)
             .env("PATH", path)
@@ -436,14 +430,8 @@ pub(crate) fn ensure_venv(
     );
     let log = venv.join("pip.log");
     let log_file = std::fs::File::create(&log)?;
-    let status = Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "--disable-pip-version-check",
-            "--no-input",
-            "install",
-        ])
+    let status = pip(&python)
+        .arg("install")
         .args(pip_flags)
         .args(
             reqs.iter()

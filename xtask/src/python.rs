@@ -5,7 +5,7 @@
 //! pytest suite in crates/python/tests, printing pytest's summary line. The benchmarks build an optimised wheel with maturin
 //! ([`install_wheel`]): see `bench_rows` (reader) and `hook_rows` (writer hook).
 use crate::peer::{ensure_venv, site_packages, Venv};
-use crate::util::{cache_dir, output, root};
+use crate::util::{cache_dir, output, pip, root};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,13 +42,8 @@ fn ensure_pytest(python: &Path) -> Result<()> {
     if have.as_deref() == Some(wanted) {
         return Ok(());
     }
-    output(
-        Command::new(python)
-            .args(["-m", "pip", "--disable-pip-version-check", "--no-input"])
-            .args(["install", "--no-deps", "-r"])
-            .arg(&req),
-    )
-    .context("installing pytest into the peer venv")?;
+    output(pip(python).args(["install", "--no-deps", "-r"]).arg(&req))
+        .context("installing pytest into the peer venv")?;
     Ok(())
 }
 
@@ -74,12 +69,8 @@ pub fn install_dev(python: &Path) -> Result<()> {
     std::fs::copy(&built, package.join("smdebug_rs/_native.abi3.so"))
         .context("copying the extension module into crates/python/python/smdebug_rs")?;
     // A wheel installed by `cargo xtask bench` would come first on sys.path.
-    output(
-        Command::new(python)
-            .args(["-m", "pip", "--disable-pip-version-check", "--no-input"])
-            .args(["uninstall", "-y", "smdebug_rs"]),
-    )
-    .context("removing an installed smdebug_rs wheel")?;
+    output(pip(python).args(["uninstall", "-y", "smdebug_rs"]))
+        .context("removing an installed smdebug_rs wheel")?;
     std::fs::write(
         site_packages(python)?.join(DEV_PTH),
         format!("{}\n", package.display()),
@@ -127,8 +118,7 @@ pub fn install_wheel(python: &Path, release: bool) -> Result<()> {
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
         .context("maturin wrote no wheel")?;
     output(
-        Command::new(python)
-            .args(["-m", "pip", "--disable-pip-version-check", "--no-input"])
+        pip(python)
             .args(["install", "--no-deps", "--force-reinstall"])
             .arg(&wheel),
     )

@@ -1,6 +1,6 @@
 //! Small helpers for running commands loudly.
 use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The workspace root (the parent of `xtask/`).
@@ -48,6 +48,13 @@ pub fn output(cmd: &mut Command) -> Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `python -m pip` without its version check or prompts; the caller adds the subcommand.
+pub fn pip(python: &Path) -> Command {
+    let mut c = Command::new(python);
+    c.args(["-m", "pip", "--disable-pip-version-check", "--no-input"]);
+    c
 }
 
 /// `cargo` as invoked by the user (respects `$CARGO`), without the variables `cargo run`
