@@ -6,7 +6,7 @@
 //!   URL) that is itself a trial — `index/` or `collections/` below it — is one trial;
 //!   otherwise every trial below it is, found by listing the location's keys once (no file
 //!   is opened). Trials come back sorted by name, the path relative to the location.
-//! * **The runner** ([`Runner`], [`map_bounded`]): a closure per trial on at most `jobs`
+//! * **The runner** ([`Runner`]): a closure per trial on at most `jobs`
 //!   threads, results in trial order; a trial's error is reported by name and the others go
 //!   on, unless the runner is strict. The closure opens and drops its trial, so memory is
 //!   bounded by `jobs`, not by the fleet.
@@ -90,6 +90,6 @@ pub use discover::{discover, discover_with, trial_roots, TrialRef};
 pub use error::{FleetError, Result};
 pub use log::FiringLog;
 pub use record::{FiringKey, FiringRecord};
-pub use runner::{for_each_bounded, map_bounded, Runner, TrialOutcome};
+pub use runner::{Runner, TrialOutcome};
 pub use state::{TrialState, TrialStatus, WatchState, STATE_VERSION};
 pub use watch::{WatchEvent, WatchOptions, WatchRule, WatchSummary, Watcher};

@@ -5,9 +5,9 @@ use crate::discover::{discover_with, TrialRef};
 use crate::error::{FleetError, Result};
 use crate::log::FiringLog;
 use crate::record::FiringRecord;
-use crate::runner::map_bounded;
 use crate::state::{TrialState, TrialStatus, WatchState};
 use smdebug_rules::{build_rule, invoke_rule_with, Drive, EndReason, Rule, StopTraining};
+use smdebug_trial::parallel::for_each_owned;
 use smdebug_trial::{Trial, TrialError, TrialOptions};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -318,9 +318,14 @@ impl Watcher {
             log: &self.log,
             recorded: &self.recorded,
         };
-        let results = map_bounded(live, self.options.jobs, |_, (trial, session)| {
+        let mut results = Vec::with_capacity(live.len());
+        let advance = |_, (trial, session): (TrialRef, _)| {
             let r = shared.advance(&trial, session, on_event, &fatal);
             (trial, r)
+        };
+        let Ok(()) = for_each_owned(live, self.options.jobs, "smdebug-watch", advance, |_, r| {
+            results.push(r);
+            Ok::<(), std::convert::Infallible>(())
         });
         if let Some(e) = fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
             return Err(e);
