@@ -59,7 +59,9 @@
 //!    again **from its first step** with fresh rules, and a firing whose (trial, rule,
 //!    step) is already in the log is skipped. Re-evaluating from the start, rather than
 //!    from the state's step, keeps the verdicts of rules that carry state from step to
-//!    step (loss trends, overfitting) equal to an uninterrupted run.
+//!    step (loss trends, overfitting) equal to an uninterrupted run. Within one run the
+//!    rules are kept between passes, state and all, so a trial's next pass starts at the
+//!    first step its rules have not evaluated.
 //!
 //! A kill before step 1's sync loses nothing that was recorded: the firing is found again.
 //! A kill between the sync and the state's rename leaves a state behind the log, and the
@@ -69,9 +71,10 @@
 //! Actions are at least once: the stop signal is written when the rule fires, before the
 //! firing is recorded, and written again (the same object) if the firing is found again.
 //!
-//! Memory stays bounded: a pass evaluates at most `jobs` trials at once, and trials stay
-//! open between passes only while no more than `jobs` are live; beyond that each pass
-//! opens, evaluates from the start and closes them.
+//! Memory: a pass evaluates at most `jobs` trials at once. Every live trial keeps its reader
+//! and rules between passes (its index and the rules' state: what makes a pass evaluate
+//! only new steps); with more live trials than `jobs`, a trial lets go of its cached values
+//! and open files once evaluated, so that no more than `jobs` trials hold them at a time.
 //!
 //! Main pieces: [`TrialRef`], [`discover`], [`Runner`], [`Watcher`] ([`WatchOptions`],
 //! [`WatchRule`], [`WatchEvent`], [`WatchSummary`]), [`FiringLog`], [`FiringRecord`],
