@@ -1,7 +1,7 @@
 //! Fleets: `smdebug rules` over many trials (verdicts equal to each trial alone, a corrupt
 //! trial named and skipped) and `smdebug watch` over jobs that start while it runs (the
 //! one that fires is stopped; killed with SIGKILL and restarted, it logs every firing
-//! exactly once).
+//! exactly once; SIGINT and SIGTERM stop it cleanly).
 
 use ndarray::arr1;
 use serde_json::Value;
@@ -9,6 +9,7 @@ use smdebug_config::{Mode, SaveConfig, SaveConfigMode};
 use smdebug_hook::{HookBuilder, TensorValue};
 use smdebug_synth::{write_trial, Recipe, WriteOptions};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -477,4 +478,71 @@ fn watch_killed_and_restarted_logs_every_firing_exactly_once() {
         "a firing printed twice: {printed:?}"
     );
     assert_exactly_once(&root, &state, &trained, steps);
+}
+
+/// SIGINT and SIGTERM stop the watcher cleanly: it exits with its own status (a firing is
+/// in the log), not killed by the signal, after printing the summary, with the state saved.
+#[test]
+fn watch_stops_cleanly_on_a_signal() {
+    for signal in ["INT", "TERM"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("jobs");
+        train(&root.join("job-3"), 20, healthy, &[3, 17], Duration::ZERO);
+        let config = watch_config(dir.path());
+        let state = dir.path().join("watch.json");
+        let mut child = watch(&root, &config, &state).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // Signalled once it has judged the whole trial: a pass is done.
+        let mut lines = Vec::new();
+        let until = Instant::now() + Duration::from_secs(60);
+        while !lines
+            .iter()
+            .any(|l: &String| l.contains(r#""event":"ended""#))
+        {
+            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(line) => lines.push(line),
+                Err(e) => {
+                    let _ = child.kill();
+                    panic!("{e}: {lines:#?}");
+                }
+            }
+        }
+        let pid = child.id().to_string();
+        let sent = Command::new("kill").args(["-s", signal, &pid]).status();
+        assert!(sent.unwrap().success());
+        let until = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > until {
+                let _ = child.kill();
+                panic!("SIG{signal} did not stop the watcher: {lines:#?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        reader.join().unwrap();
+        lines.extend(rx.try_iter());
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(1), "SIG{signal}: {lines:#?} {stderr}");
+        assert!(stderr.contains("stopping"), "{stderr}");
+        let summary: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+        let summary = &summary["summary"];
+        assert_eq!(
+            (&summary["ended"], &summary["firings_total"]),
+            (&Value::from(1), &Value::from(2)),
+            "SIG{signal}: {lines:#?}"
+        );
+        let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+        assert_eq!(saved["trials"]["job-3"]["status"], "ended", "{saved:#}");
+    }
 }

@@ -152,6 +152,8 @@ enum Advance {
     Watched(Session),
     /// Ended: every rule done.
     Ended(BTreeMap<String, i64>),
+    /// Not looked at: the watcher is stopping. The session (when there was one) to keep.
+    Skipped(Option<Session>),
 }
 
 /// The rule service engine. [`Watcher::pass`] looks once at every live trial; [`Watcher::run`]
@@ -291,6 +293,16 @@ impl Watcher {
     /// One pass: finds new trials, then evaluates every live trial as far as its job has
     /// written (at most `jobs` at once), recording firings as they happen.
     pub fn pass(&mut self, on_event: &(dyn Fn(&WatchEvent<'_>) + Sync)) -> Result<()> {
+        self.pass_until(on_event, &AtomicBool::new(false))
+    }
+
+    /// [`pass`](Self::pass) that starts no trial once `stop` is set (the trials in
+    /// progress finish; the others are left as they stand for the next run).
+    fn pass_until(
+        &mut self,
+        on_event: &(dyn Fn(&WatchEvent<'_>) + Sync),
+        stop: &AtomicBool,
+    ) -> Result<()> {
         let found = discover_with(&self.options.prefixes, &self.options.trial.storage)?;
         for t in found {
             if !self.state.trials.contains_key(&t.name) {
@@ -333,6 +345,9 @@ impl Watcher {
         };
         let mut results = Vec::with_capacity(live.len());
         let advance = |_, (trial, session): (TrialRef, _)| {
+            if stop.load(Ordering::Relaxed) {
+                return (trial, Ok(Advance::Skipped(session)));
+            }
             let r = shared.advance(&trial, session, on_event, &fatal);
             (trial, r)
         };
@@ -350,6 +365,11 @@ impl Watcher {
             };
             st.firings = log.count(&trial.name);
             match result {
+                Ok(Advance::Skipped(session)) => {
+                    if let Some(session) = session {
+                        self.sessions.insert(trial.name.clone(), session);
+                    }
+                }
                 Ok(Advance::Waiting) => st.failures = 0,
                 Ok(Advance::Watched(session)) => {
                     st.status = TrialStatus::Watching;
@@ -404,14 +424,16 @@ impl Watcher {
     }
 
     /// Passes until `stop` is set, or with `until_idle` until every trial is done with;
-    /// the state is saved after every pass.
+    /// the state is saved after every pass. Once `stop` is set (a signal handler may set
+    /// it), the pass in progress starts no further trial, the state is saved and the
+    /// summary returned.
     pub fn run(
         &mut self,
         on_event: &(dyn Fn(&WatchEvent<'_>) + Sync),
         stop: &AtomicBool,
     ) -> Result<WatchSummary> {
         loop {
-            self.pass(on_event)?;
+            self.pass_until(on_event, stop)?;
             self.save()?;
             if stop.load(Ordering::Relaxed) {
                 break;
