@@ -7,10 +7,10 @@
 //! as one with a `run` column; `OUT/_SUCCESS`, written last, holds a JSON summary of the runs
 //! (see `docs/src/fleets.md`).
 use crate::fleet::Target;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use smdebug_export::{
-    export_trial, follow_trial, ExportOptions, Format, Layout, Progress, StepRange, Summary,
+    export_trial, follow_trial, ExportOptions, Format, Layout, Progress, StepRange, Summary, Table,
     ValuesMode,
 };
 use smdebug_storage::{BlockingStore, Bytes, Location};
@@ -64,7 +64,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     threads: usize,
     /// Follow a live trial: export what exists, then append the steps that complete as new
-    /// partition files, until the training job ends.
+    /// partition files, until the training job ends. A fleet's trials are followed at once
+    /// (each into its run's partition), the marker written once every job has ended.
     #[arg(long)]
     follow: bool,
     /// Seconds between polls with `--follow`.
@@ -75,7 +76,8 @@ pub struct Args {
     /// it is named and skipped).
     #[arg(long)]
     strict: bool,
-    /// Fleets: trials exported at once (default: the number of cores).
+    /// Fleets: trials exported at once (default: the number of cores; with `--follow`, every
+    /// trial).
     #[arg(long, short = 'j', value_name = "N")]
     jobs: Option<usize>,
     /// Print the summary as one JSON object.
@@ -328,16 +330,14 @@ impl Dest {
 
 /// Several trials into one dataset under `args.out`: each trial exported on its own into a
 /// staging folder (`OUT/_staging/RUN/` for a local `OUT`), then its files moved (renamed,
-/// or uploaded to an object store) to `OUT/TABLE/run=RUN/…`; the marker last.
+/// or uploaded to an object store) to `OUT/TABLE/run=RUN/…`; with `--follow`, each trial
+/// followed straight into `OUT/TABLE/run=RUN/…`. The marker last.
 fn fleet(
     args: &Args,
     trials: &[smdebug_fleet::TrialRef],
     mut options: ExportOptions,
     out: &mut dyn Write,
 ) -> Result<()> {
-    if args.follow {
-        bail!("--follow exports one trial; a fleet is exported once");
-    }
     let dest = Dest::open(&args.out)?;
     // Every run has the same partition depth, so that readers see one table.
     if options.layout == Layout::Auto {
@@ -348,11 +348,17 @@ fn fleet(
     let runs = Mutex::new(Vec::new());
     let failed = Mutex::new(Vec::new());
     let fleet_args = crate::fleet::FleetArgs {
-        jobs: args.jobs,
+        // A trial followed holds its worker until its job ends: every trial gets one.
+        jobs: args.jobs.or(args.follow.then_some(trials.len())),
         strict: args.strict,
     };
+    let poll = Duration::from_secs_f64(args.poll.max(0.01));
     crate::fleet::sections(trials, &fleet_args, args.json, out, |t, section| {
-        let exported = export_run(&dest, &staging, t, &options);
+        let exported = if args.follow {
+            follow_run(&dest, &args.out, t, &options, poll)
+        } else {
+            export_run(&dest, &staging, t, &options)
+        };
         match exported {
             Ok(summary) => {
                 let rows = summary
@@ -412,6 +418,27 @@ fn fleet(
         "rows": totals,
     });
     dest.write_marker(format!("{doc:#}\n"))
+}
+
+/// Follows trial `t` into `out`'s partitions `TABLE/run=RUN/…` (removing what an earlier
+/// export left there first) until its job ends.
+fn follow_run(
+    dest: &Dest,
+    out: &str,
+    t: &smdebug_fleet::TrialRef,
+    options: &ExportOptions,
+    poll: Duration,
+) -> Result<Summary> {
+    let run = format!("run={}", partition_value(&t.name));
+    for table in Table::ALL {
+        dest.place(&format!("{}/{run}", table.name()), &[])?;
+    }
+    let options = ExportOptions {
+        partition: Some(run),
+        ..options.clone()
+    };
+    follow_trial(&t.location, out, &options, poll, &mut |_| {})
+        .with_context(|| format!("following {}", t.location))
 }
 
 /// Exports trial `t` into `staging/RUN` and moves its files to `OUT/TABLE/run=RUN/…`

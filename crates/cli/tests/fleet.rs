@@ -1,7 +1,8 @@
 //! Fleets: `smdebug rules` over many trials (verdicts equal to each trial alone, a corrupt
 //! trial named and skipped) and `smdebug watch` over jobs that start while it runs (the
 //! one that fires is stopped; killed with SIGKILL and restarted, it logs every firing
-//! exactly once; SIGINT and SIGTERM stop it cleanly).
+//! exactly once; SIGINT and SIGTERM stop it cleanly), and `export --follow` over jobs
+//! being written.
 
 use ndarray::arr1;
 use serde_json::Value;
@@ -545,4 +546,79 @@ fn watch_stops_cleanly_on_a_signal() {
         let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
         assert_eq!(saved["trials"]["job-3"]["status"], "ended", "{saved:#}");
     }
+}
+
+/// Rows of every CSV part file below `dir` (a header line each).
+fn csv_rows(dir: &Path) -> usize {
+    let mut rows = 0;
+    let mut dirs = vec![dir.to_owned()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "csv") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                rows += text.lines().count().saturating_sub(1);
+            }
+        }
+    }
+    rows
+}
+
+/// `export --follow` over a fleet whose jobs are still writing: each run's partition gets
+/// every step its job wrote, and the marker is written once every job has ended.
+#[test]
+fn export_follows_a_fleet_while_its_jobs_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("jobs");
+    let out = dir.path().join("dataset");
+    std::fs::create_dir_all(&root).unwrap();
+    let (trained, o) = std::thread::scope(|s| {
+        let jobs: Vec<_> = [("job-1", &[][..]), ("job-2", &[4][..])]
+            .into_iter()
+            .map(|(name, nan_at)| {
+                let out = root.join(name);
+                s.spawn(move || train(&out, 30, healthy, nan_at, Duration::from_millis(50)))
+            })
+            .collect();
+        // The export finds the trials that exist when it starts.
+        let until = Instant::now() + Duration::from_secs(30);
+        while !["job-1", "job-2"]
+            .iter()
+            .all(|n| root.join(n).join("index").exists())
+        {
+            assert!(Instant::now() < until, "the jobs wrote no index");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let o = smdebug()
+            .arg("export")
+            .arg(&root)
+            .arg(&out)
+            .args(["--follow", "--poll", "0.05", "--format", "csv", "--json"])
+            .output()
+            .unwrap();
+        let trained: Vec<i64> = jobs.into_iter().map(|j| j.join().unwrap()).collect();
+        (trained, o)
+    });
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(trained, [30, 30]);
+    for run in ["job-1", "job-2"] {
+        let part = out.join("steps").join(format!("run={run}"));
+        assert_eq!(csv_rows(&part), 30, "{run}");
+        // Written while the job ran: steps came in several rounds, each its own part file.
+        let parts = std::fs::read_dir(part.join("step_bucket=0"))
+            .unwrap()
+            .count();
+        assert!(parts > 1, "{run}: {parts} part file(s)");
+    }
+    let marker: Value =
+        serde_json::from_slice(&std::fs::read(out.join("_SUCCESS")).unwrap()).unwrap();
+    let runs: Vec<&str> = marker["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs, ["job-1", "job-2"]);
 }
