@@ -2,24 +2,28 @@
 
 use std::future::Future;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
 use crate::error::{Result, StorageError};
 use crate::location::{Location, StorageOptions};
+use crate::shared_runtime::{RuntimeCell, SHARED};
 use crate::{ObjectMeta, StagedPut, Storage};
 
-/// A [`Storage`] with blocking methods, driven by a small tokio runtime of its own.
+/// A [`Storage`] with blocking methods, driven by a tokio runtime shared by every
+/// `BlockingStore` of the process.
 ///
 /// Operations of stores with synchronous calls ([`Storage::as_sync`], local disk) run
 /// directly on the calling thread.
 ///
-/// The runtime has two worker threads (named `smdebug-storage`) that drive the I/O; the
-/// calling thread waits for the result. Callers never need a runtime of their own. A store
-/// with synchronous calls starts its runtime only when [`block_on`](Self::block_on) is
-/// first called: opening many local trials one after the other then starts no thread.
+/// The shared runtime has two worker threads (named `smdebug-storage`) that drive the I/O
+/// of all stores; the calling thread waits for the result, and any number of threads may
+/// wait at once. Callers never need a runtime of their own. It is started by the first
+/// store without synchronous calls (or the first [`block_on`](Self::block_on) of a local
+/// store) and lives as long as the process: opening and dropping many stores starts no
+/// thread after the first.
 ///
 /// Calling from inside an async runtime is allowed but blocks the calling thread until the
 /// operation is done (it is a blocking API): on a multi-threaded tokio runtime the call
@@ -28,9 +32,19 @@ use crate::{ObjectMeta, StagedPut, Storage};
 /// on a short-lived helper thread while the runtime's only thread waits for it, so the
 /// caller's other tasks pause meanwhile. Async code should prefer
 /// [`storage`](Self::storage) and `.await`. Never panics for being called in a runtime, and
-/// may be dropped anywhere (its runtime shuts down in the background). A runtime or a
-/// helper thread that cannot be started (the process is out of threads) is an error of
-/// the call ([`StorageError::Runtime`]), not a panic.
+/// may be dropped anywhere. A runtime or a helper thread that cannot be started (the
+/// process is out of threads) is an error of the call ([`StorageError::Runtime`]), not a
+/// panic.
+///
+/// # Fork
+///
+/// A child process made by `fork` (Python's `multiprocessing`, PyTorch's `DataLoader`
+/// workers) has none of its parent's threads: its first blocking store starts a runtime
+/// of its own. A store without synchronous calls that was opened *before* the fork must
+/// not be used in the child: its client's pooled connections are driven by tasks of the
+/// parent's runtime, which never run in the child, so a request could wait forever. Every
+/// call of such a store in the child is [`StorageError::Runtime`] instead; open the
+/// location again in the child. Local stores work in both processes.
 ///
 /// ```
 /// use smdebug_storage::{BlockingStore, Location};
@@ -42,56 +56,47 @@ use crate::{ObjectMeta, StagedPut, Storage};
 #[derive(Debug)]
 pub struct BlockingStore {
     storage: Arc<dyn Storage>,
-    runtime: OnceLock<Runtime>,
-    /// How the runtime is started ([`start_runtime`]; tests make it fail).
-    start: fn() -> Result<Runtime>,
-}
-
-/// The background runtime of a store.
-fn start_runtime() -> Result<Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("smdebug-storage")
-        .enable_all()
-        .build()
-        .map_err(|e| StorageError::Runtime {
-            reason: format!("cannot start the storage runtime: {e}"),
-        })
+    /// Where the runtime comes from ([`SHARED`]; tests use one that cannot start).
+    runtime: &'static RuntimeCell,
+    /// The process that opened the store (see "Fork" in the type's docs).
+    pid: u32,
 }
 
 impl BlockingStore {
-    /// Wraps `storage`, starting the background runtime unless the store has synchronous
-    /// calls (see the type's docs).
+    /// Wraps `storage`, starting the shared runtime unless the store has synchronous calls
+    /// or the runtime runs already (see the type's docs).
     pub fn new(storage: Arc<dyn Storage>) -> Result<Self> {
-        Self::with_start(storage, start_runtime)
+        Self::with_runtime(storage, &SHARED)
     }
 
-    /// [`new`](Self::new) with the function that starts the runtime.
-    fn with_start(storage: Arc<dyn Storage>, start: fn() -> Result<Runtime>) -> Result<Self> {
-        let runtime = OnceLock::new();
+    /// [`new`](Self::new) with the cell that holds the runtime.
+    fn with_runtime(storage: Arc<dyn Storage>, runtime: &'static RuntimeCell) -> Result<Self> {
         if storage.as_sync().is_none() {
-            let _ = runtime.set(start()?);
+            runtime.get()?;
         }
         Ok(BlockingStore {
             storage,
             runtime,
-            start,
+            pid: std::process::id(),
         })
     }
 
-    /// The runtime, started now when the store has none yet.
-    fn runtime(&self) -> Result<&Runtime> {
-        if let Some(runtime) = self.runtime.get() {
-            return Ok(runtime);
+    /// The runtime, started now when the process has none yet; an error for a store
+    /// without synchronous calls used in a child forked after it was opened.
+    fn runtime(&self) -> Result<&'static Runtime> {
+        if self.storage.as_sync().is_none() {
+            let pid = std::process::id();
+            if pid != self.pid {
+                return Err(StorageError::Runtime {
+                    reason: format!(
+                        "this store was opened in process {} and is used in process {pid} \
+                         (a fork): its connections belong to the parent; open it again",
+                        self.pid
+                    ),
+                });
+            }
         }
-        // Two threads may start one each: the one not kept shuts down (in the background,
-        // as dropping a runtime inside another would panic).
-        if let Err(spare) = self.runtime.set((self.start)()?) {
-            spare.shutdown_background();
-        }
-        self.runtime.get().ok_or_else(|| StorageError::Runtime {
-            reason: "the storage runtime was not kept".into(),
-        })
+        self.runtime.get()
     }
 
     /// Opens `location` with default options.
@@ -109,12 +114,13 @@ impl BlockingStore {
         &self.storage
     }
 
-    /// Runs `future` to completion on this store's runtime and returns its output, from any
+    /// Runs `future` to completion on the shared runtime and returns its output, from any
     /// thread (see the type's docs for calls from inside a runtime).
     ///
-    /// A store with synchronous calls starts its runtime here, the first time; a runtime
+    /// The first call of a store with synchronous calls may start the runtime; a runtime
     /// that cannot be started, or (inside a current-thread runtime) a helper thread that
-    /// cannot, is [`StorageError::Runtime`] and `future` is not run.
+    /// cannot, or a store without synchronous calls used in a forked child, is
+    /// [`StorageError::Runtime`] and `future` is not run.
     pub fn block_on<F>(&self, future: F) -> Result<F::Output>
     where
         F: Future + Send,
@@ -251,19 +257,10 @@ impl BlockingStore {
     }
 }
 
-impl Drop for BlockingStore {
-    fn drop(&mut self) {
-        // Dropping a runtime waits for its threads, which panics inside another runtime;
-        // shutting down in the background is allowed everywhere.
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shared_runtime::start_runtime;
 
     fn store(name: &str) -> BlockingStore {
         BlockingStore::open(&Location::parse(&format!("memory://blocking-test-{name}")).unwrap())
@@ -272,17 +269,36 @@ mod tests {
 
     #[test]
     fn a_local_store_starts_its_runtime_only_when_asked() {
+        static LOCAL: RuntimeCell = RuntimeCell::new(start_runtime);
+        static EAGER: RuntimeCell = RuntimeCell::new(start_runtime);
         let dir = tempfile::tempdir().unwrap();
         let location = Location::parse(dir.path().to_str().unwrap()).unwrap();
-        let s = BlockingStore::open(&location).unwrap();
+        let s = BlockingStore::with_runtime(location.open().unwrap(), &LOCAL).unwrap();
         s.put("a/b", "xyz".into()).unwrap();
         assert_eq!(s.get("a/b").unwrap(), "xyz");
         assert_eq!(s.list_keys("", None, None).unwrap(), ["a/b"]);
-        assert!(s.runtime.get().is_none());
+        assert!(!LOCAL.is_started());
         assert_eq!(s.block_on(s.storage().get("a/b")).unwrap().unwrap(), "xyz");
-        assert!(s.runtime.get().is_some());
-        let memory = store("eager");
-        assert!(memory.runtime.get().is_some());
+        assert!(LOCAL.is_started());
+        let memory = Location::parse("memory://blocking-test-eager").unwrap();
+        let _memory = BlockingStore::with_runtime(memory.open().unwrap(), &EAGER).unwrap();
+        assert!(EAGER.is_started());
+    }
+
+    #[test]
+    fn stores_share_one_runtime() {
+        let a = store("share-a");
+        let b = store("share-b");
+        let dir = tempfile::tempdir().unwrap();
+        let local =
+            BlockingStore::open(&Location::parse(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let runtime = a.runtime().unwrap();
+        assert!(std::ptr::eq(runtime, b.runtime().unwrap()));
+        assert!(std::ptr::eq(runtime, local.runtime().unwrap()));
+        drop(a);
+        // Dropping a store leaves the runtime to the others.
+        b.put("k", "v".into()).unwrap();
+        assert_eq!(b.get("k").unwrap(), "v");
     }
 
     /// A local store whose runtime cannot be started: its synchronous calls work, and
@@ -294,20 +310,21 @@ mod tests {
                 reason: "cannot start the storage runtime: no threads left".into(),
             })
         }
+        static FAILING: RuntimeCell = RuntimeCell::new(fail);
         let dir = tempfile::tempdir().unwrap();
         let local = Location::parse(dir.path().to_str().unwrap()).unwrap();
-        let s = BlockingStore::with_start(local.open().unwrap(), fail).unwrap();
+        let s = BlockingStore::with_runtime(local.open().unwrap(), &FAILING).unwrap();
         s.put("k", "v".into()).unwrap();
         let err = s.block_on(s.storage().get("k")).unwrap_err();
         assert!(
             matches!(&err, StorageError::Runtime { reason } if reason.contains("no threads")),
             "{err}"
         );
-        assert!(s.runtime.get().is_none());
+        assert!(!FAILING.is_started());
         assert_eq!(s.get("k").unwrap(), "v");
         // A store that needs the runtime up front fails to open.
         let memory = Location::parse("memory://blocking-test-no-runtime").unwrap();
-        assert!(BlockingStore::with_start(memory.open().unwrap(), fail).is_err());
+        assert!(BlockingStore::with_runtime(memory.open().unwrap(), &FAILING).is_err());
     }
 
     #[test]
@@ -397,5 +414,21 @@ mod tests {
         });
         assert_eq!(s.list("", None).unwrap().len(), 80);
         assert_eq!(s.get("t3/5").unwrap(), vec![3u8; 5]);
+    }
+
+    #[test]
+    fn many_stores_wait_on_the_shared_runtime_at_once() {
+        std::thread::scope(|scope| {
+            for t in 0..8 {
+                scope.spawn(move || {
+                    let s = store(&format!("waiters-{t}"));
+                    for i in 0..20 {
+                        s.put(&format!("{i}"), vec![t as u8; i].into()).unwrap();
+                    }
+                    assert_eq!(s.list("", None).unwrap().len(), 20);
+                    assert_eq!(s.get("7").unwrap(), vec![t as u8; 7]);
+                });
+            }
+        });
     }
 }

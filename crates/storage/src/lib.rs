@@ -73,6 +73,7 @@ mod location;
 mod object;
 mod ranges;
 mod retry;
+mod shared_runtime;
 mod staged;
 mod stamps;
 #[cfg(feature = "testsuite")]
