@@ -6,6 +6,7 @@ mod demo;
 mod doctor;
 mod export;
 mod fleet;
+mod fork;
 mod health;
 mod hook;
 mod index;

@@ -1,0 +1,105 @@
+//! S3 stores and `fork` (Python's `multiprocessing`, PyTorch's `DataLoader` workers): a
+//! store opened before the fork is a typed error in the child, never a hang on connections
+//! that belong to the parent's runtime, and a store opened in the child works.
+//!
+//! Forking a process with many threads at work (the test harness runs tests in parallel)
+//! could copy a lock some thread holds; so the forking test runs alone, in a process of
+//! its own: `s3_stores_in_a_forked_child` starts this test binary again for it.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use smdebug_conformance::require_s3_server;
+use smdebug_storage::{BlockingStore, Bytes, Location, StorageError};
+
+fn s3_store(bucket: &str, prefix: &str) -> BlockingStore {
+    BlockingStore::open(&Location::parse(&format!("s3://{bucket}/{prefix}")).unwrap()).unwrap()
+}
+
+#[test]
+fn s3_stores_in_a_forked_child() {
+    require_s3_server();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "fork::forks_with_an_s3_store_open",
+            "--ignored",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{stdout}\n{stderr}"
+    );
+}
+
+/// What the child checks; a panic is its failure.
+fn in_child(inherited: &BlockingStore, bucket: &str, prefix: &str) {
+    let started = Instant::now();
+    let err = inherited.get("k").unwrap_err();
+    assert!(
+        matches!(&err, StorageError::Runtime { reason } if reason.contains("fork")),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the error is immediate"
+    );
+    let fresh = s3_store(bucket, prefix);
+    assert_eq!(fresh.get("k").unwrap(), "parent");
+    fresh.put("c", Bytes::from_static(b"child")).unwrap();
+}
+
+#[test]
+#[ignore = "forks: run alone in its own process by s3_stores_in_a_forked_child"]
+fn forks_with_an_s3_store_open() {
+    let (_endpoint, bucket) = require_s3_server();
+    let prefix = format!("fork-conformance/{}", std::process::id());
+    let inherited = s3_store(&bucket, &prefix);
+    // Leaves pooled connections in the parent's client.
+    inherited.put("k", Bytes::from_static(b"parent")).unwrap();
+    assert_eq!(inherited.get("k").unwrap(), "parent");
+
+    // SAFETY: the child runs this test's Rust code and leaves with `_exit`; the parent's
+    // other threads are the harness's main thread and the storage runtime's idle workers.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            in_child(&inherited, &bucket, &prefix)
+        }))
+        .is_ok();
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for the child just forked.
+        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        assert!(done >= 0, "waitpid failed");
+        if done == pid {
+            break;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: the child is ours and not yet reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            panic!("the forked child hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child failed (status {status}; its panic message is above)"
+    );
+    // The parent's store still works, and sees the child's put.
+    assert_eq!(inherited.get("c").unwrap(), "child");
+}
