@@ -144,7 +144,8 @@ pub enum StorageError {
         #[source]
         source: Box<object_store::Error>,
     },
-    /// The blocking facade could not start its runtime, or a task it ran panicked.
+    /// The blocking facade could not start its runtime, or a task it ran panicked, or an
+    /// object store opened before a `fork` was used in the child.
     #[error("blocking storage facade: {reason}")]
     Runtime {
         /// What happened.
