@@ -1,7 +1,14 @@
 """What the framework hooks share (``smdebug_rs.pytorch.Hook``, ``smdebug_rs.mxnet.Hook``,
 ``smdebug_rs.tensorflow.KerasHook``): the native hook behind them, the SageMaker JSON
 configuration, the state properties, collections, the calls a training script makes, the
-original's way of naming a module's tensors (``<name>_output_<n>``), and closing.
+original's way of naming a module's tensors (``<name>_output_<n>``), the once-per-step due
+check, and closing.
+
+Steps: a module hook starts each step with :meth:`FrameworkHook._start_step`, which asks the
+native hook once whether anything can be saved in it (``anything_due()``: fixed until the
+next step, ``set_mode`` included). On a no, every per-tensor callback returns at once
+(:meth:`FrameworkHook._forward_callback` is what the framework calls): no tensor is
+touched, no name is built, no parameter is walked.
 
 A framework's hook subclasses :class:`FrameworkHook` and supplies what differs: the native
 framework name, its worker (``(name, count)``), its tensor type and conversion, its
@@ -41,6 +48,7 @@ class FrameworkHook:
         self._closed = False
         self._started = False
         self._written = {}
+        self._due = False        # anything_due() of the step in progress
         self._handles = []
         self.out_dir = None if out_dir is None else str(out_dir)
         self.worker = "worker_0"
@@ -167,6 +175,24 @@ class FrameworkHook:
         """Adds (or replaces) a collection object (before the first step)."""
         self._native.add_collection(self._COLLECTION._adopt(collection))
 
+    # -- steps ---------------------------------------------------------------------------
+
+    def _start_step(self):
+        """Starts the next native step (the previous one's files are published) and returns
+        whether anything can be saved in it, kept in ``self._due`` until the next step."""
+        native = self._native
+        native.step()
+        self._written.clear()
+        self._due = native.anything_due()
+        return self._due
+
+    def _forward_callback(self, module, inputs, outputs):
+        # What the framework calls after a module's forward; unguarded on purpose: on a
+        # step with nothing due this is all. The module hooks define the guarded
+        # `_forward_hook(module, inputs, outputs)` that saves what is due.
+        if self._due:
+            self._forward_hook(module, inputs, outputs)
+
     # -- saving a module's tensors -------------------------------------------------------
 
     def _offer(self, name, tensor):
@@ -233,6 +259,7 @@ class FrameworkHook:
         if self._started:
             self._framework_end_step()
         self._closed = True
+        self._due = False
         self._framework_detach()
         self._native.close()
 

@@ -39,8 +39,13 @@ its weights at step s are those after step s's update, and the last TRAIN step b
 ``set_mode(EVAL)`` gets none. See docs/src/python.md ("MXNet") for this and the other
 differences.
 
-Only what is due leaves the device: ``asnumpy()`` runs only after
-``should_save_tensor(name)`` said a collection of it is due at this step.
+Steps: each forward call of the registered block ends the open step (its gradients), starts
+the next one and asks once whether anything can be saved in it (``anything_due()``: any
+collection due in the step's mode). On a step where nothing is due every callback returns
+at once: no NDArray is touched, no name is built, the parameters are not walked, neither
+when the step starts nor for its gradients when it ends. Only what is due leaves the
+device: ``asnumpy()`` runs only after ``should_save_tensor(name)`` said a collection of it
+is due at this step.
 
 Faults never break training: see :mod:`smdebug_rs.core.faults`.
 """
@@ -196,7 +201,7 @@ class Hook(FrameworkHook):
                                  self._LOG_NAME, block.name)
             return
         if isinstance(block, mx.gluon.loss.Loss):
-            self._handles.append(block.register_forward_hook(self._forward_hook))
+            self._handles.append(block.register_forward_hook(self._forward_callback))
             self.registered_blocks.add(block)
             return
         self.model = block
@@ -205,7 +210,7 @@ class Hook(FrameworkHook):
         if recursive:
             block.apply(self._recursive_apply)
         else:
-            self._handles.append(block.register_forward_hook(self._forward_hook))
+            self._handles.append(block.register_forward_hook(self._forward_callback))
             self.registered_blocks.add(block)
 
     def _recursive_apply(self, block):
@@ -213,7 +218,7 @@ class Hook(FrameworkHook):
             get_logger().warning("%s: the hook is already registered to block %s",
                                  self._LOG_NAME, block.name)
             return
-        self._handles.append(block.register_forward_hook(self._forward_hook))
+        self._handles.append(block.register_forward_hook(self._forward_callback))
         self.registered_blocks.add(block)
 
     def register_hook(self, block):
@@ -229,13 +234,13 @@ class Hook(FrameworkHook):
         if self._closed:
             return
         self._end_step()
-        self._native.step()
+        due = self._start_step()
         self._started = True
-        self._written.clear()
         self._root = block
         self.last_block = block
         self._step_mode = self.mode
-        self._deferred = []
+        if not due:
+            return
         for p in self._params_of(block):
             self._offer_param(p)
 
@@ -269,7 +274,7 @@ class Hook(FrameworkHook):
         # The gradients of the open step's backward, while the native hook is still at it.
         root, self._root = self._root, None
         self._deferred = []
-        if root is None or self._step_mode in _NO_GRADIENT_MODES:
+        if root is None or not self._due or self._step_mode in _NO_GRADIENT_MODES:
             return
         native = self._native
         for p in self._params_of(root):

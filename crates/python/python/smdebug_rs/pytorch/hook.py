@@ -93,7 +93,6 @@ class Hook(FrameworkHook):
                  _json_file=None):
         self._roots = []
         self._params = {}        # root module → its ModuleParams
-        self._due = False        # anything_due() of the step in progress
         self.module_set = set()
         self.has_registered_module = False
         self.has_registered_loss_module = False
@@ -120,7 +119,6 @@ class Hook(FrameworkHook):
         return to_numpy(value)
 
     def _framework_detach(self):
-        self._due = False
         for h in self._handles:
             h.remove()
         self._handles.clear()
@@ -191,22 +189,13 @@ class Hook(FrameworkHook):
         """Starts the next step and saves the parameters step s's forward is about to use."""
         if self._closed:
             return
-        native = self._native
         if not self._started:
             self._prepare_collections()
             self._started = True
-        native.step()
-        self._written.clear()
-        self._due = native.anything_due()
-        if not self._due:
+        if not self._start_step():
             return
         for name, p in self._params[module].items(module._module_name):
             self._offer(name, p)
-
-    def _forward_callback(self, module, inputs, outputs):
-        # What torch calls; unguarded on purpose: on a step with nothing due this is all.
-        if self._due:
-            self._forward_hook(module, inputs, outputs)
 
     @guarded()
     def _forward_hook(self, module, inputs, outputs):
