@@ -28,8 +28,12 @@ __all__ = ["FrameworkHook"]
 
 
 class FrameworkHook:
-    """The common part of a framework hook. Subclasses set the class attributes and
-    implement the ``_framework_*`` methods below."""
+    """The common part of a framework hook: ``Hook(out_dir=None, export_tensorboard=False,
+    tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
+    include_regex=None, include_collections=None, save_all=False, include_workers="one")``,
+    the original's arguments and defaults (only ``losses`` saved, every 500 steps, unless
+    told otherwise). Subclasses set the class attributes and implement the
+    ``_framework_*`` methods below."""
 
     #: The native framework name (``smdebug_rs.Hook(framework=...)``).
     FRAMEWORK = None
@@ -50,14 +54,24 @@ class FrameworkHook:
         self._written = {}
         self._due = False        # anything_due() of the step in progress
         self._handles = []
+        self._framework_init(include_collections, include_regex, save_all)
         self.out_dir = None if out_dir is None else str(out_dir)
         self.worker = "worker_0"
         self._build(out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
                     save_config, include_regex, include_collections, save_all,
                     include_workers, _json_file)
         self._framework_singleton().set_hook(self)
+        self._framework_built()
 
     # -- what a framework supplies -------------------------------------------------------
+
+    def _framework_init(self, include_collections, include_regex, save_all):
+        """Sets the framework hook's own state, before the native hook is built (which may
+        call the other ``_framework_*`` methods); the constructor's collection arguments
+        are given for a hook that derives its own list from them (nothing by default)."""
+
+    def _framework_built(self):
+        """Runs once the native hook is built and the singleton set (nothing by default)."""
 
     @staticmethod
     def _framework_worker():

@@ -113,22 +113,16 @@ def _json_included_collections(path):
 
 
 class Hook(FrameworkHook):
-    """smdebug's MXNet hook: ``Hook(out_dir=None, export_tensorboard=False,
-    tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
-    include_regex=None, include_collections=None, save_all=False, include_workers="one")``,
-    the original's arguments and defaults (only ``losses`` saved, every 500 steps, unless
-    told otherwise). The collections, regexes and reductions are MXNet's
+    """smdebug's MXNet hook, with the original's constructor (:class:`FrameworkHook`).
+    The collections, regexes and reductions are MXNet's
     (``smdebug_rs.Hook(framework="mxnet")``). See the module docstring for names and
-    semantics; what every framework hook has is :class:`FrameworkHook`'s."""
+    semantics."""
 
     FRAMEWORK = "mxnet"
     _LOG_NAME = "smdebug_rs.mxnet"
     _COLLECTION = Collection
 
-    def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
-                 dry_run=False, reduction_config=None, save_config=None, include_regex=None,
-                 include_collections=None, save_all=False, include_workers="one", *,
-                 _json_file=None):
+    def _framework_init(self, include_collections, include_regex, save_all):
         self._root = None        # the block whose forward started the open step
         self._step_mode = modes.GLOBAL
         self._deferred = []      # its parameters not initialised when the step started
@@ -139,10 +133,10 @@ class Hook(FrameworkHook):
         self.mode = modes.GLOBAL
         self.include_collections = included_collections(include_collections, include_regex,
                                                         save_all)
-        super().__init__(out_dir, export_tensorboard, tensorboard_dir, dry_run,
-                         reduction_config, save_config, include_regex, include_collections,
-                         save_all, include_workers, _json_file=_json_file)
-        # As the original's _cleanup at exit: the last step's gradients, then the trial's end.
+
+    def _framework_built(self):
+        # As the original's _cleanup at exit: the last step's gradients, then the trial's
+        # end. Registered after the native hook's own exit handler, so it runs first.
         atexit.register(_close_at_exit, weakref.ref(self))
 
     # Module-level names looked up at each call (tests count conversions by replacing them).

@@ -75,31 +75,22 @@ def torch_worker():
 
 
 class Hook(FrameworkHook):
-    """smdebug's PyTorch hook: ``Hook(out_dir=None, export_tensorboard=False,
-    tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
-    include_regex=None, include_collections=None, save_all=False, include_workers="one")``,
-    the original's arguments and defaults (only ``losses`` saved, every 500 steps, unless
-    told otherwise). The collections, regexes and reductions are PyTorch's
+    """smdebug's PyTorch hook, with the original's constructor (:class:`FrameworkHook`).
+    The collections, regexes and reductions are PyTorch's
     (``smdebug_rs.Hook(framework="pytorch")``). See the module docstring for names and
-    semantics; what every framework hook has is :class:`FrameworkHook`'s."""
+    semantics."""
 
     FRAMEWORK = "pytorch"
     _LOG_NAME = "smdebug_rs.pytorch"
     _COLLECTION = Collection
 
-    def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
-                 dry_run=False, reduction_config=None, save_config=None, include_regex=None,
-                 include_collections=None, save_all=False, include_workers="one", *,
-                 _json_file=None):
+    def _framework_init(self, include_collections, include_regex, save_all):
         self._roots = []
         self._params = {}        # root module → its ModuleParams
         self.module_set = set()
         self.has_registered_module = False
         self.has_registered_loss_module = False
         self.mode = None
-        super().__init__(out_dir, export_tensorboard, tensorboard_dir, dry_run,
-                         reduction_config, save_config, include_regex, include_collections,
-                         save_all, include_workers, _json_file=_json_file)
 
     # Module-level names looked up at each call (tests count conversions by replacing them).
     @staticmethod
