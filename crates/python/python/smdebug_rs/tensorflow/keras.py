@@ -176,6 +176,22 @@ def _to_numpy(value):
     return value
 
 
+class _DueFlag:
+    """Whether something is due at this step, as a ``tf.Variable(bool)`` that compiled
+    functions read (``tf.cond``) and as its value on the Python side: :meth:`set` assigns
+    the variable only when the value changes, so the steps between two due ones run no
+    TensorFlow op for it."""
+
+    def __init__(self, name):
+        self.variable = tf.Variable(False, trainable=False, name=name)
+        self.value = False
+
+    def set(self, value):
+        if value != self.value:
+            self.variable.assign(value)
+            self.value = value
+
+
 def _var_key(v):
     # A Keras variable by its path (unique in a model; the same object in eager code and in
     # a trace, and under mixed precision, where `.value` is a cast), a tf.Variable by itself.
@@ -207,14 +223,15 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._optimizer = None
         self._user_optimizer = None
         self._grad_slots = None     # {var key: (name, tf.Variable)} or None
-        self._grad_due = None       # tf.Variable(bool): copy gradients this step
+        self._grad_due = None       # _DueFlag: copy gradients this step
         self._opt_vars = []         # [(name, variable)] of the optimizer's variables
         self._opt_vars_of = None    # (optimizer, number of variables) they were named for
         self._step_mode = None
         self._pending = []          # (name, value) handed over during this step
         self._tap_names = []        # names the layer and model wrappers hand over
         self._tap_due = False       # any of them due at this step
-        self._tap_due_var = None    # the same as a tf.Variable(bool), for traced functions
+        self._tap_due_var = None    # the same as a _DueFlag, for traced functions
+        self._weight_names = None   # (model, [(name, variable)]) of the watched model
         self._tap_traced = False    # taken from compiled functions (not under XLA)
         self._wrapped_layers = []
         self._wrapped_model = None
@@ -332,8 +349,7 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         opt = self._user_optimizer or getattr(model, "optimizer", None)
         if opt is not None and self._may_save(CollectionKeys.GRADIENTS) \
                 and model.trainable_weights:
-            self._grad_due = tf.Variable(False, trainable=False,
-                                         name="smdebug_rs_gradients_due")
+            self._grad_due = _DueFlag("smdebug_rs_gradients_due")
             self._grad_slots = {}
             strategy = getattr(model, "distribute_strategy", None) or tf.distribute.get_strategy()
             # Under a strategy of several replicas (MirroredStrategy) the optimizer's apply
@@ -357,7 +373,7 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
             # In a compiled function (not under XLA, which cannot call back into Python)
             # due values are handed over through tf.py_function.
             self._tap_traced = getattr(model, "jit_compile", False) is not True
-            self._tap_due_var = tf.Variable(False, trainable=False, name="smdebug_rs_tap_due")
+            self._tap_due_var = _DueFlag("smdebug_rs_tap_due")
             retrace = True
         if layers:
             for layer in model.layers:
@@ -431,7 +447,7 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
                     s.assign(tf.cast(g, s.dtype))
                 return tf.constant(True)
 
-            tf.cond(self._grad_due, copy, lambda: tf.constant(False))
+            tf.cond(self._grad_due.variable, copy, lambda: tf.constant(False))
         except Exception as e:  # noqa: BLE001 - the fault policy
             fail(self, "optimizer.apply", e)
 
@@ -513,11 +529,12 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
             def tap():
                 return tf.py_function(record, tensors, Tout=tf.bool)
 
-            tf.cond(self._tap_due_var, tap, lambda: tf.constant(False))
+            tf.cond(self._tap_due_var.variable, tap, lambda: tf.constant(False))
         except Exception as e:  # noqa: BLE001 - the fault policy
             fail(self, "handing over " + ", ".join(p for p, _ in groups), e)
 
     def _begin_mode(self, mode):
+        self._weight_names = None
         model = self._watched_model()
         if model is None or self._closed:
             return
@@ -566,28 +583,32 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         model = self._watched_model()
         if model is None:
             return
-        for v in model.weights:
-            name = keras2_name(v, model)
+        for name, v in self._named_weights(model):
             if native.should_save_tensor(name):
                 self._save(name, v)
         if self._grad_slots is not None:
-            due = mode == modes.TRAIN and any(
-                native.should_save_tensor(n) for n, _ in self._grad_slots.values())
-            self._grad_due.assign(due)
+            self._grad_due.set(mode == modes.TRAIN and any(
+                native.should_save_tensor(n) for n, _ in self._grad_slots.values()))
         self._tap_due = any(native.should_save_tensor(n) for n in self._tap_names)
         if self._tap_due_var is not None:
-            self._tap_due_var.assign(self._tap_due)
+            self._tap_due_var.set(self._tap_due)
+
+    def _named_weights(self, model):
+        # Named once per model and mode (a fit builds its model before on_train_begin).
+        if self._weight_names is None or self._weight_names[0] is not model:
+            self._weight_names = (model, [(keras2_name(v, model), v) for v in model.weights])
+        return self._weight_names[1]
 
     def _batch_end(self, batch, logs):
         if self._closed:
             return
         native = self._native
         if self._step_mode == modes.TRAIN and self._grad_slots is not None \
-                and bool(self._grad_due.numpy()):
+                and self._grad_due.value:
             for name, slot in self._grad_slots.values():
                 if native.should_save_tensor(name):
                     self._save(name, slot)
-            self._grad_due.assign(False)
+            self._grad_due.set(False)
         if self._step_mode == modes.TRAIN and self._may_save(CollectionKeys.OPTIMIZER_VARIABLES):
             self._save_optimizer_variables()
         if self._step_mode == modes.PREDICT and logs and "outputs" in logs:
