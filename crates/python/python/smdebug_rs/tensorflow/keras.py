@@ -73,6 +73,7 @@ from smdebug_rs.core.include import included_collections, json_included_collecti
 from smdebug_rs.core.logger import get_logger
 from smdebug_rs.tensorflow import singleton_utils
 from smdebug_rs.tensorflow.collection import Collection
+from smdebug_rs.tensorflow.gradients import BACKENDS, DueFlag, GradientTap
 
 __all__ = ["KerasHook", "keras2_name", "gradient_name", "optimizer_variable_names", "tf_worker"]
 
@@ -172,31 +173,19 @@ def _to_numpy(value):
     if isinstance(value, tf.IndexedSlices):
         value = tf.convert_to_tensor(value)
     if hasattr(value, "numpy"):
-        value = value.numpy()
+        return value.numpy()
+    if keras.ops.is_tensor(value):  # another backend's tensor (a jax.Array)
+        return keras.ops.convert_to_numpy(value)
     return value
 
 
-class _DueFlag:
-    """Whether something is due at this step, as a ``tf.Variable(bool)`` that compiled
-    functions read (``tf.cond``) and as its value on the Python side: :meth:`set` assigns
-    the variable only when the value changes, so the steps between two due ones run no
-    TensorFlow op for it."""
-
-    def __init__(self, name):
-        self.variable = tf.Variable(False, trainable=False, name=name)
-        self.value = False
-
-    def set(self, value):
-        if value != self.value:
-            self.variable.assign(value)
-            self.value = value
-
-
-def _var_key(v):
-    # A Keras variable by its path (unique in a model; the same object in eager code and in
-    # a trace, and under mixed precision, where `.value` is a cast), a tf.Variable by itself.
-    path = getattr(v, "path", None)
-    return path if path is not None else id(v)
+def _sync_state(model):
+    # On the JAX backend the model's state lives outside its variables during an epoch
+    # (their values are dropped after each step): Keras's callbacks sync it back before
+    # they read a variable. A no-op elsewhere.
+    sync = getattr(model, "jax_state_sync", None)
+    if sync is not None:
+        sync()
 
 
 class KerasHook(FrameworkHook, keras.callbacks.Callback):
@@ -222,15 +211,14 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._hooked_model = None   # the model whose optimizer and layers are wrapped
         self._optimizer = None
         self._user_optimizer = None
-        self._grad_slots = None     # {var key: (name, tf.Variable)} or None
-        self._grad_due = None       # _DueFlag: copy gradients this step
+        self._gradients = None      # GradientTap of the optimizer, or None
         self._opt_vars = []         # [(name, variable)] of the optimizer's variables
         self._opt_vars_of = None    # (optimizer, number of variables) they were named for
         self._step_mode = None
         self._pending = []          # (name, value) handed over during this step
         self._tap_names = []        # names the layer and model wrappers hand over
         self._tap_due = False       # any of them due at this step
-        self._tap_due_var = None    # the same as a _DueFlag, for traced functions
+        self._tap_due_var = None    # the same as a DueFlag, for traced functions
         self._weight_names = None   # (model, [(name, variable)]) of the watched model
         self._tap_traced = False    # taken from compiled functions (not under XLA)
         self._wrapped_layers = []
@@ -257,7 +245,8 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
 
     @staticmethod
     def _framework_is_tensor(value):
-        return hasattr(value, "numpy") or isinstance(value, tf.IndexedSlices)
+        return hasattr(value, "numpy") or isinstance(value, tf.IndexedSlices) \
+            or keras.ops.is_tensor(value)
 
     @staticmethod
     def _framework_to_numpy(value):
@@ -347,33 +336,28 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._hooked_model = model
         retrace = False
         opt = self._user_optimizer or getattr(model, "optimizer", None)
+        backend = keras.backend.backend()
         if opt is not None and self._may_save(CollectionKeys.GRADIENTS) \
                 and model.trainable_weights:
-            self._grad_due = _DueFlag("smdebug_rs_gradients_due")
-            self._grad_slots = {}
-            strategy = getattr(model, "distribute_strategy", None) or tf.distribute.get_strategy()
-            # Under a strategy of several replicas (MirroredStrategy) the optimizer's apply
-            # runs once per replica with the replica's gradient, which Keras's loss scaling
-            # makes a share of the one applied: each replica writes its share into its copy
-            # of a sum-on-read variable, whose value is then the applied gradient.
-            sync = {}
-            if getattr(strategy, "num_replicas_in_sync", 1) > 1:
-                sync = dict(synchronization=tf.VariableSynchronization.ON_READ,
-                            aggregation=tf.VariableAggregation.SUM)
-            with strategy.scope():
-                for v in model.trainable_weights:
-                    slot = tf.Variable(tf.zeros(v.shape, dtype=v.dtype), trainable=False,
-                                       name="smdebug_rs_gradient", **sync)
-                    self._grad_slots[_var_key(v)] = (gradient_name(v, model), slot)
-            self._wrap_optimizer_apply(opt)
-            retrace = True
+            if backend in BACKENDS:
+                self._gradients = GradientTap(
+                    [(gradient_name(v, model), v) for v in model.trainable_weights], backend,
+                    getattr(model, "distribute_strategy", None))
+                self._wrap_optimizer_apply(opt)
+                retrace = True
+            else:
+                self._not_on_backend("gradients", backend)
         layers = self._may_save(CollectionKeys.LAYERS)
         model_io = self._may_save(CollectionKeys.INPUTS, CollectionKeys.OUTPUTS)
+        if (layers or model_io) and backend != "tensorflow":
+            self._not_on_backend("layer inputs and outputs, model inputs, labels and "
+                                 "predictions", backend)
+            layers = model_io = False
         if layers or model_io:
             # In a compiled function (not under XLA, which cannot call back into Python)
             # due values are handed over through tf.py_function.
             self._tap_traced = getattr(model, "jit_compile", False) is not True
-            self._tap_due_var = _DueFlag("smdebug_rs_tap_due")
+            self._tap_due_var = DueFlag("smdebug_rs_tap_due")
             retrace = True
         if layers:
             for layer in model.layers:
@@ -385,6 +369,10 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
             self._tap_names += ["inputs", "inputs_0", "labels", "labels_0", "predictions",
                                 "predictions_0"]
         return retrace
+
+    def _not_on_backend(self, what, backend):
+        get_logger().warning("%s: %s are not saved on the Keras backend %r (they are on "
+                             "TensorFlow)", self._LOG_NAME, what, backend)
 
     def _detach(self):
         opt, self._optimizer = self._optimizer, None
@@ -424,30 +412,14 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._optimizer = opt
 
     def _tap_gradients(self, opt, grads, variables):
-        # Runs in the train function (traced or eager): when `_grad_due`, each gradient is
-        # copied into its slot. A failure here leaves training alone (the fault policy).
-        if self._fault is not None or self._grad_slots is None:
+        # Runs in the train function (traced or eager). A failure here leaves training
+        # alone (the fault policy).
+        if self._fault is not None or self._gradients is None:
             return
         try:
             if variables is None:
                 variables = opt._trainable_variables
-            pairs = []
-            for g, v in zip(grads, variables):
-                slot = self._grad_slots.get(_var_key(v))
-                if g is None or slot is None:
-                    continue
-                if isinstance(g, tf.IndexedSlices):
-                    g = tf.convert_to_tensor(g)
-                pairs.append((g, slot[1]))
-            if not pairs:
-                return
-
-            def copy():
-                for g, s in pairs:
-                    s.assign(tf.cast(g, s.dtype))
-                return tf.constant(True)
-
-            tf.cond(self._grad_due.variable, copy, lambda: tf.constant(False))
+            self._gradients.take(grads, variables)
         except Exception as e:  # noqa: BLE001 - the fault policy
             fail(self, "optimizer.apply", e)
 
@@ -583,12 +555,16 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         model = self._watched_model()
         if model is None:
             return
+        synced = False
         for name, v in self._named_weights(model):
             if native.should_save_tensor(name):
+                if not synced:
+                    _sync_state(model)
+                    synced = True
                 self._save(name, v)
-        if self._grad_slots is not None:
-            self._grad_due.set(mode == modes.TRAIN and any(
-                native.should_save_tensor(n) for n, _ in self._grad_slots.values()))
+        if self._gradients is not None:
+            self._gradients.due.set(mode == modes.TRAIN and any(
+                native.should_save_tensor(n) for n in self._gradients.names.values()))
         self._tap_due = any(native.should_save_tensor(n) for n in self._tap_names)
         if self._tap_due_var is not None:
             self._tap_due_var.set(self._tap_due)
@@ -603,12 +579,11 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         if self._closed:
             return
         native = self._native
-        if self._step_mode == modes.TRAIN and self._grad_slots is not None \
-                and self._grad_due.value:
-            for name, slot in self._grad_slots.values():
+        if self._step_mode == modes.TRAIN and self._gradients is not None \
+                and self._gradients.due.value:
+            for name, value in self._gradients.values():
                 if native.should_save_tensor(name):
-                    self._save(name, slot)
-            self._grad_due.set(False)
+                    self._save(name, value)
         if self._step_mode == modes.TRAIN and self._may_save(CollectionKeys.OPTIMIZER_VARIABLES):
             self._save_optimizer_variables()
         if self._step_mode == modes.PREDICT and logs and "outputs" in logs:
@@ -634,9 +609,11 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
             for name, _ in self._opt_vars:
                 coll.add_tensor_name(name)
         native = self._native
-        for name, v in self._opt_vars:
-            if native.should_save_tensor(name):
-                self._save(name, v)
+        due = [(name, v) for name, v in self._opt_vars if native.should_save_tensor(name)]
+        if due:
+            _sync_state(model)
+        for name, v in due:
+            self._save(name, v)
 
     def _save_logs(self, batch, logs):
         if logs is None:
