@@ -24,7 +24,8 @@ Keras 3 variable gets its Keras 2 name):
   of step s's batch loss at the weights above**. The optimizer's ``apply`` is wrapped on
   the instance (nothing of Keras or TensorFlow is patched): inside the compiled train
   function too, it copies the gradients into variables of the hook when they are due,
-  which are read when the batch ends.
+  which are read when the batch ends (on Keras's JAX backend a host callback hands them
+  over: see :mod:`smdebug_rs.tensorflow.gradients`).
 * ``<optimizer class>/<slot>/<layer>/<var>:0`` and ``<optimizer class>/<name>:0``
   (``Adam/momentum/dense/kernel:0``, ``Adam/iteration:0``; see
   :func:`optimizer_variable_names`) — each variable of the optimizer (collection
