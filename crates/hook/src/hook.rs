@@ -361,6 +361,18 @@ impl Hook {
         Ok(!self.saving_collections(name)?.is_empty() || self.recording(name)?)
     }
 
+    /// Whether [`Hook::should_save`] can answer yes for any name at this step: a saved
+    /// collection is due at the step (every collection's save config, in the mode the step
+    /// began in, gradients and optimizer variables never in EVAL or PREDICT) on a worker that
+    /// writes, or the flight recorder keeps tensors (at every step). Fixed when
+    /// [`Hook::step`] returns until the next step: `set_mode` leaves the step as it began.
+    /// False before the first step. A framework hook asks once per step and, on a no, skips
+    /// every per-tensor call of the step.
+    pub fn anything_due(&self) -> bool {
+        let recording = self.recorded.is_some() && self.outputs.writes && self.clock.started();
+        self.step_saves || recording
+    }
+
     /// Whether the flight recorder keeps tensor `name` (it is in a recorded collection).
     fn recording(&mut self, name: &str) -> Result<bool> {
         let Some(rec) = &self.recorded else {

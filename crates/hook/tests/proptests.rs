@@ -67,7 +67,9 @@ proptest! {
                 let ms = if mode == Mode::Global { g } else { ms };
                 prop_assert_eq!((hook.global_step(), hook.mode_step()), (g, ms));
                 hook.save("CrossEntropyLoss_output_0", TensorValue::from(arr0(1.0f32).into_dyn())).unwrap();
-                if model_should_save(interval, start, end, &save_steps, ms) {
+                let due = model_should_save(interval, start, end, &save_steps, ms);
+                prop_assert_eq!(hook.anything_due(), due);
+                if due {
                     expected.push((g, mode, ms));
                 }
             }

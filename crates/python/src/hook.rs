@@ -587,6 +587,18 @@ impl PyHook {
         self.with(py, |h| h.should_save(name))
     }
 
+    /// Whether `should_save_tensor` can say yes for any name at this step (a saved
+    /// collection is due, in the mode the step began in, on a worker that writes; or the
+    /// flight recorder keeps tensors): fixed from `_step()` to the next, so a framework hook
+    /// asks once per step and skips every per-tensor call on a no. False before the first
+    /// step, for a dry run and once closed.
+    fn anything_due(&self, py: Python<'_>) -> bool {
+        if self.dry_run {
+            return false;
+        }
+        self.lock(py).as_ref().is_some_and(Hook::anything_due)
+    }
+
     /// Offers a tensor as a framework hook does with what it sees: written (its shape,
     /// reductions and raw value, as its collections' configs say) if a collection containing
     /// the name is due at this step. Returns whether it was taken. The array is read only

@@ -143,6 +143,73 @@ def test_only_due_tensors_are_converted(tmp_path, monkeypatch):
     assert seen and set(seen) == {0, 3, 6}
 
 
+def test_a_step_with_nothing_due_does_no_per_tensor_work(tmp_path, monkeypatch):
+    """On a step where no collection is due, no callback looks at a tensor: no conversion,
+    no tensor check, no save decision per name, no parameter walk (forward hooks, the
+    loss's, the gradient hooks and the root's pre-hook all return at once)."""
+    import smdebug_rs.core.hook as core_hook
+    import smdebug_rs.pytorch.hook as hook_mod
+
+    calls = {"to_numpy": [], "is_tensor": [], "should_save_tensor": [], "named_parameters": []}
+
+    def counting(key, real):
+        def call(*args, **kwargs):
+            calls[key].append(hook.step)
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(hook_mod, "to_numpy", counting("to_numpy", hook_mod.to_numpy))
+    monkeypatch.setattr(hook_mod, "is_tensor", counting("is_tensor", hook_mod.is_tensor))
+    monkeypatch.setattr(core_hook.Hook, "should_save_tensor",
+                        counting("should_save_tensor", core_hook.Hook.should_save_tensor))
+    monkeypatch.setattr(nn.Module, "named_parameters",
+                        counting("named_parameters", nn.Module.named_parameters))
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True,
+                    save_config=smd.SaveConfig(save_interval=3))
+    train(hook, steps=7)
+    assert hook.fault is None
+    for key in ("to_numpy", "is_tensor", "should_save_tensor"):
+        assert calls[key] and set(calls[key]) == {0, 3, 6}, (key, calls[key])
+    # The gradients were offered on the due steps (asked for by name).
+    assert calls["should_save_tensor"].count(3) > calls["is_tensor"].count(3)
+    # The parameters are walked at register_module (before the first step), not at any
+    # step: the module did not change.
+    assert [s for s in calls["named_parameters"] if s >= 0] == []
+    tr = create_trial(str(tmp_path / "t"))
+    assert tr.steps() == [0, 3, 6]
+    assert "gradient/Net_fc1.weight" in tr.tensor_names()
+
+
+def test_parameters_changed_after_registering_are_seen(tmp_path):
+    """The parameter list kept between steps follows the module: a submodule replaced and a
+    parameter added after register_module are saved from the next due step on, with the
+    values the forward used."""
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=["weights", "biases"],
+                    **EVERY)
+    torch.manual_seed(0)
+    model = Net()
+    hook.register_module(model)
+    x, _ = batch(0)
+    model(x)
+    model.fc2 = nn.Linear(6, 3)
+    model.register_parameter("extra_weight", nn.Parameter(torch.full((2,), 7.0)))
+    model(x)
+    # Replaced in place of the old object, as a .to() that makes new Parameters does.
+    model.fc1._parameters["bias"] = nn.Parameter(torch.full((6,), 5.0))
+    model(x)
+    hook.close()
+    tr = create_trial(str(tmp_path / "t"))
+    assert tr.tensor("Net_extra_weight").steps() == [1, 2]
+    np.testing.assert_array_equal(tr.tensor("Net_extra_weight").value(1),
+                                  np.full(2, 7.0, np.float32))
+    np.testing.assert_array_equal(tr.tensor("Net_fc2.weight").value(1),
+                                  model.fc2.weight.detach().numpy())
+    assert not np.array_equal(tr.tensor("Net_fc2.weight").value(0),
+                              tr.tensor("Net_fc2.weight").value(1))
+    np.testing.assert_array_equal(tr.tensor("Net_fc1.bias").value(2), np.full(6, 5.0, np.float32))
+    assert not np.array_equal(tr.tensor("Net_fc1.bias").value(1), np.full(6, 5.0, np.float32))
+
+
 def test_bfloat16_tensors_are_saved_as_float32(tmp_path):
     hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=["weights"], **EVERY)
     model = nn.Linear(3, 2).to(torch.bfloat16)

@@ -31,9 +31,14 @@ the registered module's class name, ``module._get_name()``):
   ``save_scalar`` as ``smdebug_rs.Hook`` has them.
 
 Steps: each forward call of a registered root module starts the next step (the native
-``_step()``: the previous step's files are published). Only what is due leaves the device:
-a tensor is detached, copied to the CPU and turned into numpy only after
-``should_save_tensor(name)`` said a collection of it is due at this step.
+``_step()``: the previous step's files are published) and asks once whether anything can
+be saved in it (``anything_due()``: any collection due in the step's mode). On a step where
+nothing is due every callback returns at once: no tensor is touched, no name is built, the
+parameters are not walked. Only what is due leaves the device: a tensor is detached, copied
+to the CPU and turned into numpy only after ``should_save_tensor(name)`` said a collection
+of it is due at this step. The parameter list of a root module is kept between steps
+(:class:`~smdebug_rs.pytorch.params.ModuleParams`: walked again when the module tree
+changed).
 
 Faults never break training: see :mod:`smdebug_rs.core.faults`.
 """
@@ -49,6 +54,7 @@ from smdebug_rs.hook import worker_from_env
 from smdebug_rs.pytorch import singleton_utils
 from smdebug_rs.pytorch.collection import Collection
 from smdebug_rs.pytorch.convert import is_tensor, to_numpy
+from smdebug_rs.pytorch.params import ModuleParams
 
 __all__ = ["Hook", "torch_worker"]
 
@@ -86,6 +92,8 @@ class Hook(FrameworkHook):
                  include_collections=None, save_all=False, include_workers="one", *,
                  _json_file=None):
         self._roots = []
+        self._params = {}        # root module → its ModuleParams
+        self._due = False        # anything_due() of the step in progress
         self.module_set = set()
         self.has_registered_module = False
         self.has_registered_loss_module = False
@@ -112,9 +120,11 @@ class Hook(FrameworkHook):
         return to_numpy(value)
 
     def _framework_detach(self):
+        self._due = False
         for h in self._handles:
             h.remove()
         self._handles.clear()
+        self._params.clear()
 
     def _prepare_collections(self):
         # The modules given to Collection.add_module_tensors become regexes now that they
@@ -146,12 +156,14 @@ class Hook(FrameworkHook):
         root = module._get_name()
         module._module_name = root
         self._roots.append(module)
+        self._params[module] = ModuleParams(module)
         self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook))
         # `apply` visits the root and every submodule, as the original registers them.
-        module.apply(lambda m: self._handles.append(m.register_forward_hook(self._forward_hook)))
-        for name, p in module.named_parameters():
+        module.apply(
+            lambda m: self._handles.append(m.register_forward_hook(self._forward_callback)))
+        for pname, p in self._params[module].items(root):
             if p.requires_grad:
-                self._handles.append(p.register_hook(self._gradient_hook(root + "_" + name)))
+                self._handles.append(p.register_hook(self._gradient_hook(pname)))
         self.has_registered_module = True
 
     def register_hook(self, module):
@@ -169,7 +181,7 @@ class Hook(FrameworkHook):
             return
         loss_module._module_name = loss_module._get_name()
         self.module_set.add(loss_module)
-        self._handles.append(loss_module.register_forward_hook(self._forward_hook))
+        self._handles.append(loss_module.register_forward_hook(self._forward_callback))
         self.has_registered_loss_module = True
 
     # -- the callbacks -------------------------------------------------------------------
@@ -185,9 +197,16 @@ class Hook(FrameworkHook):
             self._started = True
         native.step()
         self._written.clear()
-        root = module._module_name
-        for name, p in module.named_parameters():
-            self._offer(root + "_" + name, p)
+        self._due = native.anything_due()
+        if not self._due:
+            return
+        for name, p in self._params[module].items(module._module_name):
+            self._offer(name, p)
+
+    def _forward_callback(self, module, inputs, outputs):
+        # What torch calls; unguarded on purpose: on a step with nothing due this is all.
+        if self._due:
+            self._forward_hook(module, inputs, outputs)
 
     @guarded()
     def _forward_hook(self, module, inputs, outputs):
@@ -202,7 +221,8 @@ class Hook(FrameworkHook):
         name = GRADIENT_PREFIX + pname
 
         def back(grad):
-            self._on_gradient(name, grad)
+            if self._due:
+                self._on_gradient(name, grad)
 
         return back
 
@@ -221,7 +241,7 @@ class Hook(FrameworkHook):
         ``<tensor_name>_output_<n>``, when a collection of that name is due."""
         if not isinstance(tensor_value, torch.Tensor):
             raise TypeError(f"tensor_value={tensor_value!r} must be torch.Tensor")
-        if not self._started or self._closed:
+        if not self._due or not self._started or self._closed:
             return
         self._write_all(tensor_name, OUTPUT_TENSOR_SUFFIX, tensor_value)
 
