@@ -10,7 +10,9 @@ writing through the Rust hook.
 
 Steps and modes follow Keras's batch callbacks: each ``on_train_batch_begin``,
 ``on_test_batch_begin`` and ``on_predict_batch_begin`` starts the next step in mode TRAIN,
-EVAL or PREDICT; the global step counts on across modes, the mode step per mode.
+EVAL or PREDICT; the global step counts on across modes, the mode step per mode. A step that begins
+asks the native hook once whether anything can be saved in it (``anything_due()``); where
+nothing can, the step's callbacks return at once and the compiled functions copy nothing.
 
 What is saved, under which name (the original's names; see :func:`keras2_name` for how a
 Keras 3 variable gets its Keras 2 name):
@@ -219,6 +221,7 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._pending = []          # (name, value) handed over during this step
         self._tap_names = []        # names the layer and model wrappers hand over
         self._tap_due = False       # any of them due at this step
+        self._due = False           # the native anything_due() of the step in progress
         self._tap_due_var = None    # the same as a DueFlag, for traced functions
         self._weight_names = None   # (model, [(name, variable)]) of the watched model
         self._tap_traced = False    # taken from compiled functions (not under XLA)
@@ -376,6 +379,7 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
                              "TensorFlow)", self._LOG_NAME, what, backend)
 
     def _detach(self):
+        self._due = False
         opt, self._optimizer = self._optimizer, None
         if opt is not None and "apply" in opt.__dict__:
             try:
@@ -553,8 +557,16 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         native.step()
         self._started = True
         self._step_mode = mode
+        # One answer for the step: where nothing can be saved, every callback of the step
+        # returns at once (and the compiled functions copy and hand over nothing).
+        self._due = native.anything_due()
         model = self._watched_model()
-        if model is None:
+        if model is None or not self._due:
+            if self._gradients is not None:
+                self._gradients.due.set(False)
+            self._tap_due = False
+            if self._tap_due_var is not None:
+                self._tap_due_var.set(False)
             return
         synced = False
         for name, v in self._named_weights(model):
@@ -577,7 +589,7 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         return self._weight_names[1]
 
     def _batch_end(self, batch, logs):
-        if self._closed:
+        if self._closed or not self._due:
             return
         native = self._native
         if self._step_mode == modes.TRAIN and self._gradients is not None \
