@@ -10,8 +10,14 @@ use smdebug_index::{
 use smdebug_record::{append_record, encode_tensor_event, mode_number, Footer, TensorValue};
 use smdebug_storage::{BlockingStore, Location};
 
-/// Writes `steps` TRAIN steps of tensors `w` (4 floats) and `loss` into `memory://NAME/run`.
-fn write_trial(name: &str, steps: i64) -> BlockingStore {
+/// Writes `steps` TRAIN steps of worker 0 into `memory://NAME/run`, with the tensors
+/// `values(step)` gives, the `collections` file given and the end marker.
+fn write_steps(
+    name: &str,
+    steps: i64,
+    collections: &str,
+    values: impl Fn(i64) -> Vec<(&'static str, TensorValue)>,
+) -> BlockingStore {
     let store =
         BlockingStore::open(&Location::parse(&format!("memory://{name}/run")).unwrap()).unwrap();
     for s in 0..steps {
@@ -21,17 +27,7 @@ fn write_trial(name: &str, steps: i64) -> BlockingStore {
             mode_step: s,
             event_file_name: Some(event_file_key(s, "worker_0").unwrap()),
         });
-        let values = [
-            (
-                "w",
-                TensorValue::from(ndarray::arr1(&[s as f32, 0.0, -1.0, 2.5]).into_dyn()),
-            ),
-            (
-                "loss",
-                TensorValue::from(ndarray::arr0(1.0f32 / (s + 1) as f32).into_dyn()),
-            ),
-        ];
-        for (tag, v) in values {
+        for (tag, v) in values(s) {
             let payload =
                 encode_tensor_event(tag, &v, s, mode_number::TRAIN, s, 1.7e9 + s as f64).unwrap();
             let rec = append_record(&mut events, &payload, Footer::Magic);
@@ -52,17 +48,33 @@ fn write_trial(name: &str, steps: i64) -> BlockingStore {
             )
             .unwrap();
     }
-    let collections = r#"{"collections": {"losses": {"name": "losses", "include_regex": ["loss"], "tensor_names": [], "reduction_config": null, "save_config": null, "save_histogram": true}}, "_meta": {"num_workers": 1}}"#;
     store
         .put(
             &collections_file_key("worker_0").unwrap(),
-            collections.into(),
+            collections.to_owned().into_bytes().into(),
         )
         .unwrap();
     store
         .put("training_job_end.ts", Default::default())
         .unwrap();
     store
+}
+
+/// Writes `steps` TRAIN steps of tensors `w` (4 floats) and `loss` into `memory://NAME/run`.
+fn write_trial(name: &str, steps: i64) -> BlockingStore {
+    let collections = r#"{"collections": {"losses": {"name": "losses", "include_regex": ["loss"], "tensor_names": [], "reduction_config": null, "save_config": null, "save_histogram": true}}, "_meta": {"num_workers": 1}}"#;
+    write_steps(name, steps, collections, |s| {
+        vec![
+            (
+                "w",
+                TensorValue::from(ndarray::arr1(&[s as f32, 0.0, -1.0, 2.5]).into_dyn()),
+            ),
+            (
+                "loss",
+                TensorValue::from(ndarray::arr0(1.0f32 / (s + 1) as f32).into_dyn()),
+            ),
+        ]
+    })
 }
 
 fn keys(out: &str) -> Vec<String> {
@@ -135,6 +147,31 @@ fn partitions_follow_step_buckets_and_parts_stay_small() {
     }
     let all = keys("memory://parts/out");
     assert!(files.iter().all(|f| all.contains(f)));
+}
+
+/// A partition folder (a fleet's `run=NAME`) goes between each table and its files, in
+/// both layouts.
+#[test]
+fn a_partition_folder_goes_between_table_and_files() {
+    write_trial("partition", 3);
+    for (layout, want) in [
+        (Layout::Partitioned, "tensors/run=a%2Fb/step_bucket=0/part-"),
+        (Layout::Single, "tensors/run=a%2Fb/part-00000.csv"),
+    ] {
+        let out = format!("memory://partition/out-{layout:?}");
+        let options = ExportOptions {
+            layout,
+            format: Format::Csv,
+            partition: Some("run=a%2Fb".into()),
+            ..ExportOptions::default()
+        };
+        let s = export_trial("memory://partition/run", &out, &options, &mut |_| {}).unwrap();
+        let files = &s.tables["tensors"].files;
+        assert!(!files.is_empty());
+        assert!(files.iter().all(|f| f.starts_with(want)), "{files:?}");
+        let all = keys(&out);
+        assert!(files.iter().all(|f| all.contains(f)), "{all:?}");
+    }
 }
 
 #[test]
@@ -246,46 +283,11 @@ fn a_bad_index_file_is_skipped_and_named_or_fatal_when_strict() {
 
 /// Writes `steps` TRAIN steps of one tensor `big` of `len` floats into `memory://NAME/run`.
 fn write_big_trial(name: &str, steps: i64, len: usize) {
-    let store =
-        BlockingStore::open(&Location::parse(&format!("memory://{name}/run")).unwrap()).unwrap();
-    for s in 0..steps {
-        let mut events = Vec::new();
-        let mut index = IndexFile::new(IndexMeta {
-            mode: Mode::Train,
-            mode_step: s,
-            event_file_name: Some(event_file_key(s, "worker_0").unwrap()),
-        });
-        let v = TensorValue::from(
-            ndarray::Array1::from_iter((0..len).map(|i| (i as f32) * 0.5 + s as f32)).into_dyn(),
-        );
-        let payload = encode_tensor_event("big", &v, s, mode_number::TRAIN, s, 1.7e9).unwrap();
-        let rec = append_record(&mut events, &payload, Footer::Magic);
-        index.tensors.push(TensorEntry {
-            name: "big".into(),
-            start_idx: rec.offset,
-            length: rec.len,
-            payload_crc32c: Some(rec.payload_crc32c),
-        });
-        store
-            .put(&event_file_key(s, "worker_0").unwrap(), events.into())
-            .unwrap();
-        store
-            .put(
-                &index_file_key(s, "worker_0").unwrap(),
-                index.to_json().into_bytes().into(),
-            )
-            .unwrap();
-    }
     let collections = r#"{"collections": {}, "_meta": {"num_workers": 1}}"#;
-    store
-        .put(
-            &collections_file_key("worker_0").unwrap(),
-            collections.into(),
-        )
-        .unwrap();
-    store
-        .put("training_job_end.ts", Default::default())
-        .unwrap();
+    write_steps(name, steps, collections, |s| {
+        let v = ndarray::Array1::from_iter((0..len).map(|i| (i as f32) * 0.5 + s as f32));
+        vec![("big", TensorValue::from(v.into_dyn()))]
+    });
 }
 
 #[test]

@@ -180,6 +180,30 @@ def test_dry_run_writes_nothing(tmp_path):
     assert not dry.exists()
 
 
+def test_anything_due_answers_for_the_whole_step(tmp_path):
+    """``anything_due()`` is yes exactly on the steps where some name is due (weights every
+    2 steps, losses every 3), keeps the answer of the mode the step began in, and is no
+    before the first step, for a dry run and once closed."""
+    h = smd.Hook(str(tmp_path / "t"), include_collections=["weights", "losses"],
+                 save_config=smd.SaveConfig(save_interval=2))
+    h.get_collection("losses").save_config = smd.SaveConfig(save_interval=3)
+    assert not h.anything_due()
+    due = []
+    for s in range(7):
+        h.step()
+        some = h.should_save_tensor("fc.weight") or h.should_save_tensor("myloss0_output")
+        assert h.anything_due() == some, s
+        due += [s] if h.anything_due() else []
+    assert due == [0, 2, 3, 4, 6]
+    h.set_mode(smd.modes.EVAL)  # from the next step on: step 6 stays due
+    assert h.anything_due()
+    h.close()
+    assert not h.anything_due()
+    with smd.Hook(str(tmp_path / "dry"), dry_run=True, save_all=True) as d:
+        d.step()
+        assert not d.anything_due()
+
+
 def test_should_stop_sees_the_signal(tmp_path, monkeypatch):
     monkeypatch.setenv("SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE", "stop_now")
     out = tmp_path / "t"

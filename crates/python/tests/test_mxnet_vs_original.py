@@ -1,6 +1,6 @@
 """smdebug.mxnet and smdebug_rs.mxnet on the same seeded Gluon training runs
 (mxnet_train.py, one process per package running every configuration), both trials read
-by the ORIGINAL reader (smdebug.trials, through torch_compare.read): the same tensor names,
+by the ORIGINAL reader (smdebug.trials, through side_by_side.read): the same tensor names,
 modes, steps and values, collections listing the same names, and the same losses
 (training unchanged).
 
@@ -20,9 +20,6 @@ here as such:
 """
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -38,12 +35,8 @@ except Exception as e:
     pytest.skip(f"the original smdebug.mxnet is not importable ({type(e).__name__}: {e}): "
                 "no side-by-side runs", allow_module_level=True)
 
-import smdebug_rs  # noqa: E402
-import torch_compare  # noqa: E402  (framework-neutral: reads a trial with smdebug.trials)
+import side_by_side  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# The subprocesses import smdebug_rs from where this process found it.
-PYTHON_SRC = os.path.dirname(os.path.dirname(os.path.abspath(smdebug_rs.__file__)))
 CONFIGS = ["json", "default", "save_all", "custom", "nested", "deferred", "modes",
            "reductions"]
 # Configurations saving parameters at every step: there the shifted values must meet.
@@ -52,42 +45,10 @@ REDUCTIONS = [("min", False), ("max", False), ("mean", False), ("l1", False), ("
               ("max", True)]
 
 
-def _json_config(path, out):
-    path.write_text(json.dumps({
-        "LocalPath": str(out),
-        "HookParameters": {"save_interval": "2"},
-        "CollectionConfigurations": [
-            {"CollectionName": "weights"},
-            {"CollectionName": "gradients", "CollectionParameters": {"save_interval": "3"}},
-            {"CollectionName": "losses"},
-            {"CollectionName": "relus", "CollectionParameters": {"include_regex": "relu_output"}},
-        ],
-    }))
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    base = tmp_path_factory.mktemp("mxnet_vs")
-    procs = {}
-    for pkg in ("smdebug", "smdebug_rs"):
-        out = base / pkg
-        out.mkdir()
-        cfg = base / f"{pkg}.json"
-        _json_config(cfg, out / "json")
-        env = dict(os.environ, SMDEBUG_CONFIG_FILE_PATH=str(cfg), SMDEBUG_LOG_LEVEL="error",
-                   MXNET_ENGINE_TYPE="NaiveEngine", OMP_NUM_THREADS="1",
-                   PYTHONPATH=PYTHON_SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        env.pop("USE_SMDEBUG", None)
-        # Both at once: one core each.
-        procs[pkg] = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "mxnet_train.py"), pkg, str(out),
-             ",".join(CONFIGS)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True)
-    for pkg, p in procs.items():
-        stdout, stderr = p.communicate(timeout=300)
-        if p.returncode != 0:
-            pytest.fail(f"mxnet_train.py {pkg} exited {p.returncode}:\n{stdout}\n{stderr}")
-    return base
+    return side_by_side.run_both(tmp_path_factory.mktemp("mxnet_vs"), "mxnet_train.py", CONFIGS,
+                                  {"MXNET_ENGINE_TYPE": "NaiveEngine", "OMP_NUM_THREADS": "1"})
 
 
 def _kind(name, meta):
@@ -147,8 +108,8 @@ def compare(py, rs, meta):
 
 @pytest.mark.parametrize("config", [c for c in CONFIGS if c != "reductions"])
 def test_same_trial_as_the_original(runs, config):
-    py = torch_compare.read(str(runs / "smdebug" / config))
-    rs = torch_compare.read(str(runs / "smdebug_rs" / config))
+    py = side_by_side.read(str(runs / "smdebug" / config))
+    rs = side_by_side.read(str(runs / "smdebug_rs" / config))
     with open(runs / "smdebug_rs" / f"{config}.meta.json") as f:
         meta = json.load(f)
     with open(runs / "smdebug" / f"{config}.meta.json") as f:
@@ -176,8 +137,8 @@ def test_training_is_unchanged(runs, config):
 def test_the_parameter_timing_deviation_is_what_the_original_writes(runs):
     """The PARAMETER TIMING deviation, shown on the values: the original's weights at step
     s are those after step s's update (ours at s are those step s's forward used)."""
-    py = torch_compare.read(str(runs / "smdebug" / "save_all"))
-    rs = torch_compare.read(str(runs / "smdebug_rs" / "save_all"))
+    py = side_by_side.read(str(runs / "smdebug" / "save_all"))
+    rs = side_by_side.read(str(runs / "smdebug_rs" / "save_all"))
     with open(runs / "smdebug_rs" / "save_all.meta.json") as f:
         meta = json.load(f)
     w = next(n for n in meta["params"] if n.endswith("weight"))

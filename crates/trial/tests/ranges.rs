@@ -219,6 +219,22 @@ struct Counting {
     gets: AtomicUsize,
 }
 
+/// Opens the trial at `url` for its last 10 steps over a fresh [`Counting`] store.
+fn open_last_10(url: &str, name: &str) -> (Arc<Counting>, Trial) {
+    let counting = Arc::new(Counting {
+        inner: Location::parse(url).unwrap().open().unwrap(),
+        lists: AtomicUsize::new(0),
+        listed: AtomicUsize::new(0),
+        gets: AtomicUsize::new(0),
+    });
+    let options = TrialOptions {
+        last_steps: Some(10),
+        ..TrialOptions::default()
+    };
+    let t = Trial::from_storage(counting.clone(), url, name.into(), options).unwrap();
+    (counting, t)
+}
+
 #[async_trait::async_trait]
 impl Storage for Counting {
     fn location(&self) -> String {
@@ -280,22 +296,7 @@ fn opening_the_last_steps_costs_the_same_whatever_the_trials_length() {
         let steps: Vec<(i64, Mode, Vec<bool>)> =
             (0..len).map(|s| (s, Mode::Train, vec![true])).collect();
         write_trial(&store, 1, &steps);
-        let counting = Arc::new(Counting {
-            inner: Location::parse(&url).unwrap().open().unwrap(),
-            lists: AtomicUsize::new(0),
-            listed: AtomicUsize::new(0),
-            gets: AtomicUsize::new(0),
-        });
-        let t = Trial::from_storage(
-            counting.clone(),
-            &url,
-            "len".into(),
-            TrialOptions {
-                last_steps: Some(10),
-                ..TrialOptions::default()
-            },
-        )
-        .unwrap();
+        let (counting, t) = open_last_10(&url, "len");
         let want: Vec<i64> = (len - 10..len).collect();
         assert_eq!(t.steps(Mode::Global, false).unwrap(), want);
         let v = t
@@ -332,22 +333,7 @@ fn the_last_steps_of_a_full_folder_cost_four_listings() {
         let steps: Vec<(i64, Mode, Vec<bool>)> =
             (0..len).map(|s| (s, Mode::Train, vec![true])).collect();
         write_trial(&store, 1, &steps);
-        let counting = Arc::new(Counting {
-            inner: Location::parse(&url).unwrap().open().unwrap(),
-            lists: AtomicUsize::new(0),
-            listed: AtomicUsize::new(0),
-            gets: AtomicUsize::new(0),
-        });
-        let t = Trial::from_storage(
-            counting.clone(),
-            &url,
-            "full".into(),
-            TrialOptions {
-                last_steps: Some(10),
-                ..TrialOptions::default()
-            },
-        )
-        .unwrap();
+        let (counting, t) = open_last_10(&url, "full");
         assert!(!t.loaded_all_steps());
         let want: Vec<i64> = (len - 10..len).collect();
         assert_eq!(t.steps(Mode::Global, false).unwrap(), want);
