@@ -212,6 +212,73 @@ fn an_export_to_s3_reads_back_like_a_local_one() {
     assert_report("s3", &report, &want, 4);
 }
 
+/// Every file below `root`, by its path relative to it (`/`-separated).
+fn files_below(root: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut dirs = vec![root.to_owned()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().to_str().unwrap();
+                out.insert(rel.replace(std::path::MAIN_SEPARATOR, "/"));
+            }
+        }
+    }
+    out
+}
+
+/// A fleet exported to the S3 test server holds the keys and bytes of the same fleet
+/// exported to a local folder (runs Hive-partitioned, the marker), also when exported
+/// over an earlier export (each run's files replaced, nothing left over).
+#[test]
+fn a_fleet_export_to_s3_equals_a_local_one() {
+    let (_endpoint, bucket) = require_s3_server();
+    let dir = tempdir();
+    let fleet = dir.path().join("fleet");
+    for name in ["job-a", "job-b/debug-output"] {
+        write_fixture("reductions", &fleet.join(name));
+    }
+    let export_fleet = |out: &str, extra: &[&str]| {
+        let o = Command::new(smdebug_bin())
+            .arg("export")
+            .arg(&fleet)
+            .arg(out)
+            .args(["--json", "-j", "2"])
+            .args(extra)
+            .output()
+            .expect("run smdebug export");
+        check(o, "smdebug export of a fleet");
+    };
+    let local = dir.path().join("local");
+    export_fleet(local.to_str().unwrap(), &[]);
+    let url = format!("s3://{bucket}/fleet-export-test-{}", std::process::id());
+    // First an export of other steps, then the one compared: its runs replace those files.
+    export_fleet(&url, &["--steps", "0:2", "--bucket-steps", "1"]);
+    export_fleet(&url, &[]);
+    let store = BlockingStore::open(&Location::parse(&url).unwrap()).unwrap();
+    let keys: BTreeSet<String> = store
+        .list("", None)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    let want = files_below(&local);
+    assert!(want.contains("_SUCCESS"), "{want:?}");
+    assert!(
+        want.iter()
+            .any(|k| k.contains("/run=job-b%2Fdebug-output/")),
+        "{want:?}"
+    );
+    assert_eq!(keys, want);
+    for key in &keys {
+        let got = store.get(key).unwrap();
+        assert_eq!(got, std::fs::read(local.join(key)).unwrap(), "{key}");
+    }
+}
+
 fn copy_rel(from: &Path, to: &Path, rel: &str) {
     let dst = to.join(rel);
     std::fs::create_dir_all(dst.parent().unwrap()).unwrap();

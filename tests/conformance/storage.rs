@@ -46,7 +46,9 @@ macro_rules! s3_suite {
                 #[test]
                 fn $name() {
                     let (_url, store) = super::s3_store(stringify!($name));
-                    store.block_on(smdebug_storage::testsuite::$name(store.storage().as_ref()));
+                    store
+                        .block_on(smdebug_storage::testsuite::$name(store.storage().as_ref()))
+                        .unwrap();
                 }
             )*
         }

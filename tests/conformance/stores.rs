@@ -224,7 +224,9 @@ macro_rules! suite {
                 #[test]
                 fn $name() {
                     let store = $emulator.store(stringify!($name));
-                    store.block_on(smdebug_storage::testsuite::$name(store.storage().as_ref()));
+                    store
+                        .block_on(smdebug_storage::testsuite::$name(store.storage().as_ref()))
+                        .unwrap();
                 }
             )*
         }

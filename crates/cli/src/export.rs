@@ -1,17 +1,19 @@
 //! `smdebug export`: a trial as columnar tables (Parquet, Arrow IPC or CSV) for pandas,
 //! polars, DuckDB and SQL engines; see `docs/src/export.md` for the tables' schemas.
 //!
-//! Several trials, or a prefix holding several, make one dataset in a local folder: each
-//! table Hive-partitioned by run, `OUT/TABLE/run=NAME/…` (the trial's name, percent-encoded),
-//! so that Spark, DuckDB, polars and pyarrow read each table as one with a `run` column;
-//! `OUT/_SUCCESS`, written last, holds a JSON summary of the runs (see `docs/src/fleets.md`).
+//! Several trials, or a prefix holding several, make one dataset in a local folder or under
+//! an object-store prefix: each table Hive-partitioned by run, `OUT/TABLE/run=NAME/…` (the
+//! trial's name, percent-encoded), so that Spark, DuckDB, polars and pyarrow read each table
+//! as one with a `run` column; `OUT/_SUCCESS`, written last, holds a JSON summary of the runs
+//! (see `docs/src/fleets.md`).
 use crate::fleet::Target;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use smdebug_export::{
-    export_trial, follow_trial, ExportOptions, Format, Layout, Progress, StepRange, Summary,
+    export_trial, follow_trial, ExportOptions, Format, Layout, Progress, StepRange, Summary, Table,
     ValuesMode,
 };
+use smdebug_storage::{BlockingStore, Bytes, Location};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -24,8 +26,7 @@ pub struct Args {
     /// Several, or a prefix holding several trials, make a fleet dataset.
     #[arg(required = true, num_args = 1.., value_name = "TRIAL")]
     trials: Vec<String>,
-    /// Where the tables go: a local directory or an object-store URL (a local directory for
-    /// a fleet).
+    /// Where the tables go: a local directory or an object-store URL.
     out: String,
     /// File format of the tables.
     #[arg(long, default_value = "parquet", value_parser = ["parquet", "arrow", "csv"])]
@@ -63,7 +64,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     threads: usize,
     /// Follow a live trial: export what exists, then append the steps that complete as new
-    /// partition files, until the training job ends.
+    /// partition files, until the training job ends. A fleet's trials are followed at once
+    /// (each into its run's partition), the marker written once every job has ended.
     #[arg(long)]
     follow: bool,
     /// Seconds between polls with `--follow`.
@@ -74,7 +76,8 @@ pub struct Args {
     /// it is named and skipped).
     #[arg(long)]
     strict: bool,
-    /// Fleets: trials exported at once (default: the number of cores).
+    /// Fleets: trials exported at once (default: the number of cores; with `--follow`, every
+    /// trial).
     #[arg(long, short = 'j', value_name = "N")]
     jobs: Option<usize>,
     /// Print the summary as one JSON object.
@@ -224,44 +227,138 @@ struct Run {
     rows: serde_json::Map<String, serde_json::Value>,
 }
 
-/// Several trials into one dataset under the local folder `args.out`: each trial exported
-/// on its own into `OUT/_staging/RUN/`, then its files moved (renamed) to
-/// `OUT/TABLE/run=RUN/…`; the marker last.
+/// Where a fleet dataset goes.
+enum Dest {
+    /// A local folder: runs are staged in its `_staging/` and renamed into place.
+    Local(PathBuf),
+    /// An object-store prefix: runs are staged in a local temporary folder and uploaded.
+    Store(BlockingStore),
+}
+
+impl Dest {
+    fn open(out: &str) -> Result<Dest> {
+        let location = Location::parse(out).with_context(|| format!("output {out}"))?;
+        Ok(match location {
+            Location::Local(root) => Dest::Local(root),
+            other => {
+                Dest::Store(BlockingStore::open(&other).with_context(|| format!("opening {out}"))?)
+            }
+        })
+    }
+
+    /// Where runs are exported before they are placed; a folder only this export uses.
+    fn staging(&self) -> PathBuf {
+        match self {
+            Dest::Local(root) => root.join("_staging"),
+            Dest::Store(_) => {
+                std::env::temp_dir().join(format!("smdebug-export-staging-{}", std::process::id()))
+            }
+        }
+    }
+
+    /// Removes the marker: the dataset is about to change, and is not a finished export
+    /// until the new marker.
+    fn remove_marker(&self) -> Result<()> {
+        match self {
+            Dest::Local(root) => {
+                std::fs::create_dir_all(root)
+                    .with_context(|| format!("creating {}", root.display()))?;
+                let marker = root.join(SUCCESS);
+                if marker.exists() {
+                    std::fs::remove_file(&marker)
+                        .with_context(|| format!("removing {}", marker.display()))?;
+                }
+            }
+            Dest::Store(store) => {
+                if store.exists(SUCCESS)? {
+                    store.delete(SUCCESS)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces partition `part` (`TABLE/run=RUN`) with `files`: (staged file, its key below
+    /// the partition).
+    fn place(&self, part: &str, files: &[(PathBuf, String)]) -> Result<()> {
+        match self {
+            Dest::Local(root) => {
+                let dest = root.join(part);
+                if dest.exists() {
+                    std::fs::remove_dir_all(&dest)
+                        .with_context(|| format!("removing {}", dest.display()))?;
+                }
+                for (from, rest) in files {
+                    let to = dest.join(rest);
+                    if let Some(parent) = to.parent() {
+                        std::fs::create_dir_all(parent)
+                            .with_context(|| format!("creating {}", parent.display()))?;
+                    }
+                    std::fs::rename(from, &to).with_context(|| {
+                        format!("moving {} to {}", from.display(), to.display())
+                    })?;
+                }
+            }
+            Dest::Store(store) => {
+                let prefix = format!("{part}/");
+                for key in store.list_keys(&prefix, None, None)? {
+                    store.delete(&key)?;
+                }
+                for (from, rest) in files {
+                    let data = std::fs::read(from)
+                        .with_context(|| format!("reading {}", from.display()))?;
+                    store.put(&format!("{prefix}{rest}"), Bytes::from(data))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the marker, last.
+    fn write_marker(&self, text: String) -> Result<()> {
+        match self {
+            Dest::Local(root) => {
+                let (tmp, marker) = (root.join("_SUCCESS.tmp"), root.join(SUCCESS));
+                std::fs::write(&tmp, text)
+                    .and_then(|()| std::fs::rename(&tmp, &marker))
+                    .with_context(|| format!("writing {}", marker.display()))
+            }
+            Dest::Store(store) => Ok(store.put(SUCCESS, Bytes::from(text))?),
+        }
+    }
+}
+
+/// Several trials into one dataset under `args.out`: each trial exported on its own into a
+/// staging folder (`OUT/_staging/RUN/` for a local `OUT`), then its files moved (renamed,
+/// or uploaded to an object store) to `OUT/TABLE/run=RUN/…`; with `--follow`, each trial
+/// followed straight into `OUT/TABLE/run=RUN/…`. The marker last.
 fn fleet(
     args: &Args,
     trials: &[smdebug_fleet::TrialRef],
     mut options: ExportOptions,
     out: &mut dyn Write,
 ) -> Result<()> {
-    if args.follow {
-        bail!("--follow exports one trial; a fleet is exported once");
-    }
-    let root = match args.out.strip_prefix("file://") {
-        Some(p) => PathBuf::from(p),
-        None if args.out.contains("://") => {
-            bail!("a fleet export writes to a local folder, not {}", args.out)
-        }
-        None => PathBuf::from(&args.out),
-    };
+    let dest = Dest::open(&args.out)?;
     // Every run has the same partition depth, so that readers see one table.
     if options.layout == Layout::Auto {
         options.layout = Layout::Partitioned;
     }
-    std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
-    let marker = root.join(SUCCESS);
-    if marker.exists() {
-        // The dataset is about to change: it is not a finished export until the new marker.
-        std::fs::remove_file(&marker).with_context(|| format!("removing {}", marker.display()))?;
-    }
-    let staging = root.join("_staging");
+    dest.remove_marker()?;
+    let staging = dest.staging();
     let runs = Mutex::new(Vec::new());
     let failed = Mutex::new(Vec::new());
     let fleet_args = crate::fleet::FleetArgs {
-        jobs: args.jobs,
+        // A trial followed holds its worker until its job ends: every trial gets one.
+        jobs: args.jobs.or(args.follow.then_some(trials.len())),
         strict: args.strict,
     };
+    let poll = Duration::from_secs_f64(args.poll.max(0.01));
     crate::fleet::sections(trials, &fleet_args, args.json, out, |t, section| {
-        let exported = export_run(&root, &staging, t, &options);
+        let exported = if args.follow {
+            follow_run(&dest, &args.out, t, &options, poll)
+        } else {
+            export_run(&dest, &staging, t, &options)
+        };
         match exported {
             Ok(summary) => {
                 let rows = summary
@@ -320,18 +417,35 @@ fn fleet(
         "skipped": failed,
         "rows": totals,
     });
-    let tmp = root.join("_SUCCESS.tmp");
-    std::fs::write(&tmp, format!("{doc:#}\n"))
-        .and_then(|()| std::fs::rename(&tmp, &marker))
-        .with_context(|| format!("writing {}", marker.display()))?;
-    Ok(())
+    dest.write_marker(format!("{doc:#}\n"))
 }
 
-/// Exports trial `t` into `staging/RUN` and moves its files to `root/TABLE/run=RUN/…`
+/// Follows trial `t` into `out`'s partitions `TABLE/run=RUN/…` (removing what an earlier
+/// export left there first) until its job ends.
+fn follow_run(
+    dest: &Dest,
+    out: &str,
+    t: &smdebug_fleet::TrialRef,
+    options: &ExportOptions,
+    poll: Duration,
+) -> Result<Summary> {
+    let run = format!("run={}", partition_value(&t.name));
+    for table in Table::ALL {
+        dest.place(&format!("{}/{run}", table.name()), &[])?;
+    }
+    let options = ExportOptions {
+        partition: Some(run),
+        ..options.clone()
+    };
+    follow_trial(&t.location, out, &options, poll, &mut |_| {})
+        .with_context(|| format!("following {}", t.location))
+}
+
+/// Exports trial `t` into `staging/RUN` and moves its files to `OUT/TABLE/run=RUN/…`
 /// (a table of the single layout becomes `run=RUN/part-00000.EXT`), replacing what an
 /// earlier export left for the run.
 fn export_run(
-    root: &Path,
+    dest: &Dest,
     staging: &Path,
     t: &smdebug_fleet::TrialRef,
     options: &ExportOptions,
@@ -345,24 +459,18 @@ fn export_run(
     let summary = export_trial(&t.location, stage_url, options, &mut |_| {})
         .with_context(|| format!("exporting {}", t.location))?;
     for (table, w) in &summary.tables {
-        let dest = root.join(table).join(format!("run={run}"));
-        if dest.exists() {
-            std::fs::remove_dir_all(&dest)
-                .with_context(|| format!("removing {}", dest.display()))?;
-        }
-        for key in &w.files {
-            let rest = match key.strip_prefix(&format!("{table}/")) {
-                Some(rest) => rest.to_owned(),
-                None => format!("part-00000.{}", options.format.extension()),
-            };
-            let (from, to) = (stage.join(key), dest.join(rest));
-            if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent)
-                    .with_context(|| format!("creating {}", parent.display()))?;
-            }
-            std::fs::rename(&from, &to)
-                .with_context(|| format!("moving {} to {}", from.display(), to.display()))?;
-        }
+        let files: Vec<(PathBuf, String)> = w
+            .files
+            .iter()
+            .map(|key| {
+                let rest = match key.strip_prefix(&format!("{table}/")) {
+                    Some(rest) => rest.to_owned(),
+                    None => format!("part-00000.{}", options.format.extension()),
+                };
+                (stage.join(key), rest)
+            })
+            .collect();
+        dest.place(&format!("{table}/run={run}"), &files)?;
     }
     std::fs::remove_dir_all(&stage).with_context(|| format!("removing {}", stage.display()))?;
     Ok(summary)

@@ -268,34 +268,35 @@ fn evaluate(
     print: &(dyn Fn(&Firing, bool) + Sync),
 ) -> Result<Vec<Result<Outcome>>> {
     let mut options = options.clone();
-    // Concurrent rules get a reader each: rules switch refreshing on and off around their
-    // evaluation, which must not interfere between threads.
-    let mut rules: Vec<(String, Box<dyn Rule>)> = Vec::new();
+    let open = |options: &TrialOptions| -> Result<Arc<Trial>> {
+        let trial = Trial::open(path, options.clone());
+        Ok(Arc::new(
+            trial.with_context(|| format!("opening trial {path}"))?,
+        ))
+    };
+    let first = open(&options)?;
     // The steps evaluated: `--start-step`/`--end-step` within the steps loaded.
     let (mut start_step, mut end_step) = (args.start_step, args.end_step);
-    let mut shared: Option<Arc<Trial>> = None;
-    for (label, name, params) in specs {
-        let trial = match &shared {
-            Some(t) => Arc::clone(t),
-            None => Arc::new(
-                Trial::open(path, options.clone())
-                    .with_context(|| format!("opening trial {path}"))?,
-            ),
+    if options.last_steps.is_some() || options.range_steps.is_some() {
+        // `--last` is resolved once, by the first reader; the others load the same steps.
+        let (begin, end) = first.step_range();
+        options.range_steps = Some((begin, end));
+        options.last_steps = None;
+        start_step = start_step.max(begin.unwrap_or(start_step));
+        end_step = match (end_step, end) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         };
-        if schedule == Schedule::OneByOne {
-            shared = Some(Arc::clone(&trial));
-        }
-        if options.last_steps.is_some() || options.range_steps.is_some() {
-            // `--last` is resolved once, by the first reader; the others load the same steps.
-            let (begin, end) = trial.step_range();
-            options.range_steps = Some((begin, end));
-            options.last_steps = None;
-            start_step = start_step.max(begin.unwrap_or(start_step));
-            end_step = match (end_step, end) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-        }
+    }
+    let mut rules: Vec<(String, Box<dyn Rule>)> = Vec::new();
+    for (i, (label, name, params)) in specs.iter().enumerate() {
+        // Concurrent rules get a reader each: rules switch refreshing on and off around
+        // their evaluation, which must not interfere between threads.
+        let trial = if i == 0 || schedule == Schedule::OneByOne {
+            Arc::clone(&first)
+        } else {
+            open(&options)?
+        };
         let mut rule = build_rule(name, params, trial).map_err(|e| match e {
             RuleError::Trial(_) | RuleError::Analysis(_) => anyhow::Error::new(e),
             other => anyhow::Error::new(BadRule(other.to_string())),

@@ -14,12 +14,17 @@
 //! default: the state file's name with `.firings.jsonl` added) is the record: every firing
 //! exactly once, across restarts.
 //!
+//! SIGINT (Ctrl-C), SIGTERM and SIGHUP stop it cleanly: no trial starts after the signal,
+//! the ones in progress finish, the state is saved and the summary printed. A second
+//! signal ends it at once (the state file and the firing log are consistent at any
+//! instant, as after a kill).
+//!
 //! Exit status: 0 no firing recorded, 1 the log holds a firing, 2 an error.
 use anyhow::{Context, Result};
 use smdebug_fleet::{WatchEvent, WatchOptions, WatchRule, Watcher};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -66,9 +71,25 @@ pub struct Args {
     json: bool,
 }
 
+/// Set by the first stop signal.
+static STOP: AtomicBool = AtomicBool::new(false);
+
 /// Runs the command and exits with its status.
 pub fn main(args: &Args) -> ! {
-    let code = match run(args, &mut std::io::stdout()) {
+    let handler = || {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!(
+            "smdebug watch: stopping after the trials in progress (a second signal ends it now)"
+        );
+    };
+    if let Err(e) = ctrlc::set_handler(handler) {
+        eprintln!(
+            "warning: no stop signal handler ({e}): a signal ends the watch without a summary"
+        );
+    }
+    let code = match run(args, &mut std::io::stdout(), &STOP) {
         Ok(true) => 1,
         Ok(false) => 0,
         Err(e) => {
@@ -83,8 +104,9 @@ fn seconds(what: &str, s: f64) -> Result<Duration> {
     Duration::try_from_secs_f64(s).with_context(|| format!("--{what} {s}"))
 }
 
-/// Runs `smdebug watch`; `Ok(true)` when the firing log holds a firing.
-pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
+/// Runs `smdebug watch` until `stop` is set (or, with `--until-idle`, the fleet is done);
+/// `Ok(true)` when the firing log holds a firing.
+pub fn run(args: &Args, out: &mut (dyn Write + Send), stop: &AtomicBool) -> Result<bool> {
     let specs = crate::rules::rule_specs(&args.rules, args.config.as_deref())?;
     let rules = specs
         .into_iter()
@@ -160,8 +182,7 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
         let _ = writeln!(o, "{line}");
         let _ = o.flush();
     };
-    let stop = AtomicBool::new(false);
-    let summary = watcher.run(&emit, &stop)?;
+    let summary = watcher.run(&emit, stop)?;
     let out = out.into_inner().unwrap_or_else(|p| p.into_inner());
     if args.json {
         writeln!(
@@ -171,6 +192,7 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
                 "trials": summary.trials, "ended": summary.ended, "broken": summary.broken,
                 "live": summary.live, "firings_new": summary.firings_new,
                 "firings_total": summary.firings_total, "passes": summary.passes,
+                "steps_evaluated": summary.steps_evaluated,
             }})
         )?;
     } else {

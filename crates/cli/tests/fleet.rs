@@ -1,7 +1,8 @@
 //! Fleets: `smdebug rules` over many trials (verdicts equal to each trial alone, a corrupt
 //! trial named and skipped) and `smdebug watch` over jobs that start while it runs (the
 //! one that fires is stopped; killed with SIGKILL and restarted, it logs every firing
-//! exactly once).
+//! exactly once; SIGINT and SIGTERM stop it cleanly), and `export --follow` over jobs
+//! being written.
 
 use ndarray::arr1;
 use serde_json::Value;
@@ -9,6 +10,7 @@ use smdebug_config::{Mode, SaveConfig, SaveConfigMode};
 use smdebug_hook::{HookBuilder, TensorValue};
 use smdebug_synth::{write_trial, Recipe, WriteOptions};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -477,4 +479,146 @@ fn watch_killed_and_restarted_logs_every_firing_exactly_once() {
         "a firing printed twice: {printed:?}"
     );
     assert_exactly_once(&root, &state, &trained, steps);
+}
+
+/// SIGINT and SIGTERM stop the watcher cleanly: it exits with its own status (a firing is
+/// in the log), not killed by the signal, after printing the summary, with the state saved.
+#[test]
+fn watch_stops_cleanly_on_a_signal() {
+    for signal in ["INT", "TERM"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("jobs");
+        train(&root.join("job-3"), 20, healthy, &[3, 17], Duration::ZERO);
+        let config = watch_config(dir.path());
+        let state = dir.path().join("watch.json");
+        let mut child = watch(&root, &config, &state).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // Signalled once it has judged the whole trial: a pass is done.
+        let mut lines = Vec::new();
+        let until = Instant::now() + Duration::from_secs(60);
+        while !lines
+            .iter()
+            .any(|l: &String| l.contains(r#""event":"ended""#))
+        {
+            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(line) => lines.push(line),
+                Err(e) => {
+                    let _ = child.kill();
+                    panic!("{e}: {lines:#?}");
+                }
+            }
+        }
+        let pid = child.id().to_string();
+        let sent = Command::new("kill").args(["-s", signal, &pid]).status();
+        assert!(sent.unwrap().success());
+        let until = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > until {
+                let _ = child.kill();
+                panic!("SIG{signal} did not stop the watcher: {lines:#?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        reader.join().unwrap();
+        lines.extend(rx.try_iter());
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(1), "SIG{signal}: {lines:#?} {stderr}");
+        assert!(stderr.contains("stopping"), "{stderr}");
+        let summary: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+        let summary = &summary["summary"];
+        assert_eq!(
+            (&summary["ended"], &summary["firings_total"]),
+            (&Value::from(1), &Value::from(2)),
+            "SIG{signal}: {lines:#?}"
+        );
+        let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+        assert_eq!(saved["trials"]["job-3"]["status"], "ended", "{saved:#}");
+    }
+}
+
+/// Rows of every CSV part file below `dir` (a header line each).
+fn csv_rows(dir: &Path) -> usize {
+    let mut rows = 0;
+    let mut dirs = vec![dir.to_owned()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "csv") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                rows += text.lines().count().saturating_sub(1);
+            }
+        }
+    }
+    rows
+}
+
+/// `export --follow` over a fleet whose jobs are still writing: each run's partition gets
+/// every step its job wrote, and the marker is written once every job has ended.
+#[test]
+fn export_follows_a_fleet_while_its_jobs_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("jobs");
+    let out = dir.path().join("dataset");
+    std::fs::create_dir_all(&root).unwrap();
+    let (trained, o) = std::thread::scope(|s| {
+        let jobs: Vec<_> = [("job-1", &[][..]), ("job-2", &[4][..])]
+            .into_iter()
+            .map(|(name, nan_at)| {
+                let out = root.join(name);
+                s.spawn(move || train(&out, 30, healthy, nan_at, Duration::from_millis(50)))
+            })
+            .collect();
+        // The export finds the trials that exist when it starts.
+        let until = Instant::now() + Duration::from_secs(30);
+        while !["job-1", "job-2"]
+            .iter()
+            .all(|n| root.join(n).join("index").exists())
+        {
+            assert!(Instant::now() < until, "the jobs wrote no index");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let o = smdebug()
+            .arg("export")
+            .arg(&root)
+            .arg(&out)
+            .args(["--follow", "--poll", "0.05", "--format", "csv", "--json"])
+            .output()
+            .unwrap();
+        let trained: Vec<i64> = jobs.into_iter().map(|j| j.join().unwrap()).collect();
+        (trained, o)
+    });
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(trained, [30, 30]);
+    for run in ["job-1", "job-2"] {
+        let part = out.join("steps").join(format!("run={run}"));
+        assert_eq!(csv_rows(&part), 30, "{run}");
+        // Written while the job ran: steps came in several rounds, each its own part file.
+        let parts = std::fs::read_dir(part.join("step_bucket=0"))
+            .unwrap()
+            .count();
+        assert!(parts > 1, "{run}: {parts} part file(s)");
+    }
+    let marker: Value =
+        serde_json::from_slice(&std::fs::read(out.join("_SUCCESS")).unwrap()).unwrap();
+    let runs: Vec<&str> = marker["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs, ["job-1", "job-2"]);
 }

@@ -137,6 +137,10 @@ pub struct ExportOptions {
     /// Whether an unreadable record or index file stops the export (else it is skipped,
     /// named in the summary and counted).
     pub strict: bool,
+    /// A Hive partition folder (`KEY=VALUE`, escaped by the caller) put between each table
+    /// and its files, `TABLE/run=NAME/step_bucket=B/part-K.EXT`: what a fleet export that
+    /// writes each run straight into the shared dataset gives. `None`: `TABLE/…`.
+    pub partition: Option<String>,
 }
 
 impl Default for ExportOptions {
@@ -155,6 +159,7 @@ impl Default for ExportOptions {
             part_bytes: 64 << 20,
             threads: 0,
             strict: false,
+            partition: None,
         }
     }
 }

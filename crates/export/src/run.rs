@@ -53,6 +53,7 @@ impl<'t, 'b> Run<'t, 'b> {
             layout: options.layout,
             row_group_rows: options.row_group_rows.max(1),
             part_bytes: options.part_bytes.max(1),
+            partition: options.partition.clone(),
         };
         let writers = Table::ALL
             .iter()

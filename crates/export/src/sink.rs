@@ -174,6 +174,10 @@ pub struct SinkSettings {
     pub row_group_rows: usize,
     /// A file is closed (and the next part begun) past this many bytes.
     pub part_bytes: usize,
+    /// A partition folder between the table and its files ([`ExportOptions::partition`]).
+    ///
+    /// [`ExportOptions::partition`]: crate::ExportOptions::partition
+    pub partition: Option<String>,
 }
 
 /// What was written.
@@ -339,10 +343,28 @@ impl TableWriter {
         }
     }
 
+    /// The folder of the table's partitioned files: `TABLE`, or `TABLE/PARTITION`.
+    fn folder(&self) -> String {
+        match &self.settings.partition {
+            Some(p) => format!("{}/{p}", self.table.name()),
+            None => self.table.name().to_owned(),
+        }
+    }
+
+    /// The key of the single layout's one file: `TABLE.EXT`, or
+    /// `TABLE/PARTITION/part-00000.EXT`.
+    fn single_key(&self) -> String {
+        let ext = self.settings.format.extension();
+        match &self.settings.partition {
+            Some(p) => format!("{}/{p}/part-00000.{ext}", self.table.name()),
+            None => format!("{}.{ext}", self.table.name()),
+        }
+    }
+
     fn put_part(&mut self, store: &BlockingStore, bytes: Vec<u8>, bucket: i64) -> Result<()> {
         let key = format!(
             "{}/step_bucket={bucket}/part-{}{:05}.{}",
-            self.table.name(),
+            self.folder(),
             self.run,
             self.next_part,
             self.settings.format.extension()
@@ -383,7 +405,7 @@ impl TableWriter {
         };
         self.close_file(store)?;
         if let Some((bytes, _)) = self.held.take() {
-            let key = format!("{}.{}", self.table.name(), self.settings.format.extension());
+            let key = self.single_key();
             self.put(store, key, bytes)?;
         } else if self.written.files.is_empty() {
             // No rows at all: an empty file still carries the schema for readers.
@@ -395,13 +417,13 @@ impl TableWriter {
             let key = if self.partitioned {
                 format!(
                     "{}/step_bucket=0/part-{}{:05}.{}",
-                    self.table.name(),
+                    self.folder(),
                     self.run,
                     self.next_part,
                     self.settings.format.extension()
                 )
             } else {
-                format!("{}.{}", self.table.name(), self.settings.format.extension())
+                self.single_key()
             };
             let mut enc = enc;
             if self.settings.format == Format::Csv {

@@ -149,6 +149,31 @@ fn partitions_follow_step_buckets_and_parts_stay_small() {
     assert!(files.iter().all(|f| all.contains(f)));
 }
 
+/// A partition folder (a fleet's `run=NAME`) goes between each table and its files, in
+/// both layouts.
+#[test]
+fn a_partition_folder_goes_between_table_and_files() {
+    write_trial("partition", 3);
+    for (layout, want) in [
+        (Layout::Partitioned, "tensors/run=a%2Fb/step_bucket=0/part-"),
+        (Layout::Single, "tensors/run=a%2Fb/part-00000.csv"),
+    ] {
+        let out = format!("memory://partition/out-{layout:?}");
+        let options = ExportOptions {
+            layout,
+            format: Format::Csv,
+            partition: Some("run=a%2Fb".into()),
+            ..ExportOptions::default()
+        };
+        let s = export_trial("memory://partition/run", &out, &options, &mut |_| {}).unwrap();
+        let files = &s.tables["tensors"].files;
+        assert!(!files.is_empty());
+        assert!(files.iter().all(|f| f.starts_with(want)), "{files:?}");
+        let all = keys(&out);
+        assert!(files.iter().all(|f| all.contains(f)), "{all:?}");
+    }
+}
+
 #[test]
 fn filters_keep_the_rows_asked_for() {
     write_trial("filters", 5);

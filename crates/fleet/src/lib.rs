@@ -6,7 +6,7 @@
 //!   URL) that is itself a trial — `index/` or `collections/` below it — is one trial;
 //!   otherwise every trial below it is, found by listing the location's keys once (no file
 //!   is opened). Trials come back sorted by name, the path relative to the location.
-//! * **The runner** ([`Runner`], [`map_bounded`]): a closure per trial on at most `jobs`
+//! * **The runner** ([`Runner`]): a closure per trial on at most `jobs`
 //!   threads, results in trial order; a trial's error is reported by name and the others go
 //!   on, unless the runner is strict. The closure opens and drops its trial, so memory is
 //!   bounded by `jobs`, not by the fleet.
@@ -59,7 +59,9 @@
 //!    again **from its first step** with fresh rules, and a firing whose (trial, rule,
 //!    step) is already in the log is skipped. Re-evaluating from the start, rather than
 //!    from the state's step, keeps the verdicts of rules that carry state from step to
-//!    step (loss trends, overfitting) equal to an uninterrupted run.
+//!    step (loss trends, overfitting) equal to an uninterrupted run. Within one run the
+//!    rules are kept between passes, state and all, so a trial's next pass starts at the
+//!    first step its rules have not evaluated.
 //!
 //! A kill before step 1's sync loses nothing that was recorded: the firing is found again.
 //! A kill between the sync and the state's rename leaves a state behind the log, and the
@@ -69,9 +71,10 @@
 //! Actions are at least once: the stop signal is written when the rule fires, before the
 //! firing is recorded, and written again (the same object) if the firing is found again.
 //!
-//! Memory stays bounded: a pass evaluates at most `jobs` trials at once, and trials stay
-//! open between passes only while no more than `jobs` are live; beyond that each pass
-//! opens, evaluates from the start and closes them.
+//! Memory: a pass evaluates at most `jobs` trials at once. Every live trial keeps its reader
+//! and rules between passes (its index and the rules' state: what makes a pass evaluate
+//! only new steps); with more live trials than `jobs`, a trial lets go of its cached values
+//! and open files once evaluated, so that no more than `jobs` trials hold them at a time.
 //!
 //! Main pieces: [`TrialRef`], [`discover`], [`Runner`], [`Watcher`] ([`WatchOptions`],
 //! [`WatchRule`], [`WatchEvent`], [`WatchSummary`]), [`FiringLog`], [`FiringRecord`],
@@ -90,6 +93,6 @@ pub use discover::{discover, discover_with, trial_roots, TrialRef};
 pub use error::{FleetError, Result};
 pub use log::FiringLog;
 pub use record::{FiringKey, FiringRecord};
-pub use runner::{for_each_bounded, map_bounded, Runner, TrialOutcome};
+pub use runner::{Runner, TrialOutcome};
 pub use state::{TrialState, TrialStatus, WatchState, STATE_VERSION};
 pub use watch::{WatchEvent, WatchOptions, WatchRule, WatchSummary, Watcher};

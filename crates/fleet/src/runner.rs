@@ -2,106 +2,8 @@
 
 use crate::discover::TrialRef;
 use crate::error::{FleetError, Result};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Mutex};
-
-/// Calls `f(i, item)` for every item on at most `jobs` scoped threads (at least one) and
-/// returns the results in item order. At most `jobs` items are in progress at any time, so
-/// what each call holds (an open trial, its index and cache) is bounded by `jobs`, not by
-/// the number of items. One job (or one item) runs on the calling thread.
-///
-/// ```
-/// let squares = smdebug_fleet::map_bounded((1..=5).collect(), 2, |_, x: u64| x * x);
-/// assert_eq!(squares, [1, 4, 9, 16, 25]);
-/// ```
-pub fn map_bounded<T, R, F>(items: Vec<T>, jobs: usize, f: F) -> Vec<R>
-where
-    T: Send,
-    R: Send,
-    F: Fn(usize, T) -> R + Sync,
-{
-    let mut out = Vec::with_capacity(items.len());
-    let Ok(()) = for_each_bounded(items, jobs, f, |_, r| {
-        out.push(r);
-        Ok::<(), std::convert::Infallible>(())
-    });
-    out
-}
-
-/// [`map_bounded`] that hands each result to `emit(i, result)` on the calling thread, in
-/// item order, as soon as it and every result before it are done, rather than all of them
-/// at the end: output can follow the work. The first error of `emit` stops the run: no
-/// item starts after it, the ones in progress finish, and the error is returned.
-///
-/// ```
-/// let mut seen = Vec::new();
-/// smdebug_fleet::for_each_bounded((1..=4).collect(), 2, |_, x: u64| x * 10, |i, r| {
-///     seen.push((i, r));
-///     Ok::<(), String>(())
-/// })?;
-/// assert_eq!(seen, [(0, 10), (1, 20), (2, 30), (3, 40)]);
-/// # Ok::<(), String>(())
-/// ```
-pub fn for_each_bounded<T, R, E, F, G>(
-    items: Vec<T>,
-    jobs: usize,
-    f: F,
-    mut emit: G,
-) -> std::result::Result<(), E>
-where
-    T: Send,
-    R: Send,
-    F: Fn(usize, T) -> R + Sync,
-    G: FnMut(usize, R) -> std::result::Result<(), E>,
-{
-    let n = items.len();
-    let threads = jobs.max(1).min(n);
-    if threads <= 1 {
-        for (i, t) in items.into_iter().enumerate() {
-            emit(i, f(i, t))?;
-        }
-        return Ok(());
-    }
-    let inputs: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel();
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let (inputs, next, stop, f) = (&inputs, &next, &stop, &f);
-            scope.spawn(move || loop {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(slot) = inputs.get(i) else { break };
-                let item = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
-                if let Some(item) = item {
-                    if tx.send((i, f(i, item))).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        // Results that finished before an earlier one wait here for it.
-        let mut ready = BTreeMap::new();
-        let mut want = 0;
-        for (i, r) in rx {
-            ready.insert(i, r);
-            while let Some(r) = ready.remove(&want) {
-                if let Err(e) = emit(want, r) {
-                    stop.store(true, Ordering::Relaxed);
-                    return Err(e);
-                }
-                want += 1;
-            }
-        }
-        Ok(())
-    })
-}
+use smdebug_trial::parallel::for_each_owned;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What one trial's work gave.
 #[derive(Debug)]
@@ -180,8 +82,9 @@ impl Runner {
     }
 
     /// [`run`](Self::run) that hands each outcome to `emit` in trial order as soon as it and
-    /// those before it are done (see [`for_each_bounded`]), so a command's output follows
-    /// its trials instead of waiting for the last. A strict runner returns the first failed
+    /// those before it are done (trials run on threads of their own through
+    /// [`smdebug_trial::parallel::for_each_owned`], this thread only emitting), so a
+    /// command's output follows its trials instead of waiting for the last. A strict runner returns the first failed
     /// trial's error (in trial order) instead of emitting it, after emitting the outcomes
     /// before it; `emit`'s own first error ends the run too.
     ///
@@ -225,7 +128,8 @@ impl Runner {
                 result,
             })
         };
-        for_each_bounded(trials.iter().collect(), self.jobs, work, |_, outcome| {
+        let each = trials.iter().collect();
+        for_each_owned(each, self.jobs, "smdebug-fleet", work, |_, outcome| {
             let Some(outcome) = outcome else {
                 return Ok(());
             };
@@ -243,31 +147,7 @@ impl Runner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-    use std::sync::atomic::AtomicIsize;
-
-    proptest! {
-        /// Results come back in item order, every item runs once, and no more than `jobs`
-        /// run at the same time.
-        #[test]
-        fn ordered_complete_and_bounded(n in 0usize..40, jobs in 0usize..6) {
-            let running = AtomicIsize::new(0);
-            let peak = AtomicIsize::new(0);
-            let calls = AtomicUsize::new(0);
-            let out = map_bounded((0..n).collect(), jobs, |i, x: usize| {
-                assert_eq!(i, x);
-                calls.fetch_add(1, Ordering::SeqCst);
-                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                peak.fetch_max(now, Ordering::SeqCst);
-                std::thread::sleep(std::time::Duration::from_micros(200));
-                running.fetch_sub(1, Ordering::SeqCst);
-                x * 3
-            });
-            prop_assert_eq!(out, (0..n).map(|x| x * 3).collect::<Vec<_>>());
-            prop_assert_eq!(calls.load(Ordering::SeqCst), n);
-            prop_assert!(peak.load(Ordering::SeqCst) <= jobs.max(1) as isize);
-        }
-    }
+    use std::sync::atomic::AtomicUsize;
 
     /// A trial's outcome is emitted while a later trial is still running: `c` waits for
     /// `a` to be emitted, which output held until the end would never do.

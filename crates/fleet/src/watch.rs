@@ -5,9 +5,9 @@ use crate::discover::{discover_with, TrialRef};
 use crate::error::{FleetError, Result};
 use crate::log::FiringLog;
 use crate::record::FiringRecord;
-use crate::runner::map_bounded;
 use crate::state::{TrialState, TrialStatus, WatchState};
 use smdebug_rules::{build_rule, invoke_rule_with, Drive, EndReason, Rule, StopTraining};
+use smdebug_trial::parallel::for_each_owned;
 use smdebug_trial::{Trial, TrialError, TrialOptions};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -121,11 +121,17 @@ pub struct WatchSummary {
     pub firings_new: u64,
     /// Firings in the log, all runs together.
     pub firings_total: u64,
+    /// Steps at which a rule ran in this run, every rule and trial together (a step
+    /// evaluated by two rules counts twice). A trial evaluated over several passes counts
+    /// each step once; after a restart its steps are evaluated again and count again.
+    pub steps_evaluated: u64,
     /// Passes made by this run.
     pub passes: u64,
 }
 
-/// An open trial and its rules, kept between passes while few enough trials are live.
+/// A trial and its rules, kept between passes so that each pass evaluates only the steps
+/// written since the last one. With more live trials than jobs, the trial's cached values
+/// and open files are let go after each pass (its index and the rules' state stay).
 struct Session {
     trial: Arc<Trial>,
     rules: Vec<RuleRun>,
@@ -146,6 +152,8 @@ enum Advance {
     Watched(Session),
     /// Ended: every rule done.
     Ended(BTreeMap<String, i64>),
+    /// Not looked at: the watcher is stopping. The session (when there was one) to keep.
+    Skipped(Option<Session>),
 }
 
 /// The rule service engine. [`Watcher::pass`] looks once at every live trial; [`Watcher::run`]
@@ -154,8 +162,9 @@ enum Advance {
 /// Exactly once (the crate docs explain why): a firing is recorded (appended to the
 /// firing log and synced) before anything else about it happens, the state is saved only
 /// after the firings it counts are recorded, and a trial whose rules are rebuilt (after a
-/// restart) is evaluated again from its first step with every firing already in the log
-/// skipped.
+/// restart or a failure) is evaluated again from its first step with every firing already
+/// in the log skipped. Between passes of one run the rules are kept, so a trial resumes at
+/// the first step its rules have not evaluated.
 pub struct Watcher {
     options: WatchOptions,
     state: WatchState,
@@ -164,6 +173,8 @@ pub struct Watcher {
     summary: WatchSummary,
     /// Firings recorded by this run (from worker threads).
     recorded: AtomicU64,
+    /// Steps evaluated by this run (from worker threads).
+    evaluated: AtomicU64,
     last_found: Instant,
 }
 
@@ -244,6 +255,7 @@ impl Watcher {
             sessions: HashMap::new(),
             summary,
             recorded: AtomicU64::new(0),
+            evaluated: AtomicU64::new(0),
             last_found: Instant::now(),
         })
     }
@@ -269,6 +281,7 @@ impl Watcher {
         s.live = s.trials - s.ended - s.broken;
         s.firings_total = lock(&self.log).len() as u64;
         s.firings_new = self.recorded.load(Ordering::Relaxed);
+        s.steps_evaluated = self.evaluated.load(Ordering::Relaxed);
         s
     }
 
@@ -280,6 +293,16 @@ impl Watcher {
     /// One pass: finds new trials, then evaluates every live trial as far as its job has
     /// written (at most `jobs` at once), recording firings as they happen.
     pub fn pass(&mut self, on_event: &(dyn Fn(&WatchEvent<'_>) + Sync)) -> Result<()> {
+        self.pass_until(on_event, &AtomicBool::new(false))
+    }
+
+    /// [`pass`](Self::pass) that starts no trial once `stop` is set (the trials in
+    /// progress finish; the others are left as they stand for the next run).
+    fn pass_until(
+        &mut self,
+        on_event: &(dyn Fn(&WatchEvent<'_>) + Sync),
+        stop: &AtomicBool,
+    ) -> Result<()> {
         let found = discover_with(&self.options.prefixes, &self.options.trial.storage)?;
         for t in found {
             if !self.state.trials.contains_key(&t.name) {
@@ -308,19 +331,29 @@ impl Watcher {
                 (trial, session)
             })
             .collect();
-        // Keeping sessions open between passes is what makes a pass cheap; with more live
-        // trials than jobs they are closed after each pass (and evaluated again from their
-        // first step next time), so that no more than `jobs` trials are ever open.
-        let keep = live.len() <= self.options.jobs.max(1);
+        // Sessions are kept between passes, so that a pass evaluates only new steps. With
+        // more live trials than jobs, each lets go of its cached values and open files
+        // once evaluated, so that no more than `jobs` trials hold them at any time.
+        let release = live.len() > self.options.jobs.max(1);
         let fatal: Mutex<Option<FleetError>> = Mutex::new(None);
         let shared = Shared {
             options: &self.options,
             log: &self.log,
             recorded: &self.recorded,
+            evaluated: &self.evaluated,
+            release,
         };
-        let results = map_bounded(live, self.options.jobs, |_, (trial, session)| {
+        let mut results = Vec::with_capacity(live.len());
+        let advance = |_, (trial, session): (TrialRef, _)| {
+            if stop.load(Ordering::Relaxed) {
+                return (trial, Ok(Advance::Skipped(session)));
+            }
             let r = shared.advance(&trial, session, on_event, &fatal);
             (trial, r)
+        };
+        let Ok(()) = for_each_owned(live, self.options.jobs, "smdebug-watch", advance, |_, r| {
+            results.push(r);
+            Ok::<(), std::convert::Infallible>(())
         });
         if let Some(e) = fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
             return Err(e);
@@ -332,6 +365,11 @@ impl Watcher {
             };
             st.firings = log.count(&trial.name);
             match result {
+                Ok(Advance::Skipped(session)) => {
+                    if let Some(session) = session {
+                        self.sessions.insert(trial.name.clone(), session);
+                    }
+                }
                 Ok(Advance::Waiting) => st.failures = 0,
                 Ok(Advance::Watched(session)) => {
                     st.status = TrialStatus::Watching;
@@ -342,9 +380,7 @@ impl Watcher {
                         .iter()
                         .map(|r| (r.label.clone(), r.next))
                         .collect();
-                    if keep {
-                        self.sessions.insert(trial.name.clone(), session);
-                    }
+                    self.sessions.insert(trial.name.clone(), session);
                 }
                 Ok(Advance::Ended(next_step)) => {
                     st.status = TrialStatus::Ended;
@@ -388,14 +424,16 @@ impl Watcher {
     }
 
     /// Passes until `stop` is set, or with `until_idle` until every trial is done with;
-    /// the state is saved after every pass.
+    /// the state is saved after every pass. Once `stop` is set (a signal handler may set
+    /// it), the pass in progress starts no further trial, the state is saved and the
+    /// summary returned.
     pub fn run(
         &mut self,
         on_event: &(dyn Fn(&WatchEvent<'_>) + Sync),
         stop: &AtomicBool,
     ) -> Result<WatchSummary> {
         loop {
-            self.pass(on_event)?;
+            self.pass_until(on_event, stop)?;
             self.save()?;
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -419,12 +457,15 @@ impl Watcher {
     }
 }
 
-/// What the worker threads of a pass share: the options, the log and the count of
-/// firings recorded (not the sessions, which hold rules that are not `Sync`).
+/// What the worker threads of a pass share: the options, the log and the counts (not the
+/// sessions, which hold rules that are not `Sync`).
 struct Shared<'a> {
     options: &'a WatchOptions,
     log: &'a Mutex<FiringLog>,
     recorded: &'a AtomicU64,
+    evaluated: &'a AtomicU64,
+    /// Whether a trial lets go of its cached values and open files once evaluated.
+    release: bool,
 }
 
 impl Shared<'_> {
@@ -486,6 +527,8 @@ impl Shared<'_> {
                 self.record(&record, on_event, fatal);
             })
             .map_err(|e| format!("rule {label}: {e}"))?;
+            self.evaluated
+                .fetch_add(eval.steps_evaluated, Ordering::Relaxed);
             run.next = eval.next_step;
             run.done = matches!(eval.end, EndReason::EndOfTraining(_) | EndReason::EndOfRule);
         }
@@ -499,6 +542,9 @@ impl Shared<'_> {
                 .map(|r| (r.label.clone(), r.next))
                 .collect();
             return Ok(Advance::Ended(next));
+        }
+        if self.release {
+            session.trial.clear_cache();
         }
         Ok(Advance::Watched(session))
     }

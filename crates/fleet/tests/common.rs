@@ -24,6 +24,22 @@ pub struct Job {
 /// Writes the job's trial at `out`; returns the steps written. Stops early (and still
 /// writes the end marker, as a hook's close does) once `stop_training.smd` exists.
 pub fn write_job(out: &Path, job: &Job) -> i64 {
+    let store = start_job(out);
+    let mut written = 0;
+    for step in 0..job.steps {
+        if out.join("stop_training.smd").exists() {
+            break;
+        }
+        write_job_step(&store, job, step);
+        written += 1;
+        std::thread::sleep(job.pause);
+    }
+    write_end_marker(&store).unwrap();
+    written
+}
+
+/// Starts the job's trial at `out`: its collections file, no step yet.
+pub fn start_job(out: &Path) -> BlockingStore {
     std::fs::create_dir_all(out).unwrap();
     let store = BlockingStore::open(&Location::Local(out.to_owned())).unwrap();
     let mut cm = CollectionManager::new();
@@ -37,27 +53,22 @@ pub fn write_job(out: &Path, job: &Job) -> i64 {
             smdebug_storage::Bytes::from(cm.to_json().into_bytes()),
         )
         .unwrap();
-    let mut written = 0;
-    for step in 0..job.steps {
-        if out.join("stop_training.smd").exists() {
-            break;
-        }
-        let m = (job.grad)(step);
-        let mut g = vec![m, -m, m, -m];
-        if job.nan_at.contains(&step) {
-            g[1] = f32::NAN;
-        }
-        let tensors = [("gradient/w", TensorValue::from(arr1(&g).into_dyn()))];
-        write_step(
-            &store,
-            &StepWrite::new(step, "worker_0", Mode::Train, &tensors),
-        )
-        .unwrap();
-        written += 1;
-        std::thread::sleep(job.pause);
+    store
+}
+
+/// Writes the job's step `step` into its trial.
+pub fn write_job_step(store: &BlockingStore, job: &Job, step: i64) {
+    let m = (job.grad)(step);
+    let mut g = vec![m, -m, m, -m];
+    if job.nan_at.contains(&step) {
+        g[1] = f32::NAN;
     }
-    write_end_marker(&store).unwrap();
-    written
+    let tensors = [("gradient/w", TensorValue::from(arr1(&g).into_dyn()))];
+    write_step(
+        store,
+        &StepWrite::new(step, "worker_0", Mode::Train, &tensors),
+    )
+    .unwrap();
 }
 
 /// A healthy gradient.

@@ -2,7 +2,7 @@
 //! once, the stop signal obeyed, verdicts equal to each trial judged alone, and restarts
 //! that record nothing twice.
 
-use crate::common::{healthy, vanishing_from_5, write_job, Job};
+use crate::common::{healthy, start_job, vanishing_from_5, write_job, write_job_step, Job};
 use smdebug_fleet::{FiringLog, FleetError, TrialStatus, WatchOptions, WatchRule, Watcher};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -40,7 +40,13 @@ fn options(root: &Path, state: &Path) -> WatchOptions {
 /// (trial, rule label, step) of every firing of each rule on each finished trial judged
 /// alone with `invoke_rule`.
 fn judged_alone(root: &Path, names: &[&str]) -> BTreeSet<(String, String, i64)> {
+    judged_alone_counted(root, names).0
+}
+
+/// [`judged_alone`] and the steps the rules evaluated, all together.
+fn judged_alone_counted(root: &Path, names: &[&str]) -> (BTreeSet<(String, String, i64)>, u64) {
     let mut out = BTreeSet::new();
+    let mut steps = 0;
     for name in names {
         let trial = std::sync::Arc::new(
             smdebug_trial::create_trial(root.join(name).to_str().unwrap()).unwrap(),
@@ -50,12 +56,13 @@ fn judged_alone(root: &Path, names: &[&str]) -> BTreeSet<(String, String, i64)> 
                 smdebug_rules::build_rule(&r.name, &r.params, std::sync::Arc::clone(&trial))
                     .unwrap();
             let eval = smdebug_rules::invoke_rule(rule.as_mut(), 0, None, false).unwrap();
+            steps += eval.steps_evaluated;
             for f in eval.firings {
                 out.insert((name.to_string(), r.label.clone(), f.step));
             }
         }
     }
-    out
+    (out, steps)
 }
 
 fn logged(log: &Path) -> Vec<(String, String, i64)> {
@@ -203,4 +210,68 @@ fn a_corrupt_trial_is_given_up_and_the_others_watched() {
     );
     // The good trial fired from step 5 on (steps 5, 6, 7).
     assert_eq!(summary.firings_total, 3);
+}
+
+/// Three live trials and one job: each pass evaluates every trial, one at a time, and a
+/// trial's next pass starts where its rules stopped, never at step 0 again. The steps
+/// evaluated over the passes add up to those of each trial judged alone once, and the
+/// firings are the same.
+#[test]
+fn more_live_trials_than_jobs_resume_where_their_rules_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("jobs");
+    let names = ["job-a", "job-b", "job-c"];
+    let jobs = [
+        Job {
+            steps: 30,
+            grad: healthy,
+            nan_at: &[3, 17, 25],
+            pause: Duration::ZERO,
+        },
+        Job {
+            steps: 30,
+            grad: vanishing_from_5,
+            nan_at: &[],
+            pause: Duration::ZERO,
+        },
+        Job {
+            steps: 30,
+            grad: healthy,
+            nan_at: &[],
+            pause: Duration::ZERO,
+        },
+    ];
+    let stores: Vec<_> = names.iter().map(|n| start_job(&root.join(n))).collect();
+    let mut o = options(&root, &dir.path().join("state.json"));
+    o.jobs = 1;
+    let mut watcher = Watcher::new(o).unwrap();
+    let mut evaluated = Vec::new();
+    for steps in [0..10, 10..20, 20..30] {
+        for step in steps {
+            for (store, job) in stores.iter().zip(&jobs) {
+                write_job_step(store, job, step);
+            }
+        }
+        watcher.pass(&|_| {}).unwrap();
+        evaluated.push(watcher.summary().steps_evaluated);
+    }
+    for store in &stores {
+        smdebug_synth::steps::write_end_marker(store).unwrap();
+    }
+    watcher.pass(&|_| {}).unwrap();
+    let summary = watcher.summary();
+    assert_eq!((summary.ended, summary.live), (3, 0), "{summary:?}");
+    let (firings, steps) = judged_alone_counted(&root, &names);
+    assert_eq!(
+        summary.steps_evaluated, steps,
+        "steps evaluated after each pass: {evaluated:?}"
+    );
+    // Each pass evaluated only what was new (with one worker a step is complete once it
+    // is written): ten steps per trial and rule each time, none at the end.
+    let steps_by = |n: u64| n * names.len() as u64 * rules().len() as u64;
+    assert_eq!(evaluated, [steps_by(10), steps_by(20), steps_by(30)]);
+    let log = dir.path().join("state.firings.jsonl");
+    let got: BTreeSet<_> = logged(&log).into_iter().collect();
+    assert_eq!(got, firings);
+    assert!(got.contains(&("job-a".into(), "nan".into(), 17)));
 }

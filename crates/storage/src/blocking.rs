@@ -28,7 +28,9 @@ use crate::{ObjectMeta, StagedPut, Storage};
 /// on a short-lived helper thread while the runtime's only thread waits for it, so the
 /// caller's other tasks pause meanwhile. Async code should prefer
 /// [`storage`](Self::storage) and `.await`. Never panics for being called in a runtime, and
-/// may be dropped anywhere (its runtime shuts down in the background).
+/// may be dropped anywhere (its runtime shuts down in the background). A runtime or a
+/// helper thread that cannot be started (the process is out of threads) is an error of
+/// the call ([`StorageError::Runtime`]), not a panic.
 ///
 /// ```
 /// use smdebug_storage::{BlockingStore, Location};
@@ -41,6 +43,8 @@ use crate::{ObjectMeta, StagedPut, Storage};
 pub struct BlockingStore {
     storage: Arc<dyn Storage>,
     runtime: OnceLock<Runtime>,
+    /// How the runtime is started ([`start_runtime`]; tests make it fail).
+    start: fn() -> Result<Runtime>,
 }
 
 /// The background runtime of a store.
@@ -59,11 +63,35 @@ impl BlockingStore {
     /// Wraps `storage`, starting the background runtime unless the store has synchronous
     /// calls (see the type's docs).
     pub fn new(storage: Arc<dyn Storage>) -> Result<Self> {
+        Self::with_start(storage, start_runtime)
+    }
+
+    /// [`new`](Self::new) with the function that starts the runtime.
+    fn with_start(storage: Arc<dyn Storage>, start: fn() -> Result<Runtime>) -> Result<Self> {
         let runtime = OnceLock::new();
         if storage.as_sync().is_none() {
-            let _ = runtime.set(start_runtime()?);
+            let _ = runtime.set(start()?);
         }
-        Ok(BlockingStore { storage, runtime })
+        Ok(BlockingStore {
+            storage,
+            runtime,
+            start,
+        })
+    }
+
+    /// The runtime, started now when the store has none yet.
+    fn runtime(&self) -> Result<&Runtime> {
+        if let Some(runtime) = self.runtime.get() {
+            return Ok(runtime);
+        }
+        // Two threads may start one each: the one not kept shuts down (in the background,
+        // as dropping a runtime inside another would panic).
+        if let Err(spare) = self.runtime.set((self.start)()?) {
+            spare.shutdown_background();
+        }
+        self.runtime.get().ok_or_else(|| StorageError::Runtime {
+            reason: "the storage runtime was not kept".into(),
+        })
     }
 
     /// Opens `location` with default options.
@@ -83,34 +111,31 @@ impl BlockingStore {
 
     /// Runs `future` to completion on this store's runtime and returns its output, from any
     /// thread (see the type's docs for calls from inside a runtime).
-    pub fn block_on<F>(&self, future: F) -> F::Output
+    ///
+    /// A store with synchronous calls starts its runtime here, the first time; a runtime
+    /// that cannot be started, or (inside a current-thread runtime) a helper thread that
+    /// cannot, is [`StorageError::Runtime`] and `future` is not run.
+    pub fn block_on<F>(&self, future: F) -> Result<F::Output>
     where
         F: Future + Send,
         F::Output: Send,
     {
-        let runtime = self.runtime.get_or_init(|| match start_runtime() {
-            Ok(runtime) => runtime,
-            // Only a store with synchronous calls gets here without a runtime, and only
-            // from code that chose to drive it asynchronously.
-            Err(e) => panic!("{e}"),
-        });
+        let runtime = self.runtime()?;
         match Handle::try_current() {
-            Err(_) => runtime.block_on(future),
+            Err(_) => Ok(runtime.block_on(future)),
             Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| runtime.block_on(future))
+                Ok(tokio::task::block_in_place(|| runtime.block_on(future)))
             }
             Ok(_) => std::thread::scope(|scope| {
                 let waiter = std::thread::Builder::new()
                     .name("smdebug-storage-wait".into())
-                    .spawn_scoped(scope, || runtime.block_on(future));
-                match waiter {
-                    Ok(waiter) => match waiter.join() {
-                        Ok(output) => output,
-                        Err(panic) => std::panic::resume_unwind(panic),
-                    },
-                    Err(e) => {
-                        panic!("cannot start a helper thread for a blocking storage call: {e}")
-                    }
+                    .spawn_scoped(scope, || runtime.block_on(future))
+                    .map_err(|e| StorageError::Runtime {
+                        reason: format!("cannot start a helper thread for a blocking call: {e}"),
+                    })?;
+                match waiter.join() {
+                    Ok(output) => Ok(output),
+                    Err(panic) => std::panic::resume_unwind(panic),
                 }
             }),
         }
@@ -120,7 +145,7 @@ impl BlockingStore {
     pub fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
         match self.storage.as_sync() {
             Some(s) => s.list_sync(prefix, start_after),
-            None => self.block_on(self.storage.list(prefix, start_after)),
+            None => self.block_on(self.storage.list(prefix, start_after))?,
         }
     }
 
@@ -133,7 +158,7 @@ impl BlockingStore {
     ) -> Result<Vec<ObjectMeta>> {
         match self.storage.as_sync() {
             Some(s) => s.list_until_sync(prefix, start_after, end),
-            None => self.block_on(self.storage.list_until(prefix, start_after, end)),
+            None => self.block_on(self.storage.list_until(prefix, start_after, end))?,
         }
     }
 
@@ -146,7 +171,7 @@ impl BlockingStore {
     ) -> Result<Vec<String>> {
         match self.storage.as_sync() {
             Some(s) => s.list_keys_sync(prefix, start_after, end),
-            None => self.block_on(self.storage.list_keys(prefix, start_after, end)),
+            None => self.block_on(self.storage.list_keys(prefix, start_after, end))?,
         }
     }
 
@@ -154,7 +179,7 @@ impl BlockingStore {
     pub fn list_folders(&self, dir: &str) -> Result<Vec<String>> {
         match self.storage.as_sync() {
             Some(s) => s.list_folders_sync(dir),
-            None => self.block_on(self.storage.list_folders(dir)),
+            None => self.block_on(self.storage.list_folders(dir))?,
         }
     }
 
@@ -162,7 +187,7 @@ impl BlockingStore {
     pub fn get(&self, key: &str) -> Result<Bytes> {
         match self.storage.as_sync() {
             Some(s) => s.get_sync(key),
-            None => self.block_on(self.storage.get(key)),
+            None => self.block_on(self.storage.get(key))?,
         }
     }
 
@@ -170,7 +195,7 @@ impl BlockingStore {
     pub fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         match self.storage.as_sync() {
             Some(s) => s.get_range_sync(key, range),
-            None => self.block_on(self.storage.get_range(key, range)),
+            None => self.block_on(self.storage.get_range(key, range))?,
         }
     }
 
@@ -178,7 +203,7 @@ impl BlockingStore {
     pub fn get_ranges(&self, key: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         match self.storage.as_sync() {
             Some(s) => s.get_ranges_sync(key, ranges),
-            None => self.block_on(self.storage.get_ranges(key, ranges)),
+            None => self.block_on(self.storage.get_ranges(key, ranges))?,
         }
     }
 
@@ -186,7 +211,7 @@ impl BlockingStore {
     pub fn put(&self, key: &str, data: Bytes) -> Result<()> {
         match self.storage.as_sync() {
             Some(s) => s.put_sync(key, data),
-            None => self.block_on(self.storage.put(key, data)),
+            None => self.block_on(self.storage.put(key, data))?,
         }
     }
 
@@ -213,7 +238,7 @@ impl BlockingStore {
     pub fn exists(&self, key: &str) -> Result<bool> {
         match self.storage.as_sync() {
             Some(s) => s.exists_sync(key),
-            None => self.block_on(self.storage.exists(key)),
+            None => self.block_on(self.storage.exists(key))?,
         }
     }
 
@@ -221,7 +246,7 @@ impl BlockingStore {
     pub fn delete(&self, key: &str) -> Result<()> {
         match self.storage.as_sync() {
             Some(s) => s.delete_sync(key),
-            None => self.block_on(self.storage.delete(key)),
+            None => self.block_on(self.storage.delete(key))?,
         }
     }
 }
@@ -254,10 +279,35 @@ mod tests {
         assert_eq!(s.get("a/b").unwrap(), "xyz");
         assert_eq!(s.list_keys("", None, None).unwrap(), ["a/b"]);
         assert!(s.runtime.get().is_none());
-        assert_eq!(s.block_on(s.storage().get("a/b")).unwrap(), "xyz");
+        assert_eq!(s.block_on(s.storage().get("a/b")).unwrap().unwrap(), "xyz");
         assert!(s.runtime.get().is_some());
         let memory = store("eager");
         assert!(memory.runtime.get().is_some());
+    }
+
+    /// A local store whose runtime cannot be started: its synchronous calls work, and
+    /// driving it asynchronously is an error of the call, not a panic.
+    #[test]
+    fn a_runtime_that_cannot_start_is_an_error() {
+        fn fail() -> Result<Runtime> {
+            Err(StorageError::Runtime {
+                reason: "cannot start the storage runtime: no threads left".into(),
+            })
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let local = Location::parse(dir.path().to_str().unwrap()).unwrap();
+        let s = BlockingStore::with_start(local.open().unwrap(), fail).unwrap();
+        s.put("k", "v".into()).unwrap();
+        let err = s.block_on(s.storage().get("k")).unwrap_err();
+        assert!(
+            matches!(&err, StorageError::Runtime { reason } if reason.contains("no threads")),
+            "{err}"
+        );
+        assert!(s.runtime.get().is_none());
+        assert_eq!(s.get("k").unwrap(), "v");
+        // A store that needs the runtime up front fails to open.
+        let memory = Location::parse("memory://blocking-test-no-runtime").unwrap();
+        assert!(BlockingStore::with_start(memory.open().unwrap(), fail).is_err());
     }
 
     #[test]
@@ -327,7 +377,7 @@ mod tests {
     fn nested_calls_on_its_own_runtime_do_not_panic() {
         let s = store("nested");
         s.put("k", "v".into()).unwrap();
-        let inner = s.block_on(async { s.get("k") }).unwrap();
+        let inner = s.block_on(async { s.get("k") }).unwrap().unwrap();
         assert_eq!(inner, "v");
     }
 

@@ -275,19 +275,21 @@ fn bench_s3(c: &mut Criterion) {
         b.iter(|| {
             let storage = storage.clone();
             let keys = keys.clone();
-            let total: usize = store.block_on(async move {
-                use futures::stream::{self, StreamExt};
-                stream::iter(keys)
-                    .map(|k| {
-                        let storage = storage.clone();
-                        async move { storage.get(&k).await.unwrap().len() }
-                    })
-                    .buffer_unordered(16)
-                    .collect::<Vec<usize>>()
-                    .await
-                    .into_iter()
-                    .sum()
-            });
+            let total: usize = store
+                .block_on(async move {
+                    use futures::stream::{self, StreamExt};
+                    stream::iter(keys)
+                        .map(|k| {
+                            let storage = storage.clone();
+                            async move { storage.get(&k).await.unwrap().len() }
+                        })
+                        .buffer_unordered(16)
+                        .collect::<Vec<usize>>()
+                        .await
+                        .into_iter()
+                        .sum()
+                })
+                .unwrap();
             black_box(total)
         })
     });

@@ -244,7 +244,8 @@ fn object_reads(
         }
     }
     let storage = Arc::clone(store.storage());
-    let fetched: Vec<_> = store.block_on(async move {
+    let asked: Vec<usize> = requests.iter().map(|r| r.0).collect();
+    let fetched = store.block_on(async move {
         stream::iter(requests)
             .map(|(j, file, ranges, whole)| {
                 let storage = Arc::clone(&storage);
@@ -267,8 +268,13 @@ fn object_reads(
                 }
             })
             .buffered(FILE_CONCURRENCY)
-            .collect()
+            .collect::<Vec<_>>()
             .await
+    });
+    // Without a runtime no request ran: each fails with that.
+    let fetched = fetched.unwrap_or_else(|e| {
+        let fail = |j| (j, None, Err(e.duplicate()));
+        asked.into_iter().map(fail).collect()
     });
     let mut files = lock(readahead);
     for (j, whole, read) in fetched {

@@ -140,7 +140,7 @@ impl Refresher<'_> {
         let listed = std::sync::atomic::AtomicUsize::new(0);
         let concurrency = self.options.index_concurrency.max(1);
         let state: &State = st;
-        let items: Vec<Item> = self.store.block_on(async {
+        let items = self.store.block_on(async {
             pages
                 .flat_map(|page| {
                     let page: Vec<smdebug_storage::Result<smdebug_storage::ObjectMeta>> = match page
@@ -180,9 +180,13 @@ impl Refresher<'_> {
                     }
                 })
                 .buffered(concurrency)
-                .collect()
+                .collect::<Vec<Item>>()
                 .await
         });
+        let items = match items {
+            Ok(items) => items,
+            Err(e) => return (0, Some(e.into())),
+        };
         let mut failed = None;
         for item in items {
             let result = item.and_then(|((key, step, worker), parsed)| {
