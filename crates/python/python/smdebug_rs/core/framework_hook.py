@@ -10,10 +10,10 @@ next step, ``set_mode`` included). On a no, every per-tensor callback returns at
 (:meth:`FrameworkHook._forward_callback` is what the framework calls): no tensor is
 touched, no name is built, no parameter is walked.
 
-A framework's hook subclasses :class:`FrameworkHook` and supplies what differs: the native
-framework name, its worker (``(name, count)``), its tensor type and conversion, its
-collection class, its singleton, how its registrations come off, and its callbacks on the
-framework's modules (``smdebug_rs.tensorflow.KerasHook`` too, beside
+A framework's hook subclasses :class:`FrameworkHook` and supplies what differs: its own
+state (set before the native hook is built), the native framework name, its worker
+(``(name, count)``), its tensor type and conversion, its collection class, its singleton,
+how its registrations come off, and its callbacks on the framework's modules (``smdebug_rs.tensorflow.KerasHook`` too, beside
 ``keras.callbacks.Callback``).
 
 Every public method is ``@guarded``: a failure is logged once and switches the hook off
