@@ -13,8 +13,8 @@ touched, no name is built, no parameter is walked.
 A framework's hook subclasses :class:`FrameworkHook` and supplies what differs: its own
 state (set before the native hook is built), the native framework name, its worker
 (``(name, count)``), its tensor type and conversion, its collection class, its singleton,
-how its registrations come off, and its callbacks on the framework's modules (``smdebug_rs.tensorflow.KerasHook`` too, beside
-``keras.callbacks.Callback``).
+how its registrations come off, and its callbacks on the framework's modules
+(``smdebug_rs.tensorflow.KerasHook`` too, beside ``keras.callbacks.Callback``).
 
 Every public method is ``@guarded``: a failure is logged once and switches the hook off
 (:mod:`smdebug_rs.core.faults`); the training goes on.
