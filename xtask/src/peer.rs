@@ -2,7 +2,7 @@
 //! each from lock files in `tests/peer` ([`Venv`]): the real smdebug 1.0.34 with XGBoost
 //! for its hook ([`PEER`]), the same with PyTorch ([`TORCH`]) and with MXNet ([`MXNET`])
 //! for the module hooks, PyTorch with numpy 2 ([`TORCH_NP2`], without smdebug, whose
-//! writer needs numpy 1), TensorFlow with Keras 3 ([`TF`], without smdebug), PySpark
+//! writer needs numpy 1), TensorFlow with Keras 3 and jax ([`TF`], without smdebug), PySpark
 //! ([`SPARK`], without smdebug) and the test tools ([`TOOLS`]: moto's S3 server,
 //! TensorBoard, the dataframe libraries).
 //!
@@ -111,15 +111,15 @@ pub const MXNET: Venv = Venv {
     stamp_also: &[],
 };
 
-/// TensorFlow 2.21 with Keras 3 (numpy 2, protobuf 7), without smdebug, which does not run
-/// there: smdebug_rs.tensorflow's tests, which read its trials with the original's reader
-/// in [`PEER`].
+/// TensorFlow 2.21 with Keras 3 (numpy 2, protobuf 7) and jax (Keras's JAX backend, on the
+/// CPU), without smdebug, which does not run there: smdebug_rs.tensorflow's tests, which read
+/// its trials with the original's reader in [`PEER`].
 pub const TF: Venv = Venv {
     name: "peer-tf-venv",
-    purpose: "TensorFlow with Keras 3",
+    purpose: "TensorFlow with Keras 3 and jax",
     reqs: &["tf-requirements.txt"],
     locked: true,
-    smoke: "import tensorflow, keras",
+    smoke: "import tensorflow, keras, jax",
     after_install: |_| Ok(()),
     borrows: None,
     stamp_also: &[],

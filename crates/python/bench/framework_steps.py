@@ -1,14 +1,18 @@
-"""Step time of a small CNN trained on the CPU, with no hook, with smdebug_rs's module hook or
-with the original smdebug's, for `cargo xtask bench` (xtask/src/bench_frameworks.rs).
+"""Step time of a small model trained on the CPU, with no hook, with smdebug_rs's hook or
+with the original smdebug's, for `cargo xtask bench` (xtask/src/bench/frameworks.rs).
 
     python framework_steps.py FRAMEWORK HOOK CASE STEPS
 
-FRAMEWORK: ``pytorch`` or ``mxnet``. HOOK: ``none``, ``smdebug_rs`` or ``smdebug`` (the
-package whose ``<framework>.Hook`` is attached). CASE: ``interval`` (weights, gradients and
-losses every 100 steps) or ``every`` (weights and gradients every step). Prints
+FRAMEWORK: ``pytorch`` or ``mxnet`` (a small CNN, the hook registered on the module), or
+``tensorflow`` (a small dense Keras model trained by ``model.fit``, the ``KerasHook`` passed
+as a callback). HOOK: ``none``, ``smdebug_rs`` or ``smdebug`` (the package whose
+``<framework>.Hook``, or ``KerasHook``, is attached). CASE: ``interval`` (weights, gradients
+and losses every 100 steps) or ``every`` (weights and gradients every step). Prints
 ``{"step_s": …}``: the mean step time over STEPS steps after a warm-up (a mean, not a
 median: at a save interval of 100 the steps that save are the cost), the hook's end of trial
-(``close``) included, spread over the steps.
+(``close``) included, spread over the steps. In ``model.fit`` a step is the time from one
+batch's first callback to the next one's, taken by a callback placed before the hook; the
+measured steps run from the first step after the warm-up to ``fit``'s return.
 
 One process per measurement, so that no hook's state (the original keeps module hooks and
 a singleton) reaches another; xtask interleaves the processes of the three hooks.
@@ -31,13 +35,18 @@ CASES = {
 }
 
 
+# The hook class of each package module, where it is not `Hook`.
+HOOK_CLASS = {"tensorflow": "KerasHook"}
+
+
 def hook_of(pkg, framework, case, out):
     if pkg == "none":
         return None
     smd = importlib.import_module(f"{pkg}.{framework}")
     interval, collections = CASES[case]
-    return smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=interval),
-                    include_collections=collections)
+    cls = getattr(smd, HOOK_CLASS.get(framework, "Hook"))
+    return cls(out_dir=out, save_config=smd.SaveConfig(save_interval=interval),
+               include_collections=collections)
 
 
 def torch_steps(pkg, case, steps, out):
@@ -97,6 +106,53 @@ def mxnet_steps(pkg, case, steps, out):
     return run(step, steps, hook)
 
 
+def keras_steps(pkg, case, steps, out):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import keras
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(64, activation="relu"),
+                              keras.layers.Dense(10)])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    rng = np.random.default_rng(0)
+    n = (WARMUP + steps) * BATCH
+    x = rng.standard_normal((n, 64)).astype(np.float32)
+    y = rng.integers(0, 10, size=(n,))
+    hook = hook_of(pkg, "tensorflow", case, out)
+
+    class Clock(keras.callbacks.Callback):
+        """The time of the first measured batch's first callback."""
+
+        start = None
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == WARMUP:
+                Clock.start = time.perf_counter()
+
+    # Batches read in the train function's thread: with Keras's own pipeline (prefetching
+    # threads) each step of a busy two-core machine waits a scheduler tick for the prefetch
+    # thread, which hides what the hook costs.
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    options.threading.private_threadpool_size = 1
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH).with_options(options)
+    callbacks = [Clock()] + ([hook] if hook is not None else [])
+    model.fit(data, epochs=1, verbose=0, callbacks=callbacks)
+    measured = time.perf_counter() - Clock.start
+    return (measured + close_seconds(hook)) / steps
+
+
+def close_seconds(hook):
+    t = time.perf_counter()
+    if hook is not None:
+        hook.close()
+    return time.perf_counter() - t
+
+
 def run(step, steps, hook):
     for _ in range(WARMUP):
         step()
@@ -105,21 +161,18 @@ def run(step, steps, hook):
         t = time.perf_counter()
         step()
         times.append(time.perf_counter() - t)
-    t = time.perf_counter()
-    if hook is not None:
-        hook.close()
-    closing = time.perf_counter() - t
-    return (sum(times) + closing) / steps
+    return (sum(times) + close_seconds(hook)) / steps
 
 
 def main():
     framework, pkg, case, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     if case not in CASES or pkg not in ("none", "smdebug_rs", "smdebug"):
-        sys.exit(f"usage: {sys.argv[0]} pytorch|mxnet none|smdebug_rs|smdebug "
+        sys.exit(f"usage: {sys.argv[0]} pytorch|mxnet|tensorflow none|smdebug_rs|smdebug "
                  "interval|every STEPS")
     os.environ.setdefault("SMDEBUG_LOG_LEVEL", "error")
     with tempfile.TemporaryDirectory() as d:
-        fn = {"pytorch": torch_steps, "mxnet": mxnet_steps}[framework]
+        fn = {"pytorch": torch_steps, "mxnet": mxnet_steps,
+              "tensorflow": keras_steps}[framework]
         step_s = fn(pkg, case, steps, os.path.join(d, "trial"))
     print(json.dumps({"step_s": step_s}))
 

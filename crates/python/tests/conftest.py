@@ -5,6 +5,7 @@ every comparison calls both packages from the same Python. Trials are written by
 smdebug writer classes (tests/peer/fixture.py).
 """
 
+import importlib.util
 import json
 import logging
 import os
@@ -55,6 +56,87 @@ def smdebug_bin():
             return c
     pytest.fail(f"no smdebug binary (tried {[c for c in candidates if c]}): "
                 "`cargo build -p smdebug-cli` builds it")
+
+
+def python_src():
+    """The folder holding the smdebug_rs package under test (the development install's),
+    found without importing the package."""
+    spec = importlib.util.find_spec("smdebug_rs")
+    if spec is None or spec.origin is None:
+        pytest.fail("smdebug_rs is not importable")
+    return os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+
+
+def subprocess_env(**extra):
+    """The environment of a child Python that must import the smdebug_rs under test: this
+    process's, with :func:`python_src` first on ``PYTHONPATH``, plus ``extra``."""
+    path = python_src() + os.pathsep + os.environ.get("PYTHONPATH", "")
+    return dict(os.environ, PYTHONPATH=path, **extra)
+
+
+def import_tensorflow(tests, single_thread=True):
+    """``(tensorflow, keras)`` for a test module, called at its top; skips the module when
+    TensorFlow does not import (``tests`` says what is skipped). ``single_thread``: one
+    intra-op and one inter-op thread, as the machine's cores are shared with other builds
+    (left as they are when TensorFlow already ran something in this process)."""
+    try:
+        import tensorflow as tf
+        import keras
+    except ImportError as e:  # not installed, or installed but broken
+        pytest.skip(f"tensorflow is not importable ({e}): no {tests}", allow_module_level=True)
+    if single_thread:
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(1)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        except RuntimeError:  # TensorFlow already ran something in this process
+            pass
+    return tf, keras
+
+
+def zero_code_change_trials(tmp_path, script, write_config, timeout=300, **env):
+    """Runs the training ``script`` three ways at once (the machine has two cores), each
+    with a JSON configuration ``write_config(json path, out_dir)`` writing into
+    ``tmp_path/<how>``: ``run`` (``python -m smdebug_rs run script``, the unchanged script),
+    ``explicit`` (``script --explicit-hook``: the script makes its hook itself) and ``off``
+    (``run`` with ``USE_SMDEBUG=false``). Checks that the three print the same losses (their
+    last line, JSON), that ``off`` writes nothing, and that ``run`` and ``explicit`` wrote
+    the same trial: names, steps of each mode, values. Returns the two trials."""
+    import numpy as np
+
+    from smdebug_rs import modes
+    from smdebug_rs.trials import create_trial
+
+    runs = {
+        "run": ([sys.executable, "-m", "smdebug_rs", "run", script], {}),
+        "explicit": ([sys.executable, script, "--explicit-hook"], {}),
+        "off": ([sys.executable, "-m", "smdebug_rs", "run", script], {"USE_SMDEBUG": "false"}),
+    }
+    procs = {}
+    for how, (args, extra) in runs.items():
+        cfg = write_config(tmp_path / f"{how}.json", tmp_path / how)
+        child = subprocess_env(SMDEBUG_CONFIG_FILE_PATH=str(cfg), SMDEBUG_LOG_LEVEL="error",
+                               **env, **extra)
+        procs[how] = subprocess.Popen(args, env=child, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+    losses = {}
+    for how, p in procs.items():
+        stdout, stderr = p.communicate(timeout=timeout)
+        assert p.returncode == 0, f"{how}: {stderr}"
+        losses[how] = json.loads(stdout.strip().splitlines()[-1])
+    assert losses["run"] == losses["explicit"] == losses["off"]
+    assert not (tmp_path / "off").exists()
+    auto, explicit = create_trial(str(tmp_path / "run")), create_trial(str(tmp_path / "explicit"))
+    assert auto.tensor_names() == explicit.tensor_names()
+    assert auto.steps() == explicit.steps()
+    for mode in (modes.TRAIN, modes.EVAL, modes.PREDICT):
+        assert auto.steps(mode=mode) == explicit.steps(mode=mode), mode
+    for name in auto.tensor_names():
+        t, e = auto.tensor(name), explicit.tensor(name)
+        for mode in (modes.TRAIN, modes.EVAL, modes.PREDICT):
+            assert t.steps(mode=mode) == e.steps(mode=mode), (name, mode)
+        for s in t.steps():
+            np.testing.assert_array_equal(t.value(s), e.value(s), err_msg=name)
+    return auto, explicit
 
 
 def run(args, **kwargs):

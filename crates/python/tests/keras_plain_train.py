@@ -3,7 +3,9 @@
   python -m smdebug_rs run keras_plain_train.py       # the hook from the JSON config
   python keras_plain_train.py --explicit-hook         # the same with an explicit hook
 
-Fits (with validation), evaluates and predicts; prints the losses (JSON) as its last line.
+Fits (with validation), evaluates and predicts; prints the losses (JSON) as its last line:
+each epoch's, each training batch's (as Keras reported them), evaluate's and predict's
+outputs, and the Keras backend it ran on (``KERAS_BACKEND`` chooses it).
 """
 
 import json
@@ -26,13 +28,25 @@ model = keras.Sequential([keras.Input((4,)),
                          name="sequential")
 model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
               loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-callbacks = []
+
+
+class BatchLosses(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.losses = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.losses.append(logs["loss"])
+
+
+batch_losses = BatchLosses()
+callbacks = [batch_losses]
 hook = None
 if "--explicit-hook" in sys.argv:
     import smdebug_rs.tensorflow as smd
 
     hook = smd.get_hook(create_if_not_exists=True)
-    callbacks = [hook]
+    callbacks = [hook, batch_losses]
 
 history = model.fit(x, y, batch_size=8, epochs=2, validation_data=(x[:16], y[:16]),
                     shuffle=False, verbose=0, callbacks=callbacks)
@@ -41,4 +55,5 @@ predicted = model.predict(x[:8], batch_size=8, verbose=0, callbacks=callbacks)
 if hook is not None:
     hook.close()
 print(json.dumps({"fit": history.history["loss"], "val": history.history["val_loss"],
-                  "evaluate": evaluated, "predict": predicted.tolist()}))
+                  "batches": batch_losses.losses, "evaluate": evaluated,
+                  "predict": predicted.tolist(), "backend": keras.backend.backend()}))

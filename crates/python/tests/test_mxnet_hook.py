@@ -215,6 +215,56 @@ def test_only_due_tensors_leave_the_device(tmp_path, monkeypatch):
     assert sorted(converted) == expect
 
 
+def test_a_step_with_nothing_due_does_no_per_tensor_work(tmp_path, monkeypatch):
+    """On a step where no collection is due, no callback looks at an NDArray: no
+    conversion, no NDArray check, no save decision per name, no gradient read (the forward
+    hooks on every block, the loss's, the pre-hook's parameters and the gradients read when
+    the step ends all return at once). Gradients of step s are read when s ends, at the next
+    forward or at close: still step s."""
+    import smdebug_rs.core.hook as core_hook
+
+    calls = {"to_numpy": [], "is_ndarray": [], "should_save_tensor": [], "grad": []}
+
+    def counting(key, real):
+        def call(*args, **kwargs):
+            calls[key].append(hook.step)
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(hook_module, "to_numpy", counting("to_numpy", hook_module.to_numpy))
+    monkeypatch.setattr(hook_module, "is_ndarray",
+                        counting("is_ndarray", hook_module.is_ndarray))
+    monkeypatch.setattr(core_hook.Hook, "should_save_tensor",
+                        counting("should_save_tensor", core_hook.Hook.should_save_tensor))
+    monkeypatch.setattr(mx.gluon.Parameter, "grad", counting("grad", mx.gluon.Parameter.grad))
+    # save_all: forward hooks on every child block too.
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True,
+                    save_config=smd.SaveConfig(save_interval=3))
+    mx.random.seed(0)
+    net = make_net()
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR})
+    hook.register_block(net)
+    hook.register_block(loss_fn)
+    for s in range(7):
+        x, y = batch(s)
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(BATCH)
+    hook.close()
+    assert hook.fault is None
+    for key in calls:
+        assert calls[key] and set(calls[key]) == {0, 3, 6}, (key, calls[key])
+    # The parameters and gradients were offered on the due steps (asked for by name).
+    assert calls["should_save_tensor"].count(3) > calls["is_ndarray"].count(3)
+    tr = create_trial(str(tmp_path / "t"))
+    assert tr.steps() == [0, 3, 6]
+    params = net.collect_params().values()
+    assert {"gradient/" + p.name for p in params} <= set(tr.tensor_names())
+    assert set(tr.tensor("gradient/" + net[0].weight.name).steps()) == {0, 3, 6}
+
+
 def test_save_tensor_and_scalar(tmp_path):
     hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=["custom", "losses"],
                     **EVERY)

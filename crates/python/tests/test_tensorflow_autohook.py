@@ -9,27 +9,16 @@ import sys
 import numpy as np
 import pytest
 
-try:
-    import tensorflow as tf
-    import keras
-except ImportError as e:  # not installed, or installed but broken
-    pytest.skip(f"tensorflow is not importable ({e}): no Keras autohook tests",
-                allow_module_level=True)
+from conftest import import_tensorflow, subprocess_env, zero_code_change_trials
 
-import smdebug_rs  # noqa: E402
+tf, keras = import_tensorflow("Keras autohook tests")
+
 import smdebug_rs.tensorflow as smd  # noqa: E402
 from smdebug_rs import exceptions, rules  # noqa: E402
 from smdebug_rs.tensorflow import autohook, singleton_utils  # noqa: E402
 from smdebug_rs.trials import create_trial  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_SRC = os.path.dirname(os.path.dirname(os.path.abspath(smdebug_rs.__file__)))
-
-try:  # one thread each: the machine's cores are shared with other builds
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-except RuntimeError:  # TensorFlow already ran something in this process
-    pass
 
 
 @pytest.fixture(autouse=True)
@@ -71,46 +60,13 @@ def _data(n=32):
 
 
 def test_zero_code_change_writes_what_an_explicit_hook_writes(tmp_path):
-    script = os.path.join(HERE, "keras_plain_train.py")
-    runs = {
-        # python -m smdebug_rs run on the unchanged script
-        "run": ([sys.executable, "-m", "smdebug_rs", "run", script], {}),
-        # the same script making its hook itself
-        "explicit": ([sys.executable, script, "--explicit-hook"], {}),
-        # USE_SMDEBUG=false: the script runs, nothing is written
-        "off": ([sys.executable, "-m", "smdebug_rs", "run", script], {"USE_SMDEBUG": "false"}),
-    }
-    procs = {}
-    for how, (args, extra) in runs.items():  # all at once: the machine has two cores
-        cfg = _json_config(tmp_path / f"{how}.json", tmp_path / how)
-        env = dict(os.environ, SMDEBUG_CONFIG_FILE_PATH=str(cfg), SMDEBUG_LOG_LEVEL="error",
-                   TF_CPP_MIN_LOG_LEVEL="3",
-                   PYTHONPATH=PYTHON_SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                   **extra)
-        procs[how] = subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True)
-    losses = {}
-    for how, p in procs.items():
-        stdout, stderr = p.communicate(timeout=300)
-        assert p.returncode == 0, stderr
-        losses[how] = json.loads(stdout.strip().splitlines()[-1])
-    assert losses["run"] == losses["explicit"] == losses["off"]
-    assert not (tmp_path / "off").exists()
-    run, explicit = create_trial(str(tmp_path / "run")), create_trial(str(tmp_path / "explicit"))
-    assert run.tensor_names() == explicit.tensor_names()
+    run, explicit = zero_code_change_trials(tmp_path, os.path.join(HERE, "keras_plain_train.py"),
+                                            _json_config, TF_CPP_MIN_LOG_LEVEL="3")
     assert {"loss", "dense/kernel:0", "gradients/dense/kernelGrad"} <= set(run.tensor_names())
     # fit: 2 epochs of 4 batches, each followed by 2 validation batches; evaluate: 2
     # batches; predict: 1.
-    assert run.steps() == explicit.steps() == list(range(15))
-    for mode in (smd.modes.TRAIN, smd.modes.EVAL, smd.modes.PREDICT):
-        assert run.steps(mode=mode) == explicit.steps(mode=mode), mode
+    assert run.steps() == list(range(15))
     assert len(run.steps(mode=smd.modes.PREDICT)) == 1
-    for name in run.tensor_names():
-        t, e = run.tensor(name), explicit.tensor(name)
-        for mode in (smd.modes.TRAIN, smd.modes.EVAL, smd.modes.PREDICT):
-            assert t.steps(mode=mode) == e.steps(mode=mode), (name, mode)
-        for s in t.steps():
-            np.testing.assert_array_equal(t.value(s), e.value(s), err_msg=name)
 
 
 def test_install_wraps_only_fit_evaluate_predict(tmp_path, monkeypatch):
@@ -213,8 +169,7 @@ def test_run_imports_no_framework_the_script_does_not(tmp_path):
                       "print(json.dumps(sorted(m for m in ('tensorflow', 'keras', 'torch')"
                       " if m in sys.modules)))\n")
     cfg = _json_config(tmp_path / "c.json", tmp_path / "out")
-    env = dict(os.environ, SMDEBUG_CONFIG_FILE_PATH=str(cfg), SMDEBUG_LOG_LEVEL="error",
-               PYTHONPATH=PYTHON_SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = subprocess_env(SMDEBUG_CONFIG_FILE_PATH=str(cfg), SMDEBUG_LOG_LEVEL="error")
     p = subprocess.run([sys.executable, "-m", "smdebug_rs", "run", str(script)], env=env,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr

@@ -12,19 +12,14 @@ import sys
 import numpy as np
 import pytest
 
-try:
-    import tensorflow as tf
-    import keras
-except ImportError as e:  # not installed, or installed but broken
-    pytest.skip(f"tensorflow is not importable ({e}): no TensorFlow hook tests",
-                allow_module_level=True)
+from conftest import import_tensorflow, subprocess_env
 
-import smdebug_rs  # noqa: E402
+tf, keras = import_tensorflow("TensorFlow hook tests", single_thread=False)
+
 from smdebug_rs import modes  # noqa: E402
 from smdebug_rs.trials import create_trial  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_SRC = os.path.dirname(os.path.dirname(os.path.abspath(smdebug_rs.__file__)))
 NAMES = ["dense/kernel:0", "dense/bias:0", "dense_1/kernel:0", "dense_1/bias:0"]
 GRADS = ["gradients/dense/kernelGrad", "gradients/dense/biasGrad",
          "gradients/dense_1/kernelGrad", "gradients/dense_1/biasGrad"]
@@ -36,7 +31,7 @@ def mirrored(tmp_path_factory):
     out, logs = d / "run", d / "logs.json"
     p = subprocess.run([sys.executable, os.path.join(HERE, "tf_mirrored_train.py"), str(out),
                         str(logs)], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, PYTHONPATH=PYTHON_SRC, TF_CPP_MIN_LOG_LEVEL="3"))
+                       env=subprocess_env(TF_CPP_MIN_LOG_LEVEL="3"))
     assert p.returncode == 0, p.stdout + p.stderr
     with open(logs) as f:
         return out, json.load(f)

@@ -14,42 +14,31 @@ import sys
 import numpy as np
 import pytest
 
-try:
-    import tensorflow as tf
-    import keras
-except ImportError as e:  # not installed, or installed but broken
-    pytest.skip(f"tensorflow is not importable ({e}): no TensorFlow hook tests",
-                allow_module_level=True)
+from conftest import (
+    NUMERIC_IGNORES,
+    PEER,
+    assert_one_fault_logged,
+    compare,
+    import_tensorflow,
+    mode_keyerror_ignores,
+    subprocess_env,
+)
 
-import smdebug_rs  # noqa: E402
+tf, keras = import_tensorflow("TensorFlow hook tests")
+
 import smdebug_rs.tensorflow as smd  # noqa: E402
 from smdebug_rs.tensorflow import keras as keras_module  # noqa: E402
 from smdebug_rs.tensorflow import singleton_utils  # noqa: E402
 from smdebug_rs.trials import create_trial  # noqa: E402
 
-from conftest import (  # noqa: E402
-    NUMERIC_IGNORES,
-    PEER,
-    assert_one_fault_logged,
-    compare,
-    mode_keyerror_ignores,
-)
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "examples")
-PYTHON_SRC = os.path.dirname(os.path.dirname(os.path.abspath(smdebug_rs.__file__)))
 # The original smdebug (numpy 1, protobuf 3) lives in the peer venv.
 PEER_PYTHON = os.environ.get("SMDEBUG_PEER_PYTHON") or os.path.expanduser(
     "~/.cache/smdebug-rs/peer-venv/bin/python")
 EVERY = dict(save_config=smd.SaveConfig(save_interval=1))
 ALL_PARAMS = ["weights", "biases", "gradients", "losses", "metrics"]
 BATCH, N, LR = 8, 32, 0.1
-
-try:  # one thread each: the machine's cores are shared with other builds
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-except RuntimeError:  # TensorFlow already ran something in this process
-    pass
 
 
 @pytest.fixture(autouse=True)
@@ -142,7 +131,7 @@ def readme_trial(tmp_path_factory):
         [sys.executable, os.path.join(EXAMPLES, "keras_fit.py"), "--out_dir", str(out),
          "--save_interval", "2", "--include_collections", *ALL_PARAMS],
         capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, PYTHONPATH=PYTHON_SRC, TF_CPP_MIN_LOG_LEVEL="3"))
+        env=subprocess_env(TF_CPP_MIN_LOG_LEVEL="3"))
     assert p.returncode == 0, p.stdout + p.stderr
     return out, p.stdout
 
@@ -201,7 +190,7 @@ def test_the_original_reader_reads_the_trial(readme_trial, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     p = subprocess.run([sys.executable, os.path.join(HERE, "dump_rs.py"), str(out), "--out",
                         str(rs_doc), "--timeout", "300"], capture_output=True, text=True,
-                       env=dict(os.environ, SMDEBUG_RS_PEER_DIR=PEER, PYTHONPATH=PYTHON_SRC))
+                       env=subprocess_env(SMDEBUG_RS_PEER_DIR=PEER))
     assert p.returncode == 0, p.stdout + p.stderr
     with open(py_doc) as f:
         py = json.load(f)

@@ -17,16 +17,12 @@ import sys
 import numpy as np
 import pytest
 
-try:
-    import tensorflow  # noqa: F401 - the hook needs it
-except ImportError as e:  # not installed, or installed but broken
-    pytest.skip(f"tensorflow is not importable ({e}): no TensorFlow hook tests",
-                allow_module_level=True)
+from conftest import PEER, import_tensorflow
+
+import_tensorflow("TensorFlow hook tests", single_thread=False)
 
 import smdebug_rs.tensorflow as smd  # noqa: E402
 from smdebug_rs.trials import create_trial  # noqa: E402
-
-from conftest import PEER  # noqa: E402
 
 sys.path.insert(0, PEER)
 import keras_side_by_side as script  # noqa: E402

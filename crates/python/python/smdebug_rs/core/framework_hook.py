@@ -1,13 +1,20 @@
 """What the framework hooks share (``smdebug_rs.pytorch.Hook``, ``smdebug_rs.mxnet.Hook``,
 ``smdebug_rs.tensorflow.KerasHook``): the native hook behind them, the SageMaker JSON
 configuration, the state properties, collections, the calls a training script makes, the
-original's way of naming a module's tensors (``<name>_output_<n>``), and closing.
+original's way of naming a module's tensors (``<name>_output_<n>``), the once-per-step due
+check, and closing.
 
-A framework's hook subclasses :class:`FrameworkHook` and supplies what differs: the native
-framework name, its worker (``(name, count)``), its tensor type and conversion, its
-collection class, its singleton, how its registrations come off, and its callbacks on the
-framework's modules (``smdebug_rs.tensorflow.KerasHook`` too, beside
-``keras.callbacks.Callback``).
+Steps: a module hook starts each step with :meth:`FrameworkHook._start_step`, which asks the
+native hook once whether anything can be saved in it (``anything_due()``: fixed until the
+next step, ``set_mode`` included). On a no, every per-tensor callback returns at once
+(:meth:`FrameworkHook._forward_callback` is what the framework calls): no tensor is
+touched, no name is built, no parameter is walked.
+
+A framework's hook subclasses :class:`FrameworkHook` and supplies what differs: its own
+state (set before the native hook is built), the native framework name, its worker
+(``(name, count)``), its tensor type and conversion, its collection class, its singleton,
+how its registrations come off, and its callbacks on the framework's modules
+(``smdebug_rs.tensorflow.KerasHook`` too, beside ``keras.callbacks.Callback``).
 
 Every public method is ``@guarded``: a failure is logged once and switches the hook off
 (:mod:`smdebug_rs.core.faults`); the training goes on.
@@ -21,8 +28,12 @@ __all__ = ["FrameworkHook"]
 
 
 class FrameworkHook:
-    """The common part of a framework hook. Subclasses set the class attributes and
-    implement the ``_framework_*`` methods below."""
+    """The common part of a framework hook: ``Hook(out_dir=None, export_tensorboard=False,
+    tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
+    include_regex=None, include_collections=None, save_all=False, include_workers="one")``,
+    the original's arguments and defaults (only ``losses`` saved, every 500 steps, unless
+    told otherwise). Subclasses set the class attributes and implement the
+    ``_framework_*`` methods below."""
 
     #: The native framework name (``smdebug_rs.Hook(framework=...)``).
     FRAMEWORK = None
@@ -41,15 +52,26 @@ class FrameworkHook:
         self._closed = False
         self._started = False
         self._written = {}
+        self._due = False        # anything_due() of the step in progress
         self._handles = []
+        self._framework_init(include_collections, include_regex, save_all)
         self.out_dir = None if out_dir is None else str(out_dir)
         self.worker = "worker_0"
         self._build(out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
                     save_config, include_regex, include_collections, save_all,
                     include_workers, _json_file)
         self._framework_singleton().set_hook(self)
+        self._framework_built()
 
     # -- what a framework supplies -------------------------------------------------------
+
+    def _framework_init(self, include_collections, include_regex, save_all):
+        """Sets the framework hook's own state, before the native hook is built (which may
+        call the other ``_framework_*`` methods); the constructor's collection arguments
+        are given for a hook that derives its own list from them (nothing by default)."""
+
+    def _framework_built(self):
+        """Runs once the native hook is built and the singleton set (nothing by default)."""
 
     @staticmethod
     def _framework_worker():
@@ -167,6 +189,24 @@ class FrameworkHook:
         """Adds (or replaces) a collection object (before the first step)."""
         self._native.add_collection(self._COLLECTION._adopt(collection))
 
+    # -- steps ---------------------------------------------------------------------------
+
+    def _start_step(self):
+        """Starts the next native step (the previous one's files are published) and returns
+        whether anything can be saved in it, kept in ``self._due`` until the next step."""
+        native = self._native
+        native.step()
+        self._written.clear()
+        self._due = native.anything_due()
+        return self._due
+
+    def _forward_callback(self, module, inputs, outputs):
+        # What the framework calls after a module's forward; unguarded on purpose: on a
+        # step with nothing due this is all. The module hooks define the guarded
+        # `_forward_hook(module, inputs, outputs)` that saves what is due.
+        if self._due:
+            self._forward_hook(module, inputs, outputs)
+
     # -- saving a module's tensors -------------------------------------------------------
 
     def _offer(self, name, tensor):
@@ -233,6 +273,7 @@ class FrameworkHook:
         if self._started:
             self._framework_end_step()
         self._closed = True
+        self._due = False
         self._framework_detach()
         self._native.close()
 

@@ -39,8 +39,13 @@ its weights at step s are those after step s's update, and the last TRAIN step b
 ``set_mode(EVAL)`` gets none. See docs/src/python.md ("MXNet") for this and the other
 differences.
 
-Only what is due leaves the device: ``asnumpy()`` runs only after
-``should_save_tensor(name)`` said a collection of it is due at this step.
+Steps: each forward call of the registered block ends the open step (its gradients), starts
+the next one and asks once whether anything can be saved in it (``anything_due()``: any
+collection due in the step's mode). On a step where nothing is due every callback returns
+at once: no NDArray is touched, no name is built, the parameters are not walked, neither
+when the step starts nor for its gradients when it ends. Only what is due leaves the
+device: ``asnumpy()`` runs only after ``should_save_tensor(name)`` said a collection of it
+is due at this step.
 
 Faults never break training: see :mod:`smdebug_rs.core.faults`.
 """
@@ -108,22 +113,16 @@ def _json_included_collections(path):
 
 
 class Hook(FrameworkHook):
-    """smdebug's MXNet hook: ``Hook(out_dir=None, export_tensorboard=False,
-    tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
-    include_regex=None, include_collections=None, save_all=False, include_workers="one")``,
-    the original's arguments and defaults (only ``losses`` saved, every 500 steps, unless
-    told otherwise). The collections, regexes and reductions are MXNet's
+    """smdebug's MXNet hook, with the original's constructor (:class:`FrameworkHook`).
+    The collections, regexes and reductions are MXNet's
     (``smdebug_rs.Hook(framework="mxnet")``). See the module docstring for names and
-    semantics; what every framework hook has is :class:`FrameworkHook`'s."""
+    semantics."""
 
     FRAMEWORK = "mxnet"
     _LOG_NAME = "smdebug_rs.mxnet"
     _COLLECTION = Collection
 
-    def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
-                 dry_run=False, reduction_config=None, save_config=None, include_regex=None,
-                 include_collections=None, save_all=False, include_workers="one", *,
-                 _json_file=None):
+    def _framework_init(self, include_collections, include_regex, save_all):
         self._root = None        # the block whose forward started the open step
         self._step_mode = modes.GLOBAL
         self._deferred = []      # its parameters not initialised when the step started
@@ -134,10 +133,10 @@ class Hook(FrameworkHook):
         self.mode = modes.GLOBAL
         self.include_collections = included_collections(include_collections, include_regex,
                                                         save_all)
-        super().__init__(out_dir, export_tensorboard, tensorboard_dir, dry_run,
-                         reduction_config, save_config, include_regex, include_collections,
-                         save_all, include_workers, _json_file=_json_file)
-        # As the original's _cleanup at exit: the last step's gradients, then the trial's end.
+
+    def _framework_built(self):
+        # As the original's _cleanup at exit: the last step's gradients, then the trial's
+        # end. Registered after the native hook's own exit handler, so it runs first.
         atexit.register(_close_at_exit, weakref.ref(self))
 
     # Module-level names looked up at each call (tests count conversions by replacing them).
@@ -196,7 +195,7 @@ class Hook(FrameworkHook):
                                  self._LOG_NAME, block.name)
             return
         if isinstance(block, mx.gluon.loss.Loss):
-            self._handles.append(block.register_forward_hook(self._forward_hook))
+            self._handles.append(block.register_forward_hook(self._forward_callback))
             self.registered_blocks.add(block)
             return
         self.model = block
@@ -205,7 +204,7 @@ class Hook(FrameworkHook):
         if recursive:
             block.apply(self._recursive_apply)
         else:
-            self._handles.append(block.register_forward_hook(self._forward_hook))
+            self._handles.append(block.register_forward_hook(self._forward_callback))
             self.registered_blocks.add(block)
 
     def _recursive_apply(self, block):
@@ -213,7 +212,7 @@ class Hook(FrameworkHook):
             get_logger().warning("%s: the hook is already registered to block %s",
                                  self._LOG_NAME, block.name)
             return
-        self._handles.append(block.register_forward_hook(self._forward_hook))
+        self._handles.append(block.register_forward_hook(self._forward_callback))
         self.registered_blocks.add(block)
 
     def register_hook(self, block):
@@ -229,13 +228,13 @@ class Hook(FrameworkHook):
         if self._closed:
             return
         self._end_step()
-        self._native.step()
+        due = self._start_step()
         self._started = True
-        self._written.clear()
         self._root = block
         self.last_block = block
         self._step_mode = self.mode
-        self._deferred = []
+        if not due:
+            return
         for p in self._params_of(block):
             self._offer_param(p)
 
@@ -269,7 +268,7 @@ class Hook(FrameworkHook):
         # The gradients of the open step's backward, while the native hook is still at it.
         root, self._root = self._root, None
         self._deferred = []
-        if root is None or self._step_mode in _NO_GRADIENT_MODES:
+        if root is None or not self._due or self._step_mode in _NO_GRADIENT_MODES:
             return
         native = self._native
         for p in self._params_of(root):

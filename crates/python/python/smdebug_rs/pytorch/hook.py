@@ -75,32 +75,22 @@ def torch_worker():
 
 
 class Hook(FrameworkHook):
-    """smdebug's PyTorch hook: ``Hook(out_dir=None, export_tensorboard=False,
-    tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
-    include_regex=None, include_collections=None, save_all=False, include_workers="one")``,
-    the original's arguments and defaults (only ``losses`` saved, every 500 steps, unless
-    told otherwise). The collections, regexes and reductions are PyTorch's
+    """smdebug's PyTorch hook, with the original's constructor (:class:`FrameworkHook`).
+    The collections, regexes and reductions are PyTorch's
     (``smdebug_rs.Hook(framework="pytorch")``). See the module docstring for names and
-    semantics; what every framework hook has is :class:`FrameworkHook`'s."""
+    semantics."""
 
     FRAMEWORK = "pytorch"
     _LOG_NAME = "smdebug_rs.pytorch"
     _COLLECTION = Collection
 
-    def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
-                 dry_run=False, reduction_config=None, save_config=None, include_regex=None,
-                 include_collections=None, save_all=False, include_workers="one", *,
-                 _json_file=None):
+    def _framework_init(self, include_collections, include_regex, save_all):
         self._roots = []
         self._params = {}        # root module → its ModuleParams
-        self._due = False        # anything_due() of the step in progress
         self.module_set = set()
         self.has_registered_module = False
         self.has_registered_loss_module = False
         self.mode = None
-        super().__init__(out_dir, export_tensorboard, tensorboard_dir, dry_run,
-                         reduction_config, save_config, include_regex, include_collections,
-                         save_all, include_workers, _json_file=_json_file)
 
     # Module-level names looked up at each call (tests count conversions by replacing them).
     @staticmethod
@@ -120,7 +110,6 @@ class Hook(FrameworkHook):
         return to_numpy(value)
 
     def _framework_detach(self):
-        self._due = False
         for h in self._handles:
             h.remove()
         self._handles.clear()
@@ -191,22 +180,13 @@ class Hook(FrameworkHook):
         """Starts the next step and saves the parameters step s's forward is about to use."""
         if self._closed:
             return
-        native = self._native
         if not self._started:
             self._prepare_collections()
             self._started = True
-        native.step()
-        self._written.clear()
-        self._due = native.anything_due()
-        if not self._due:
+        if not self._start_step():
             return
         for name, p in self._params[module].items(module._module_name):
             self._offer(name, p)
-
-    def _forward_callback(self, module, inputs, outputs):
-        # What torch calls; unguarded on purpose: on a step with nothing due this is all.
-        if self._due:
-            self._forward_hook(module, inputs, outputs)
 
     @guarded()
     def _forward_hook(self, module, inputs, outputs):

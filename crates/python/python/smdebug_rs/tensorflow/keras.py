@@ -10,7 +10,9 @@ writing through the Rust hook.
 
 Steps and modes follow Keras's batch callbacks: each ``on_train_batch_begin``,
 ``on_test_batch_begin`` and ``on_predict_batch_begin`` starts the next step in mode TRAIN,
-EVAL or PREDICT; the global step counts on across modes, the mode step per mode.
+EVAL or PREDICT; the global step counts on across modes, the mode step per mode. A step that begins
+asks the native hook once whether anything can be saved in it (``anything_due()``); where
+nothing can, the step's callbacks return at once and the compiled functions copy nothing.
 
 What is saved, under which name (the original's names; see :func:`keras2_name` for how a
 Keras 3 variable gets its Keras 2 name):
@@ -24,7 +26,8 @@ Keras 3 variable gets its Keras 2 name):
   of step s's batch loss at the weights above**. The optimizer's ``apply`` is wrapped on
   the instance (nothing of Keras or TensorFlow is patched): inside the compiled train
   function too, it copies the gradients into variables of the hook when they are due,
-  which are read when the batch ends.
+  which are read when the batch ends (on Keras's JAX backend a host callback hands them
+  over: see :mod:`smdebug_rs.tensorflow.gradients`).
 * ``<optimizer class>/<slot>/<layer>/<var>:0`` and ``<optimizer class>/<name>:0``
   (``Adam/momentum/dense/kernel:0``, ``Adam/iteration:0``; see
   :func:`optimizer_variable_names`) — each variable of the optimizer (collection
@@ -73,6 +76,7 @@ from smdebug_rs.core.include import included_collections, json_included_collecti
 from smdebug_rs.core.logger import get_logger
 from smdebug_rs.tensorflow import singleton_utils
 from smdebug_rs.tensorflow.collection import Collection
+from smdebug_rs.tensorflow.gradients import BACKENDS, DueFlag, GradientTap
 
 __all__ = ["KerasHook", "keras2_name", "gradient_name", "optimizer_variable_names", "tf_worker"]
 
@@ -172,15 +176,19 @@ def _to_numpy(value):
     if isinstance(value, tf.IndexedSlices):
         value = tf.convert_to_tensor(value)
     if hasattr(value, "numpy"):
-        value = value.numpy()
+        return value.numpy()
+    if keras.ops.is_tensor(value):  # another backend's tensor (a jax.Array)
+        return keras.ops.convert_to_numpy(value)
     return value
 
 
-def _var_key(v):
-    # A Keras variable by its path (unique in a model; the same object in eager code and in
-    # a trace, and under mixed precision, where `.value` is a cast), a tf.Variable by itself.
-    path = getattr(v, "path", None)
-    return path if path is not None else id(v)
+def _sync_state(model):
+    # On the JAX backend the model's state lives outside its variables during an epoch
+    # (their values are dropped after each step): Keras's callbacks sync it back before
+    # they read a variable. A no-op elsewhere.
+    sync = getattr(model, "jax_state_sync", None)
+    if sync is not None:
+        sync()
 
 
 class KerasHook(FrameworkHook, keras.callbacks.Callback):
@@ -206,15 +214,16 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._hooked_model = None   # the model whose optimizer and layers are wrapped
         self._optimizer = None
         self._user_optimizer = None
-        self._grad_slots = None     # {var key: (name, tf.Variable)} or None
-        self._grad_due = None       # tf.Variable(bool): copy gradients this step
+        self._gradients = None      # GradientTap of the optimizer, or None
         self._opt_vars = []         # [(name, variable)] of the optimizer's variables
         self._opt_vars_of = None    # (optimizer, number of variables) they were named for
         self._step_mode = None
         self._pending = []          # (name, value) handed over during this step
         self._tap_names = []        # names the layer and model wrappers hand over
         self._tap_due = False       # any of them due at this step
-        self._tap_due_var = None    # the same as a tf.Variable(bool), for traced functions
+        self._due = False           # the native anything_due() of the step in progress
+        self._tap_due_var = None    # the same as a DueFlag, for traced functions
+        self._weight_names = None   # (model, [(name, variable)]) of the watched model
         self._tap_traced = False    # taken from compiled functions (not under XLA)
         self._wrapped_layers = []
         self._wrapped_model = None
@@ -240,7 +249,8 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
 
     @staticmethod
     def _framework_is_tensor(value):
-        return hasattr(value, "numpy") or isinstance(value, tf.IndexedSlices)
+        return hasattr(value, "numpy") or isinstance(value, tf.IndexedSlices) \
+            or keras.ops.is_tensor(value)
 
     @staticmethod
     def _framework_to_numpy(value):
@@ -330,34 +340,28 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._hooked_model = model
         retrace = False
         opt = self._user_optimizer or getattr(model, "optimizer", None)
+        backend = keras.backend.backend()
         if opt is not None and self._may_save(CollectionKeys.GRADIENTS) \
                 and model.trainable_weights:
-            self._grad_due = tf.Variable(False, trainable=False,
-                                         name="smdebug_rs_gradients_due")
-            self._grad_slots = {}
-            strategy = getattr(model, "distribute_strategy", None) or tf.distribute.get_strategy()
-            # Under a strategy of several replicas (MirroredStrategy) the optimizer's apply
-            # runs once per replica with the replica's gradient, which Keras's loss scaling
-            # makes a share of the one applied: each replica writes its share into its copy
-            # of a sum-on-read variable, whose value is then the applied gradient.
-            sync = {}
-            if getattr(strategy, "num_replicas_in_sync", 1) > 1:
-                sync = dict(synchronization=tf.VariableSynchronization.ON_READ,
-                            aggregation=tf.VariableAggregation.SUM)
-            with strategy.scope():
-                for v in model.trainable_weights:
-                    slot = tf.Variable(tf.zeros(v.shape, dtype=v.dtype), trainable=False,
-                                       name="smdebug_rs_gradient", **sync)
-                    self._grad_slots[_var_key(v)] = (gradient_name(v, model), slot)
-            self._wrap_optimizer_apply(opt)
-            retrace = True
+            if backend in BACKENDS:
+                self._gradients = GradientTap(
+                    [(gradient_name(v, model), v) for v in model.trainable_weights], backend,
+                    getattr(model, "distribute_strategy", None))
+                self._wrap_optimizer_apply(opt)
+                retrace = True
+            else:
+                self._not_on_backend("gradients", backend)
         layers = self._may_save(CollectionKeys.LAYERS)
         model_io = self._may_save(CollectionKeys.INPUTS, CollectionKeys.OUTPUTS)
+        if (layers or model_io) and backend != "tensorflow":
+            self._not_on_backend("layer inputs and outputs, model inputs, labels and "
+                                 "predictions", backend)
+            layers = model_io = False
         if layers or model_io:
             # In a compiled function (not under XLA, which cannot call back into Python)
             # due values are handed over through tf.py_function.
             self._tap_traced = getattr(model, "jit_compile", False) is not True
-            self._tap_due_var = tf.Variable(False, trainable=False, name="smdebug_rs_tap_due")
+            self._tap_due_var = DueFlag("smdebug_rs_tap_due")
             retrace = True
         if layers:
             for layer in model.layers:
@@ -370,7 +374,12 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
                                 "predictions_0"]
         return retrace
 
+    def _not_on_backend(self, what, backend):
+        get_logger().warning("%s: %s are not saved on the Keras backend %r (they are on "
+                             "TensorFlow)", self._LOG_NAME, what, backend)
+
     def _detach(self):
+        self._due = False
         opt, self._optimizer = self._optimizer, None
         if opt is not None and "apply" in opt.__dict__:
             try:
@@ -408,30 +417,14 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._optimizer = opt
 
     def _tap_gradients(self, opt, grads, variables):
-        # Runs in the train function (traced or eager): when `_grad_due`, each gradient is
-        # copied into its slot. A failure here leaves training alone (the fault policy).
-        if self._fault is not None or self._grad_slots is None:
+        # Runs in the train function (traced or eager). A failure here leaves training
+        # alone (the fault policy).
+        if self._fault is not None or self._gradients is None:
             return
         try:
             if variables is None:
                 variables = opt._trainable_variables
-            pairs = []
-            for g, v in zip(grads, variables):
-                slot = self._grad_slots.get(_var_key(v))
-                if g is None or slot is None:
-                    continue
-                if isinstance(g, tf.IndexedSlices):
-                    g = tf.convert_to_tensor(g)
-                pairs.append((g, slot[1]))
-            if not pairs:
-                return
-
-            def copy():
-                for g, s in pairs:
-                    s.assign(tf.cast(g, s.dtype))
-                return tf.constant(True)
-
-            tf.cond(self._grad_due, copy, lambda: tf.constant(False))
+            self._gradients.take(grads, variables)
         except Exception as e:  # noqa: BLE001 - the fault policy
             fail(self, "optimizer.apply", e)
 
@@ -513,11 +506,12 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
             def tap():
                 return tf.py_function(record, tensors, Tout=tf.bool)
 
-            tf.cond(self._tap_due_var, tap, lambda: tf.constant(False))
+            tf.cond(self._tap_due_var.variable, tap, lambda: tf.constant(False))
         except Exception as e:  # noqa: BLE001 - the fault policy
             fail(self, "handing over " + ", ".join(p for p, _ in groups), e)
 
     def _begin_mode(self, mode):
+        self._weight_names = None
         model = self._watched_model()
         if model is None or self._closed:
             return
@@ -563,31 +557,46 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         native.step()
         self._started = True
         self._step_mode = mode
+        # One answer for the step: where nothing can be saved, every callback of the step
+        # returns at once (and the compiled functions copy and hand over nothing).
+        self._due = native.anything_due()
         model = self._watched_model()
-        if model is None:
+        if model is None or not self._due:
+            if self._gradients is not None:
+                self._gradients.due.set(False)
+            self._tap_due = False
+            if self._tap_due_var is not None:
+                self._tap_due_var.set(False)
             return
-        for v in model.weights:
-            name = keras2_name(v, model)
+        synced = False
+        for name, v in self._named_weights(model):
             if native.should_save_tensor(name):
+                if not synced:
+                    _sync_state(model)
+                    synced = True
                 self._save(name, v)
-        if self._grad_slots is not None:
-            due = mode == modes.TRAIN and any(
-                native.should_save_tensor(n) for n, _ in self._grad_slots.values())
-            self._grad_due.assign(due)
+        if self._gradients is not None:
+            self._gradients.due.set(mode == modes.TRAIN and any(
+                native.should_save_tensor(n) for n in self._gradients.names.values()))
         self._tap_due = any(native.should_save_tensor(n) for n in self._tap_names)
         if self._tap_due_var is not None:
-            self._tap_due_var.assign(self._tap_due)
+            self._tap_due_var.set(self._tap_due)
+
+    def _named_weights(self, model):
+        # Named once per model and mode (a fit builds its model before on_train_begin).
+        if self._weight_names is None or self._weight_names[0] is not model:
+            self._weight_names = (model, [(keras2_name(v, model), v) for v in model.weights])
+        return self._weight_names[1]
 
     def _batch_end(self, batch, logs):
-        if self._closed:
+        if self._closed or not self._due:
             return
         native = self._native
-        if self._step_mode == modes.TRAIN and self._grad_slots is not None \
-                and bool(self._grad_due.numpy()):
-            for name, slot in self._grad_slots.values():
+        if self._step_mode == modes.TRAIN and self._gradients is not None \
+                and self._gradients.due.value:
+            for name, value in self._gradients.values():
                 if native.should_save_tensor(name):
-                    self._save(name, slot)
-            self._grad_due.assign(False)
+                    self._save(name, value)
         if self._step_mode == modes.TRAIN and self._may_save(CollectionKeys.OPTIMIZER_VARIABLES):
             self._save_optimizer_variables()
         if self._step_mode == modes.PREDICT and logs and "outputs" in logs:
@@ -613,9 +622,11 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
             for name, _ in self._opt_vars:
                 coll.add_tensor_name(name)
         native = self._native
-        for name, v in self._opt_vars:
-            if native.should_save_tensor(name):
-                self._save(name, v)
+        due = [(name, v) for name, v in self._opt_vars if native.should_save_tensor(name)]
+        if due:
+            _sync_state(model)
+        for name, v in due:
+            self._save(name, v)
 
     def _save_logs(self, batch, logs):
         if logs is None:
