@@ -19,7 +19,12 @@ fn s3_store(bucket: &str, prefix: &str) -> BlockingStore {
 #[test]
 fn s3_stores_in_a_forked_child() {
     require_s3_server();
-    let out = Command::new(std::env::current_exe().unwrap())
+    // `/proc/self/exe` starts this very binary even if its file was replaced since.
+    let exe = match std::path::Path::new("/proc/self/exe") {
+        p if p.exists() => p.to_path_buf(),
+        _ => std::env::current_exe().unwrap(),
+    };
+    let out = Command::new(&exe)
         .args([
             "--exact",
             "fork::forks_with_an_s3_store_open",
@@ -28,7 +33,7 @@ fn s3_stores_in_a_forked_child() {
             "--nocapture",
         ])
         .output()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("cannot run {} again: {e}", exe.display()));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
