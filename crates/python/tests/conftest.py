@@ -244,6 +244,17 @@ def smdebug_log():
     logger.removeHandler(h)
 
 
+def rule_firings(rule):
+    """Runs ``rule`` over every step its trial has and returns its firings."""
+    from smdebug_rs import exceptions, rules
+
+    try:
+        rules.invoke_rule(rule)
+    except exceptions.NoMoreData:
+        pass
+    return rule.firings
+
+
 def assert_one_fault_logged(records, *needles):
     """Exactly one error was logged, and it names each of ``needles``."""
     assert len(records) == 1, [r.getMessage() for r in records]

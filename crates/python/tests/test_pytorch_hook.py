@@ -19,9 +19,9 @@ except ImportError as e:  # not installed, or installed but broken
 
 import torch.nn as nn  # noqa: E402
 
-from conftest import assert_one_fault_logged  # noqa: E402
+from conftest import assert_one_fault_logged, rule_firings  # noqa: E402
 import smdebug_rs.pytorch as smd  # noqa: E402
-from smdebug_rs import exceptions, rules  # noqa: E402
+from smdebug_rs import rules  # noqa: E402
 from smdebug_rs.pytorch import autohook, singleton_utils  # noqa: E402
 from smdebug_rs.trials import create_trial  # noqa: E402
 
@@ -366,22 +366,14 @@ def _rule_run(out, deep_sigmoid):
     return create_trial(out)
 
 
-def _firings(rule):
-    try:
-        rules.invoke_rule(rule)
-    except exceptions.NoMoreData:
-        pass
-    return rule.firings
-
-
 def test_vanishing_gradient_fires_on_a_deep_sigmoid_network(tmp_path):
     tr = _rule_run(str(tmp_path / "deep"), deep_sigmoid=True)
-    firings = _firings(rules.VanishingGradient(tr))
+    firings = rule_firings(rules.VanishingGradient(tr))
     assert firings and firings[0]["step"] == 0
     assert all(f["tensor"].startswith("gradient/Sequential_") for f in firings)
     # The first layers do not learn either: WeightUpdateRatio sees (almost) no update. (So
     # the rules the healthy run keeps silent can fire on these trials.)
-    assert _firings(rules.WeightUpdateRatio(tr))
+    assert rule_firings(rules.WeightUpdateRatio(tr))
 
 
 def test_default_rules_stay_silent_on_a_healthy_network(tmp_path):
@@ -392,7 +384,7 @@ def test_default_rules_stay_silent_on_a_healthy_network(tmp_path):
                  rules.WeightUpdateRatio(tr),
                  rules.LossNotDecreasing(tr, num_steps=5),
                  rules.DeadRelu(tr)):
-        assert _firings(rule) == [], type(rule).__name__
+        assert rule_firings(rule) == [], type(rule).__name__
 
 
 # -- zero code change ---------------------------------------------------------------------

@@ -9,12 +9,12 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import import_tensorflow, subprocess_env, zero_code_change_trials
+from conftest import import_tensorflow, rule_firings, subprocess_env, zero_code_change_trials
 
 tf, keras = import_tensorflow("Keras autohook tests")
 
 import smdebug_rs.tensorflow as smd  # noqa: E402
-from smdebug_rs import exceptions, rules  # noqa: E402
+from smdebug_rs import rules  # noqa: E402
 from smdebug_rs.tensorflow import autohook, singleton_utils  # noqa: E402
 from smdebug_rs.trials import create_trial  # noqa: E402
 
@@ -129,21 +129,13 @@ def _rule_run(out, lr):
     return create_trial(out), history.history["loss"]
 
 
-def _firings(rule):
-    try:
-        rules.invoke_rule(rule)
-    except exceptions.NoMoreData:
-        pass
-    return rule.firings
-
-
 def test_exploding_tensor_fires_on_a_diverging_keras_run(tmp_path):
     tr, loss = _rule_run(str(tmp_path / "diverging"), lr=50.0)
     assert not np.isfinite(loss[-1])
     for collection in ("gradients", "weights", "losses"):
-        firings = _firings(rules.ExplodingTensor(tr, collection_names=collection))
+        firings = rule_firings(rules.ExplodingTensor(tr, collection_names=collection))
         assert firings, collection
-    firings = _firings(rules.ExplodingTensor(tr, collection_names="losses"))
+    firings = rule_firings(rules.ExplodingTensor(tr, collection_names="losses"))
     first = firings[0]["step"]
     assert not np.isfinite(tr.tensor("loss").value(first))
     assert all(np.isfinite(tr.tensor("loss").value(s)) for s in tr.steps() if s < first)
@@ -158,7 +150,7 @@ def test_default_rules_stay_silent_on_a_healthy_keras_run(tmp_path):
                  rules.ExplodingTensor(tr, collection_names="losses"),
                  rules.WeightUpdateRatio(tr),
                  rules.LossNotDecreasing(tr, num_steps=5)):
-        assert _firings(rule) == [], type(rule).__name__
+        assert rule_firings(rule) == [], type(rule).__name__
 
 
 def test_run_imports_no_framework_the_script_does_not(tmp_path):
