@@ -221,7 +221,6 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._pending = []          # (name, value) handed over during this step
         self._tap_names = []        # names the layer and model wrappers hand over
         self._tap_due = False       # any of them due at this step
-        self._due = False           # the native anything_due() of the step in progress
         self._tap_due_var = None    # the same as a DueFlag, for traced functions
         self._weight_names = None   # (model, [(name, variable)]) of the watched model
         self._tap_traced = False    # taken from compiled functions (not under XLA)
@@ -554,12 +553,11 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         if mode != self.mode:
             native.set_mode(mode)
             self.mode = mode
-        native.step()
-        self._started = True
-        self._step_mode = mode
         # One answer for the step: where nothing can be saved, every callback of the step
         # returns at once (and the compiled functions copy and hand over nothing).
-        self._due = native.anything_due()
+        self._start_step()
+        self._started = True
+        self._step_mode = mode
         model = self._watched_model()
         if model is None or not self._due:
             if self._gradients is not None:
