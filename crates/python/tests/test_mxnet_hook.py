@@ -217,9 +217,9 @@ def test_only_due_tensors_leave_the_device(tmp_path, monkeypatch):
 
 def test_a_step_with_nothing_due_does_no_per_tensor_work(tmp_path, monkeypatch):
     """On a step where no collection is due, no callback looks at an NDArray: no
-    conversion, no NDArray check, no save decision per name, no gradient read (the forward
-    hooks on every block, the loss's, the pre-hook's parameters and the gradients read when
-    the step ends all return at once). Gradients of step s are read when s ends, at the next
+    conversion, no NDArray check, no save decision per name, no gradient read (no forward
+    hook of ours is on a block or the loss; the pre-hook's parameters and the gradients read
+    when the step ends are not walked). Gradients of step s are read when s ends, at the next
     forward or at close: still step s."""
     import smdebug_rs.core.hook as core_hook
 
@@ -246,14 +246,26 @@ def test_a_step_with_nothing_due_does_no_per_tensor_work(tmp_path, monkeypatch):
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR})
     hook.register_block(net)
     hook.register_block(loss_fn)
+
+    def forward_hooks():
+        # Ours only on the steps that save (the root's pre-hook stays).
+        blocks = [loss_fn]
+        net.apply(blocks.append)
+        return sum(len(b._forward_hooks) for b in blocks)
+
+    seen = []
     for s in range(7):
         x, y = batch(s)
         with autograd.record():
             loss = loss_fn(net(x), y)
+        seen.append(forward_hooks())
         loss.backward()
         trainer.step(BATCH)
     hook.close()
     assert hook.fault is None
+    n = seen[0]
+    assert n > 2 and seen == [n, 0, 0, n, 0, 0, n], seen
+    assert forward_hooks() == 0
     for key in calls:
         assert calls[key] and set(calls[key]) == {0, 3, 6}, (key, calls[key])
     # The parameters and gradients were offered on the due steps (asked for by name).

@@ -145,8 +145,8 @@ def test_only_due_tensors_are_converted(tmp_path, monkeypatch):
 
 def test_a_step_with_nothing_due_does_no_per_tensor_work(tmp_path, monkeypatch):
     """On a step where no collection is due, no callback looks at a tensor: no conversion,
-    no tensor check, no save decision per name, no parameter walk (forward hooks, the
-    loss's, the gradient hooks and the root's pre-hook all return at once)."""
+    no tensor check, no save decision per name, no parameter walk (no forward or gradient
+    hook of ours is on the modules; the root's pre-hook returns at once)."""
     import smdebug_rs.core.hook as core_hook
     import smdebug_rs.pytorch.hook as hook_mod
 
@@ -178,6 +178,63 @@ def test_a_step_with_nothing_due_does_no_per_tensor_work(tmp_path, monkeypatch):
     tr = create_trial(str(tmp_path / "t"))
     assert tr.steps() == [0, 3, 6]
     assert "gradient/Net_fc1.weight" in tr.tensor_names()
+
+
+def test_callbacks_are_on_the_modules_only_in_steps_that_save(tmp_path):
+    """Between due steps a module call and the backward pass run none of the hook's Python
+    but the root's pre-hook: the forward hooks (modules, loss) and the gradient hooks are
+    registered when a due step starts and removed when a step with nothing due starts;
+    close leaves none. The script's own hooks stay where they are."""
+    torch.manual_seed(0)
+    model, crit = Net(), nn.CrossEntropyLoss()
+    mine = []
+    model.fc1.register_forward_hook(lambda m, i, o: mine.append("fwd"))
+    model.fc1.weight.register_hook(lambda g: mine.append("grad"))
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True,
+                    save_config=smd.SaveConfig(save_interval=3))
+    hook.register_module(model)
+    hook.register_loss(crit)
+
+    def ours():
+        forward = sum(len(m._forward_hooks) for m in model.modules()) - 1
+        forward += len(crit._forward_hooks)
+        grad = sum(len(p._backward_hooks or {}) for p in model.parameters()) - 1
+        return forward, grad
+
+    seen = []
+    for s in range(7):
+        x, y = batch(s)
+        loss = crit(model(x), y)
+        seen.append(ours())
+        loss.backward()
+    hook.close()
+    # Net, fc1, relu, fc2 and the loss; four parameters.
+    assert seen == [(5, 4), (0, 0), (0, 0), (5, 4), (0, 0), (0, 0), (5, 4)]
+    assert ours() == (0, 0)
+    assert mine == ["fwd", "grad"] * 7
+    tr = create_trial(str(tmp_path / "t"))
+    assert tr.steps() == [0, 3, 6]
+    assert tr.tensor("CrossEntropyLoss_output_0").steps() == [0, 3, 6]
+    assert tr.tensor("gradient/Net_fc1.weight").steps() == [0, 3, 6]
+
+
+def test_a_loss_registered_during_a_due_step_is_saved_in_it(tmp_path):
+    """A module registered while a due step is open (the zero-code-change hook registers a
+    loss at its first call) gets its callbacks at once."""
+    torch.manual_seed(0)
+    model, crit = Net(), nn.CrossEntropyLoss()
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=["losses"],
+                    save_config=smd.SaveConfig(save_interval=2))
+    hook.register_module(model)
+    for s in range(3):
+        x, y = batch(s)
+        out = model(x)
+        if s == 0:
+            hook.register_loss(crit)
+        crit(out, y).backward()
+    hook.close()
+    tr = create_trial(str(tmp_path / "t"))
+    assert tr.tensor("CrossEntropyLoss_output_0").steps() == [0, 2]
 
 
 def test_parameters_changed_after_registering_are_seen(tmp_path):

@@ -6,9 +6,17 @@ check, and closing.
 
 Steps: a module hook starts each step with :meth:`FrameworkHook._start_step`, which asks the
 native hook once whether anything can be saved in it (``anything_due()``: fixed until the
-next step, ``set_mode`` included). On a no, every per-tensor callback returns at once
-(:meth:`FrameworkHook._forward_callback` is what the framework calls): no tensor is
-touched, no name is built, no parameter is walked.
+next step, ``set_mode`` included). The callbacks that save a step's tensors (a module's
+inputs and outputs, a parameter's gradient) are on the framework's modules only while a
+step has something due: a framework hook gives :meth:`FrameworkHook._add_tensor_hooks` a
+function that registers them, run when a step with something due starts after one without,
+and their registrations come off when a step without follows. Only the callback that
+starts steps stays registered: on a step where nothing is due the framework calls nothing
+else of the hook (a module with forward hooks takes the framework's slower call path and
+each gradient callback enters Python from the backward pass, which together cost more
+than the rest of the hook), no tensor is touched, no name is built, no parameter is walked.
+Callbacks attached while a step is due run after the ones the script registered before
+that step.
 
 A framework's hook subclasses :class:`FrameworkHook` and supplies what differs: its own
 state (set before the native hook is built), the native framework name, its worker
@@ -53,7 +61,9 @@ class FrameworkHook:
         self._started = False
         self._written = {}
         self._due = False        # anything_due() of the step in progress
-        self._handles = []
+        self._handles = []       # registrations kept while the hook is on
+        self._tensor_hooks = []  # functions attaching the callbacks that save tensors
+        self._attached = []      # what takes those callbacks off, while a step is due
         self._framework_init(include_collections, include_regex, save_all)
         self.out_dir = None if out_dir is None else str(out_dir)
         self.worker = "worker_0"
@@ -197,15 +207,28 @@ class FrameworkHook:
         native = self._native
         native.step()
         self._written.clear()
-        self._due = native.anything_due()
+        self._set_due(native.anything_due())
         return self._due
 
-    def _forward_callback(self, module, inputs, outputs):
-        # What the framework calls after a module's forward; unguarded on purpose: on a
-        # step with nothing due this is all. The module hooks define the guarded
-        # `_forward_hook(module, inputs, outputs)` that saves what is due.
+    def _set_due(self, due):
+        # The tensor callbacks follow `_due`: attached when it turns true, off when false.
+        if due and not self._due:
+            for attach in self._tensor_hooks:
+                self._attached.extend(attach())
+        elif self._due and not due:
+            removers, self._attached = self._attached, []
+            for remove in removers:
+                remove()
+        self._due = due
+
+    def _add_tensor_hooks(self, attach):
+        """Keeps ``attach``: a function that registers callbacks saving a module's tensors
+        and returns, for each registration, the function that takes it off. It runs at
+        once if the step in progress has something due (a module registered during a
+        step), else when the next such step starts."""
+        self._tensor_hooks.append(attach)
         if self._due:
-            self._forward_hook(module, inputs, outputs)
+            self._attached.extend(attach())
 
     # -- saving a module's tensors -------------------------------------------------------
 
@@ -273,7 +296,8 @@ class FrameworkHook:
         if self._started:
             self._framework_end_step()
         self._closed = True
-        self._due = False
+        self._set_due(False)
+        self._tensor_hooks.clear()
         self._framework_detach()
         self._native.close()
 

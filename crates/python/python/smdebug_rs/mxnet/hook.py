@@ -41,9 +41,11 @@ differences.
 
 Steps: each forward call of the registered block ends the open step (its gradients), starts
 the next one and asks once whether anything can be saved in it (``anything_due()``: any
-collection due in the step's mode). On a step where nothing is due every callback returns
-at once: no NDArray is touched, no name is built, the parameters are not walked, neither
-when the step starts nor for its gradients when it ends. Only what is due leaves the
+collection due in the step's mode). On a step where nothing is due the blocks carry no
+forward hook of ours (they are attached for the steps that save: see
+:mod:`smdebug_rs.core.framework_hook`) and the step's start returns at once: no NDArray is
+touched, no name is built, the parameters are not walked, neither when the step starts nor
+for its gradients when it ends. Only what is due leaves the
 device: ``asnumpy()`` runs only after ``should_save_tensor(name)`` said a collection of it
 is due at this step.
 
@@ -195,8 +197,7 @@ class Hook(FrameworkHook):
                                  self._LOG_NAME, block.name)
             return
         if isinstance(block, mx.gluon.loss.Loss):
-            self._handles.append(block.register_forward_hook(self._forward_callback))
-            self.registered_blocks.add(block)
+            self._add_forward_hook(block)
             return
         self.model = block
         recursive = self._is_recursive_needed()
@@ -204,15 +205,18 @@ class Hook(FrameworkHook):
         if recursive:
             block.apply(self._recursive_apply)
         else:
-            self._handles.append(block.register_forward_hook(self._forward_callback))
-            self.registered_blocks.add(block)
+            self._add_forward_hook(block)
 
     def _recursive_apply(self, block):
         if block in self.registered_blocks:
             get_logger().warning("%s: the hook is already registered to block %s",
                                  self._LOG_NAME, block.name)
             return
-        self._handles.append(block.register_forward_hook(self._forward_callback))
+        self._add_forward_hook(block)
+
+    def _add_forward_hook(self, block):
+        # On only in steps that save something (FrameworkHook._add_tensor_hooks).
+        self._add_tensor_hooks(lambda: [block.register_forward_hook(self._forward_hook).detach])
         self.registered_blocks.add(block)
 
     def register_hook(self, block):

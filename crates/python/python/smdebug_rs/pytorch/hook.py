@@ -33,8 +33,9 @@ the registered module's class name, ``module._get_name()``):
 Steps: each forward call of a registered root module starts the next step (the native
 ``_step()``: the previous step's files are published) and asks once whether anything can
 be saved in it (``anything_due()``: any collection due in the step's mode). On a step where
-nothing is due every callback returns at once: no tensor is touched, no name is built, the
-parameters are not walked. Only what is due leaves the device: a tensor is detached, copied
+nothing is due the modules carry no forward hook of ours and the parameters no gradient
+hook (they are attached for the steps that save: see :mod:`smdebug_rs.core.framework_hook`):
+no tensor is touched, no name is built, the parameters are not walked. Only what is due leaves the device: a tensor is detached, copied
 to the CPU and turned into numpy only after ``should_save_tensor(name)`` said a collection
 of it is due at this step. The parameter list of a root module is kept between steps
 (:class:`~smdebug_rs.pytorch.params.ModuleParams`: walked again when the module tree
@@ -147,12 +148,21 @@ class Hook(FrameworkHook):
         self._roots.append(module)
         self._params[module] = ModuleParams(module)
         self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook))
-        # `apply` visits the root and every submodule, as the original registers them.
-        module.apply(
-            lambda m: self._handles.append(m.register_forward_hook(self._forward_callback)))
-        for pname, p in self._params[module].items(root):
-            if p.requires_grad:
-                self._handles.append(p.register_hook(self._gradient_hook(pname)))
+        # The modules and parameters of now, as the original registers them (`apply`
+        # visits every submodule, then the root); their callbacks are on only in steps
+        # that save something.
+        modules = []
+        module.apply(modules.append)
+        grads = [(GRADIENT_PREFIX + pname, p)
+                 for pname, p in self._params[module].items(root) if p.requires_grad]
+
+        def attach():
+            removers = [m.register_forward_hook(self._forward_hook).remove for m in modules]
+            removers += [p.register_hook(self._gradient_hook(name)).remove
+                         for name, p in grads if p.requires_grad]
+            return removers
+
+        self._add_tensor_hooks(attach)
         self.has_registered_module = True
 
     def register_hook(self, module):
@@ -170,7 +180,8 @@ class Hook(FrameworkHook):
             return
         loss_module._module_name = loss_module._get_name()
         self.module_set.add(loss_module)
-        self._handles.append(loss_module.register_forward_hook(self._forward_callback))
+        self._add_tensor_hooks(
+            lambda: [loss_module.register_forward_hook(self._forward_hook).remove])
         self.has_registered_loss_module = True
 
     # -- the callbacks -------------------------------------------------------------------
@@ -197,9 +208,7 @@ class Hook(FrameworkHook):
         self._write_all(name, INPUT_TENSOR_SUFFIX, inputs)
         self._write_all(name, OUTPUT_TENSOR_SUFFIX, outputs)
 
-    def _gradient_hook(self, pname):
-        name = GRADIENT_PREFIX + pname
-
+    def _gradient_hook(self, name):
         def back(grad):
             if self._due:
                 self._on_gradient(name, grad)
