@@ -7,15 +7,27 @@ FRAMEWORK: ``pytorch`` or ``mxnet`` (a small CNN, the hook registered on the mod
 ``tensorflow`` (a small dense Keras model trained by ``model.fit``, the ``KerasHook`` passed
 as a callback). HOOK: ``none``, ``smdebug_rs`` or ``smdebug`` (the package whose
 ``<framework>.Hook``, or ``KerasHook``, is attached). CASE: ``interval`` (weights, gradients
-and losses every 100 steps) or ``every`` (weights and gradients every step). Prints
-``{"step_s": …}``: the mean step time over STEPS steps after a warm-up (a mean, not a
-median: at a save interval of 100 the steps that save are the cost), the hook's end of trial
-(``close``) included, spread over the steps. In ``model.fit`` a step is the time from one
-batch's first callback to the next one's, taken by a callback placed before the hook; the
-measured steps run from the first step after the warm-up to ``fit``'s return.
+and losses every 100 steps) or ``every`` (weights and gradients every step). Means, not
+medians: at a save interval of 100 the steps that save are the cost; the hook's end of trial
+(``close``) is included, spread over the steps.
 
-One process per measurement, so that no hook's state (the original keeps module hooks and
-a singleton) reaches another; xtask interleaves the processes of the three hooks.
+PyTorch and MXNet are measured in pairs: the process trains two identical networks, one
+with the hook and one without, in alternating blocks of ``BLOCK`` steps after a warm-up of
+``WARMUP`` steps each, and prints ``{"plain_s": …, "hooked_s": …}``, the mean step time of
+each. Two processes running the same script differ by more than the 3 % goal (the CPUs a
+process's threads land on, memory placement); within one process both networks share them.
+Each hooked block starts with a step that saves (the warm-up ends where a save interval
+starts), so that work a hook leaves to a background thread after saving falls into the
+hooked network's time. HOOK ``none`` is not used there.
+
+In ``model.fit`` a network cannot be alternated without calling ``fit`` again (a hook's
+``on_train_begin`` each time), so TensorFlow is one network per process and prints
+``{"step_s": …}``: a step is the time from one batch's first callback to the next one's,
+taken by a callback placed before the hook; the measured steps run from the first step after
+the warm-up to ``fit``'s return.
+
+One process per hook, so that no hook's state (the original keeps module hooks and a
+singleton) reaches another; xtask interleaves the processes of the hooks.
 """
 
 import importlib
@@ -28,6 +40,10 @@ import time
 import numpy as np
 
 WARMUP = 10
+# The paired networks' warm-up: a whole save interval, so that measuring starts at a step
+# that saves.
+PAIRED_WARMUP = 100
+BLOCK = 10
 BATCH = 32
 CASES = {
     "interval": (100, ["weights", "gradients", "losses"]),
@@ -53,26 +69,32 @@ def torch_steps(pkg, case, steps, out):
     import torch
     from torch import nn
 
-    torch.manual_seed(0)
     torch.set_num_threads(1)
-    net = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 16, 3),
-                        nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 5 * 5, 10))
-    loss_fn = nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(net.parameters(), lr=0.01)
-    x = torch.randn(BATCH, 1, 28, 28)
-    y = torch.randint(0, 10, (BATCH,))
+    x = torch.randn(BATCH, 1, 28, 28, generator=torch.Generator().manual_seed(1))
+    y = torch.randint(0, 10, (BATCH,), generator=torch.Generator().manual_seed(2))
+
+    def network():
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Conv2d(8, 16, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                            nn.Linear(16 * 5 * 5, 10))
+        loss_fn = nn.CrossEntropyLoss()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01)
+
+        def step():
+            opt.zero_grad()
+            loss = loss_fn(net(x), y)
+            loss.backward()
+            opt.step()
+
+        return net, loss_fn, step
+
+    _, _, plain = network()
+    net, loss_fn, hooked = network()
     hook = hook_of(pkg, "pytorch", case, out)
-    if hook is not None:
-        hook.register_module(net)
-        hook.register_loss(loss_fn)
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(net(x), y)
-        loss.backward()
-        opt.step()
-
-    return run(step, steps, hook)
+    hook.register_module(net)
+    hook.register_loss(loss_fn)
+    return paired(plain, hooked, steps, hook)
 
 
 def mxnet_steps(pkg, case, steps, out):
@@ -80,30 +102,35 @@ def mxnet_steps(pkg, case, steps, out):
     from mxnet import autograd, gluon
     from mxnet.gluon import nn
 
-    mx.random.seed(0)
-    net = nn.HybridSequential()
-    net.add(nn.Conv2D(8, 3, activation="relu"), nn.MaxPool2D(2),
-            nn.Conv2D(16, 3, activation="relu"), nn.MaxPool2D(2), nn.Dense(10))
-    net.initialize(mx.init.Xavier())
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
     rng = np.random.RandomState(0)
     x = mx.nd.array(rng.standard_normal((BATCH, 1, 28, 28)).astype(np.float32))
     y = mx.nd.array(rng.randint(0, 10, size=(BATCH,)).astype(np.float32))
-    net(x)  # shapes known before a hook looks at the parameters
+
+    def network():
+        mx.random.seed(0)
+        net = nn.HybridSequential()
+        net.add(nn.Conv2D(8, 3, activation="relu"), nn.MaxPool2D(2),
+                nn.Conv2D(16, 3, activation="relu"), nn.MaxPool2D(2), nn.Dense(10))
+        net.initialize(mx.init.Xavier())
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
+        net(x)  # shapes known before a hook looks at the parameters
+
+        def step():
+            with autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            trainer.step(BATCH)
+            mx.nd.waitall()
+
+        return net, loss_fn, step
+
+    _, _, plain = network()
+    net, loss_fn, hooked = network()
     hook = hook_of(pkg, "mxnet", case, out)
-    if hook is not None:
-        hook.register_block(net)
-        hook.register_block(loss_fn)
-
-    def step():
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
-        trainer.step(BATCH)
-        mx.nd.waitall()
-
-    return run(step, steps, hook)
+    hook.register_block(net)
+    hook.register_block(loss_fn)
+    return paired(plain, hooked, steps, hook)
 
 
 def keras_steps(pkg, case, steps, out):
@@ -143,7 +170,7 @@ def keras_steps(pkg, case, steps, out):
     callbacks = [Clock()] + ([hook] if hook is not None else [])
     model.fit(data, epochs=1, verbose=0, callbacks=callbacks)
     measured = time.perf_counter() - Clock.start
-    return (measured + close_seconds(hook)) / steps
+    return {"step_s": (measured + close_seconds(hook)) / steps}
 
 
 def close_seconds(hook):
@@ -153,15 +180,20 @@ def close_seconds(hook):
     return time.perf_counter() - t
 
 
-def run(step, steps, hook):
-    for _ in range(WARMUP):
-        step()
-    times = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t)
-    return (sum(times) + close_seconds(hook)) / steps
+def paired(plain, hooked, steps, hook):
+    """Mean step times of the network without and with the hook, alternated in blocks."""
+    for _ in range(PAIRED_WARMUP):
+        plain()
+        hooked()
+    spent = {plain: 0.0, hooked: 0.0}
+    for start in range(0, steps, BLOCK):
+        for step in (plain, hooked):
+            t = time.perf_counter()
+            for _ in range(min(BLOCK, steps - start)):
+                step()
+            spent[step] += time.perf_counter() - t
+    return {"plain_s": spent[plain] / steps,
+            "hooked_s": (spent[hooked] + close_seconds(hook)) / steps}
 
 
 def main():
@@ -169,12 +201,14 @@ def main():
     if case not in CASES or pkg not in ("none", "smdebug_rs", "smdebug"):
         sys.exit(f"usage: {sys.argv[0]} pytorch|mxnet|tensorflow none|smdebug_rs|smdebug "
                  "interval|every STEPS")
+    if framework != "tensorflow" and pkg == "none":
+        sys.exit(f"{framework} is measured in pairs: each process trains without a hook too")
     os.environ.setdefault("SMDEBUG_LOG_LEVEL", "error")
     with tempfile.TemporaryDirectory() as d:
         fn = {"pytorch": torch_steps, "mxnet": mxnet_steps,
               "tensorflow": keras_steps}[framework]
-        step_s = fn(pkg, case, steps, os.path.join(d, "trial"))
-    print(json.dumps({"step_s": step_s}))
+        times = fn(pkg, case, steps, os.path.join(d, "trial"))
+    print(json.dumps(times))
 
 
 if __name__ == "__main__":

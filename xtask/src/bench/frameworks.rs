@@ -9,19 +9,26 @@
 //! Two cases: weights, gradients and losses every 100 steps (goal: our step at most 3 %
 //! slower than no hook, i.e. ratio no-hook time / our time ≥ 0.97) and weights and
 //! gradients every step (goal: the time the original adds to a step at least 5 × the time
-//! ours adds; without the original, no-hook time / our time, reported without a goal). Each
-//! measurement is a process of its own; the hooks' processes are interleaved over several
-//! rounds and each figure is the median over the rounds, so that a slow moment of a shared
-//! machine hits all hooks alike.
+//! ours adds; without the original, no-hook time / our time, reported without a goal).
+//!
+//! PyTorch and MXNet are measured in pairs: each process trains an identical network
+//! without a hook beside the hooked one, alternating blocks of steps, and its no-hook time
+//! is that network's. Two processes of the same script differ by more than 3 %, one process's
+//! two networks by far less; a hook's figure is the median over rounds of what each process
+//! measured. In `model.fit` (TensorFlow) the loop is Keras's, so the no-hook time is a
+//! process of its own, run in every round beside the hooks'. The hooks' processes are
+//! interleaved over several rounds so that a slow moment of a shared machine hits all hooks
+//! alike.
 use crate::peer::{Venv, MXNET, TF, TORCH};
 use crate::util::{output, root, step};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
-/// The hooks of a round, in the order they run: no hook, ours, the original (where it runs).
-const HOOKS: [&str; 3] = ["none", "smdebug_rs", "smdebug"];
+/// The hooks measured: ours and the original (where it runs).
+const HOOKS: [&str; 2] = ["smdebug_rs", "smdebug"];
 
 /// `(case, steps measured, label)` of framework_steps.py.
 const CASES: [(&str, u32, &str); 2] = [
@@ -33,23 +40,25 @@ const CASES: [(&str, u32, &str); 2] = [
     ("every", 100, "every step (weights, gradients)"),
 ];
 
-/// A framework measured: its name in framework_steps.py and the rows, its venv, why the
-/// original smdebug is not measured there (if it is not), and by how much the steps of
-/// [`CASES`] are multiplied, so that each run lasts about as long as the others (a step of
-/// the small Keras model takes about a third of a CNN step's time) and a moment of a busy
-/// machine weighs as little there.
+/// A framework measured: its name in framework_steps.py and the rows, its venv, whether a
+/// process trains a network without the hook beside the hooked one, why the original
+/// smdebug is not measured there (if it is not), and by how much the steps of [`CASES`]
+/// are multiplied, so that each run lasts about as long as the others (a step of the small
+/// Keras model takes about a third of a CNN step's time) and a moment of a busy machine
+/// weighs as little there.
 struct Framework {
     name: &'static str,
     venv: &'static Venv,
+    paired: bool,
     no_original: Option<&'static str>,
     step_scale: u32,
 }
 
 impl Framework {
-    /// The hooks of a round in this framework's venv.
+    /// The hooks measured in this framework's venv.
     fn hooks(&self) -> &'static [&'static str] {
         match self.no_original {
-            Some(_) => &HOOKS[..2],
+            Some(_) => &HOOKS[..1],
             None => &HOOKS,
         }
     }
@@ -60,18 +69,21 @@ const FRAMEWORKS: [Framework; 3] = [
     Framework {
         name: "pytorch",
         venv: &TORCH,
+        paired: true,
         no_original: None,
         step_scale: 1,
     },
     Framework {
         name: "mxnet",
         venv: &MXNET,
+        paired: true,
         no_original: None,
         step_scale: 1,
     },
     Framework {
         name: "tensorflow",
         venv: &TF,
+        paired: false,
         no_original: Some("the original does not run on TF 2.21"),
         step_scale: 4,
     },
@@ -81,6 +93,36 @@ const FRAMEWORKS: [Framework; 3] = [
 /// every step.
 const INTERVAL_GOAL: f64 = 0.97;
 const EVERY_GOAL: f64 = 5.0;
+
+/// One process's mean step times (seconds): without the hook and with it.
+#[derive(Clone, Copy, Debug)]
+struct Pair {
+    plain: f64,
+    hooked: f64,
+}
+
+/// A hook's figures: medians over the rounds' [`Pair`]s.
+#[derive(Clone, Copy, Debug)]
+struct Figures {
+    plain: f64,
+    hooked: f64,
+    /// No-hook time / hooked time.
+    ratio: f64,
+    /// Hooked time − no-hook time.
+    added: f64,
+}
+
+impl Figures {
+    fn of(pairs: &[Pair]) -> Figures {
+        let m = |f: fn(&Pair) -> f64| median(pairs.iter().map(f).collect());
+        Figures {
+            plain: m(|p| p.plain),
+            hooked: m(|p| p.hooked),
+            ratio: m(|p| p.plain / p.hooked),
+            added: m(|p| p.hooked - p.plain),
+        }
+    }
+}
 
 /// The figures of every framework, error rows for a framework whose venv or run failed.
 pub fn rows(quick: bool) -> Vec<Value> {
@@ -106,52 +148,68 @@ fn framework_rows(framework: &Framework, quick: bool) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     for (case, steps, label) in CASES {
         step(&format!(
-            "{name} step time, {label}: {rounds} rounds of {hooks:?}"
+            "{name} step time, {label}: {rounds} rounds of {hooks:?}{}",
+            if framework.paired {
+                ", each beside no hook"
+            } else {
+                " and no hook"
+            }
         ));
-        let mut times = vec![Vec::new(); hooks.len()];
+        let steps = steps * framework.step_scale;
+        let run = |hook| step_times(&python, name, hook, case, steps);
+        let mut pairs = vec![Vec::new(); hooks.len()];
         for _ in 0..rounds {
+            let plain = if framework.paired {
+                None
+            } else {
+                Some(time(&run("none")?, "step_s")?)
+            };
             for (i, hook) in hooks.iter().enumerate() {
-                times[i].push(step_seconds(
-                    &python,
-                    name,
-                    hook,
-                    case,
-                    steps * framework.step_scale,
-                )?);
+                let t = run(hook)?;
+                pairs[i].push(match plain {
+                    Some(plain) => Pair {
+                        plain,
+                        hooked: time(&t, "step_s")?,
+                    },
+                    None => Pair {
+                        plain: time(&t, "plain_s")?,
+                        hooked: time(&t, "hooked_s")?,
+                    },
+                });
             }
         }
-        let mut medians = times.into_iter().map(median);
-        let (none, ours) = (
-            medians.next().unwrap_or(f64::NAN),
-            medians.next().unwrap_or(f64::NAN),
-        );
+        let mut figures = pairs.iter().map(|p| Figures::of(p));
+        let ours = figures.next().context("no hook measured")?;
         let original = match framework.no_original {
             Some(why) => Err(why),
-            None => Ok(medians.next().unwrap_or(f64::NAN)),
+            None => Ok(figures.next().context("the original not measured")?),
         };
-        rows.extend(case_rows(name, case, label, none, ours, original));
+        rows.extend(case_rows(name, case, label, ours, original));
     }
     Ok(rows)
 }
 
-/// The rows of one case from the median step times (seconds); `original` is the
-/// original's, or why it was not measured.
+/// The rows of one case from the hooks' figures; `original` is the original's, or why it
+/// was not measured.
 fn case_rows(
     framework: &str,
     case: &str,
     label: &str,
-    none: f64,
-    ours: f64,
-    original: Result<f64, &str>,
+    ours: Figures,
+    original: Result<Figures, &str>,
 ) -> Vec<Value> {
     let ms = |s: f64| s * 1e3;
-    let seconds = json!({"none": none, "smdebug_rs": ours, "smdebug": original.ok()});
+    let seconds = |f: &Figures| json!({"no_hook": f.plain, "hook": f.hooked});
+    let step_seconds = json!({
+        "smdebug_rs": seconds(&ours),
+        "smdebug": original.as_ref().ok().map(seconds),
+    });
     let ours_vs_none = |goal: Option<f64>, note: &str| {
         json!({
             "name": format!("{framework}: step, {label}, smdebug_rs vs no hook{note}"),
-            "value": ms(ours), "unit": "ms", "baseline": "no hook",
-            "ratio": none / ours, "goal": goal, "seconds": ours,
-            "baseline_seconds": none, "step_seconds": seconds,
+            "value": ms(ours.hooked), "unit": "ms", "baseline": "no hook",
+            "ratio": ours.ratio, "goal": goal, "seconds": ours.hooked,
+            "baseline_seconds": ours.plain, "step_seconds": step_seconds,
         })
     };
     let original = match original {
@@ -164,24 +222,32 @@ fn case_rows(
             ours_vs_none(Some(INTERVAL_GOAL), ""),
             json!({
                 "name": format!("{framework}: step, {label}, original vs no hook"),
-                "value": ms(original), "unit": "ms", "baseline": "no hook",
-                "ratio": none / original, "goal": null, "seconds": original,
-                "baseline_seconds": none, "step_seconds": seconds,
+                "value": ms(original.hooked), "unit": "ms", "baseline": "no hook",
+                "ratio": original.ratio, "goal": null, "seconds": original.hooked,
+                "baseline_seconds": original.plain, "step_seconds": step_seconds,
             }),
         ]
     } else {
-        // What each hook adds to a step; a hook faster than no hook (noise) adds nothing.
-        let added = |t: f64| (t - none).max(1e-9);
+        // A hook measured faster than no hook (noise) adds nothing.
+        let added = |f: &Figures| f.added.max(1e-9);
         vec![json!({
             "name": format!("{framework}: time added to a step, {label}, original/ours"),
-            "value": ms(ours - none), "unit": "ms", "baseline": "the original's added time",
-            "ratio": added(original) / added(ours), "goal": EVERY_GOAL, "seconds": ours,
-            "baseline_seconds": original, "step_seconds": seconds,
+            "value": ms(ours.added), "unit": "ms", "baseline": "the original's added time",
+            "ratio": added(&original) / added(&ours), "goal": EVERY_GOAL,
+            "seconds": ours.added, "baseline_seconds": original.added,
+            "step_seconds": step_seconds,
         })]
     }
 }
 
-fn step_seconds(python: &Path, framework: &str, hook: &str, case: &str, steps: u32) -> Result<f64> {
+/// The step times framework_steps.py printed (`step_s`, or `plain_s` and `hooked_s`).
+fn step_times(
+    python: &Path,
+    framework: &str,
+    hook: &str,
+    case: &str,
+    steps: u32,
+) -> Result<HashMap<String, f64>> {
     let script = root().join("crates/python/bench/framework_steps.py");
     let out = output(
         Command::new(python)
@@ -189,15 +255,23 @@ fn step_seconds(python: &Path, framework: &str, hook: &str, case: &str, steps: u
             .args([framework, hook, case, &steps.to_string()])
             .env("SMDEBUG_LOG_LEVEL", "error"),
     )?;
-    let v: Value = serde_json::from_str(
-        out.lines()
-            .last()
-            .with_context(|| format!("{} printed nothing", script.display()))?,
-    )
-    .with_context(|| format!("{} printed {out}", script.display()))?;
-    v["step_s"]
-        .as_f64()
-        .with_context(|| format!("no step_s in {out}"))
+    let last = out
+        .lines()
+        .last()
+        .with_context(|| format!("{} printed nothing", script.display()))?;
+    let times: HashMap<String, f64> = serde_json::from_str(last)
+        .with_context(|| format!("{} printed {out}", script.display()))?;
+    if times.is_empty() || times.values().any(|t| !t.is_finite() || *t <= 0.0) {
+        bail!("{} printed no step times: {last}", script.display());
+    }
+    Ok(times)
+}
+
+fn time(times: &HashMap<String, f64>, key: &str) -> Result<f64> {
+    times
+        .get(key)
+        .copied()
+        .with_context(|| format!("framework_steps.py printed no {key}: {times:?}"))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -209,33 +283,59 @@ fn median(mut v: Vec<f64>) -> f64 {
 mod tests {
     use super::*;
 
+    fn figures(plain: f64, hooked: f64) -> Figures {
+        Figures::of(&[Pair { plain, hooked }])
+    }
+
     #[test]
     fn interval_rows_compare_with_no_hook() {
-        let rows = case_rows("pytorch", "interval", "l", 0.010, 0.0102, Ok(0.012));
+        let (ours, original) = (figures(0.010, 0.0102), figures(0.0101, 0.012));
+        let rows = case_rows("pytorch", "interval", "l", ours, Ok(original));
         assert_eq!(rows.len(), 2);
         let r = rows[0]["ratio"].as_f64().unwrap();
         assert!((r - 0.010 / 0.0102).abs() < 1e-12);
         assert!(r >= INTERVAL_GOAL);
+        assert!((rows[1]["ratio"].as_f64().unwrap() - 0.0101 / 0.012).abs() < 1e-12);
         assert!(rows[1]["goal"].is_null());
     }
 
     #[test]
     fn every_step_row_compares_added_time() {
-        let rows = case_rows("mxnet", "every", "l", 0.010, 0.011, Ok(0.020));
+        let original = figures(0.010, 0.020);
+        let rows = case_rows("mxnet", "every", "l", figures(0.010, 0.011), Ok(original));
         let r = rows[0]["ratio"].as_f64().unwrap();
         assert!((r - 10.0).abs() < 1e-9, "{r}");
         // Ours measured faster than no hook: the ratio stays finite.
-        let rows = case_rows("mxnet", "every", "l", 0.010, 0.009, Ok(0.020));
+        let rows = case_rows("mxnet", "every", "l", figures(0.010, 0.009), Ok(original));
         assert!(rows[0]["ratio"].as_f64().unwrap().is_finite());
     }
 
     #[test]
+    fn each_figure_is_the_median_of_the_rounds() {
+        // Each process's ratio, not the ratio of the medians: a slow process's pair counts
+        // as one round.
+        let pairs =
+            [(1.0, 1.01), (2.0, 2.2), (1.1, 1.1)].map(|(plain, hooked)| Pair { plain, hooked });
+        let f = Figures::of(&pairs);
+        assert!((f.ratio - 1.0 / 1.01).abs() < 1e-12, "{f:?}");
+        assert!((f.added - 0.01).abs() < 1e-12, "{f:?}");
+        assert_eq!((f.plain, f.hooked), (1.1, 1.1));
+    }
+
+    #[test]
     fn without_the_original_ours_is_compared_with_no_hook_and_the_row_says_why() {
-        let rows = case_rows("tensorflow", "interval", "l", 0.010, 0.0102, Err("gone"));
+        let why = "gone";
+        let rows = case_rows(
+            "tensorflow",
+            "interval",
+            "l",
+            figures(0.010, 0.0102),
+            Err(why),
+        );
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0]["goal"].as_f64(), Some(INTERVAL_GOAL));
         assert!(rows[0]["step_seconds"]["smdebug"].is_null());
-        let rows = case_rows("tensorflow", "every", "l", 0.010, 0.0125, Err("gone"));
+        let rows = case_rows("tensorflow", "every", "l", figures(0.010, 0.0125), Err(why));
         assert_eq!(rows.len(), 1);
         let r = rows[0]["ratio"].as_f64().unwrap();
         assert!((r - 0.8).abs() < 1e-12, "{r}");
@@ -255,7 +355,7 @@ mod tests {
                 "{}",
                 f.name
             );
-            assert_eq!(&f.hooks()[..2], &["none", "smdebug_rs"]);
+            assert_eq!(f.hooks()[0], "smdebug_rs");
         }
     }
 
