@@ -12,13 +12,14 @@ medians: at a save interval of 100 the steps that save are the cost; the hook's 
 (``close``) is included, spread over the steps.
 
 PyTorch and MXNet are measured in pairs: the process trains two identical networks, one
-with the hook and one without, in alternating blocks of ``BLOCK`` steps after a warm-up of
+with the hook and one without, in alternating blocks of ``BLOCK`` steps (which one runs
+first changes every block) after a warm-up of
 ``WARMUP`` steps each, and prints ``{"plain_s": …, "hooked_s": …}``, the mean step time of
 each. Two processes running the same script differ by more than the 3 % goal (the CPUs a
 process's threads land on, memory placement); within one process both networks share them.
 Each hooked block starts with a step that saves (the warm-up ends where a save interval
 starts), so that work a hook leaves to a background thread after saving falls into the
-hooked network's time. HOOK ``none`` is not used there.
+hooked network's time (for the rest of that block). HOOK ``none`` is not used there.
 
 In ``model.fit`` a network cannot be alternated without calling ``fit`` again (a hook's
 ``on_train_begin`` each time), so TensorFlow is one network per process and prints
@@ -186,8 +187,10 @@ def paired(plain, hooked, steps, hook):
         plain()
         hooked()
     spent = {plain: 0.0, hooked: 0.0}
-    for start in range(0, steps, BLOCK):
-        for step in (plain, hooked):
+    for k, start in enumerate(range(0, steps, BLOCK)):
+        # Which network runs first changes every block, so that neither is always the one
+        # running after the other's work.
+        for step in (plain, hooked) if k % 2 == 0 else (hooked, plain):
             t = time.perf_counter()
             for _ in range(min(BLOCK, steps - start)):
                 step()
