@@ -255,6 +255,33 @@ pub(crate) fn recipe_strategy() -> impl Strategy<Value = serde_json::Value> {
         })
 }
 
+/// Writes `recipe` with the real smdebug writer classes and compares both readers' dumps in
+/// both directions: `Err` with the report when they differ.
+fn recipe_dumps_like_python(recipe: &serde_json::Value) -> Result<(), String> {
+    let dir = tempdir();
+    let recipe_path = dir.path().join("recipe.json");
+    std::fs::write(&recipe_path, serde_json::to_string(recipe).unwrap()).unwrap();
+    let trial: PathBuf = write_fixture_from_recipe(&recipe_path, &dir.path().join("trial"));
+    let path = trial.to_str().unwrap();
+    let py_path = dir.path().join("py.json");
+    let rs_path = dir.path().join("rs.json");
+    let py = python_dump(path, &py_path);
+    let rs = rust_dump(path, &rs_path);
+    // A recipe without the end marker and with a skipped step can leave an incomplete mode
+    // step that only Python's per-mode steps list: the named difference, checked entry by
+    // entry and left out of the comparison.
+    let mut ignores = ignores_for("random", &py);
+    let differing = incomplete_mode_steps_only_python_lists("recipe", &py, &rs);
+    ignores.extend(differing.into_iter().map(|d| d.path));
+    for (a, b) in [(&py_path, &rs_path), (&rs_path, &py_path)] {
+        let (equal, report) = compare(a, b, &ignores);
+        if !equal {
+            return Err(format!("recipe {recipe}:\n{report}"));
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 6, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -262,21 +289,26 @@ proptest! {
     /// readers, compared in both directions.
     #[test]
     fn random_recipes_dump_like_python(recipe in recipe_strategy()) {
-        let dir = tempdir();
-        let recipe_path = dir.path().join("recipe.json");
-        std::fs::write(&recipe_path, serde_json::to_string(&recipe).unwrap()).unwrap();
-        let trial: PathBuf = write_fixture_from_recipe(&recipe_path, &dir.path().join("trial"));
-        let path = trial.to_str().unwrap();
-        let py_path = dir.path().join("py.json");
-        let rs_path = dir.path().join("rs.json");
-        let py = python_dump(path, &py_path);
-        rust_dump(path, &rs_path);
-        let ignores = ignores_for("random", &py);
-        let (equal, report) = compare(&py_path, &rs_path, &ignores);
-        prop_assert!(equal, "recipe {}:\n{}", recipe, report);
-        let (equal, report) = compare(&rs_path, &py_path, &ignores);
-        prop_assert!(equal, "recipe {}:\n{}", recipe, report);
+        recipe_dumps_like_python(&recipe).map_err(TestCaseError::fail)?;
     }
+}
+
+/// A recipe the random test drew: an EVAL step, then a TRAIN step worker_1 skipped, no end
+/// marker. Python's `steps(mode=TRAIN)` lists TRAIN step 0 (its mode step 0 ≤
+/// `last_complete_step` 0, though its global step 1 is incomplete); ours does not.
+#[test]
+fn a_skipped_step_of_a_later_mode_differs_only_as_named() {
+    let recipe = serde_json::json!({
+        "seed": 2,
+        "workers": 2,
+        "schedule": [{"mode": "EVAL", "steps": 1}, {"mode": "TRAIN", "steps": 1}],
+        "default_save_config": {"save_interval": 1},
+        "training_ended": false,
+        "collections": [{"name": "raw", "include_regex": ["^raw/"]}],
+        "tensors": [{"name": "raw/t0", "dtype": "float32", "shape": []}],
+        "worker_skip_steps": {"1": [1]},
+    });
+    recipe_dumps_like_python(&recipe).unwrap();
 }
 
 fn copy_rel(from: &Path, to: &Path, rel: &Path) {
