@@ -54,6 +54,9 @@ CASES = {
 
 # The hook class of each package module, where it is not `Hook`.
 HOOK_CLASS = {"tensorflow": "KerasHook"}
+# The hook methods registering a model and its loss, where networks are measured in pairs.
+REGISTER = {"pytorch": ("register_module", "register_loss"),
+            "mxnet": ("register_block", "register_block")}
 
 
 def hook_of(pkg, framework, case, out):
@@ -90,12 +93,7 @@ def torch_steps(pkg, case, steps, out):
 
         return net, loss_fn, step
 
-    _, _, plain = network()
-    net, loss_fn, hooked = network()
-    hook = hook_of(pkg, "pytorch", case, out)
-    hook.register_module(net)
-    hook.register_loss(loss_fn)
-    return paired(plain, hooked, steps, hook)
+    return paired("pytorch", network, pkg, case, steps, out)
 
 
 def mxnet_steps(pkg, case, steps, out):
@@ -126,12 +124,7 @@ def mxnet_steps(pkg, case, steps, out):
 
         return net, loss_fn, step
 
-    _, _, plain = network()
-    net, loss_fn, hooked = network()
-    hook = hook_of(pkg, "mxnet", case, out)
-    hook.register_block(net)
-    hook.register_block(loss_fn)
-    return paired(plain, hooked, steps, hook)
+    return paired("mxnet", network, pkg, case, steps, out)
 
 
 def keras_steps(pkg, case, steps, out):
@@ -181,8 +174,15 @@ def close_seconds(hook):
     return time.perf_counter() - t
 
 
-def paired(plain, hooked, steps, hook):
-    """Mean step times of the network without and with the hook, alternated in blocks."""
+def paired(framework, network, pkg, case, steps, out):
+    """Mean step times of two networks from ``network()`` (``(model, loss, step)``), the
+    second with the hook, alternated in blocks."""
+    _, _, plain = network()
+    model, loss, hooked = network()
+    hook = hook_of(pkg, framework, case, out)
+    register_model, register_loss = REGISTER[framework]
+    getattr(hook, register_model)(model)
+    getattr(hook, register_loss)(loss)
     for _ in range(PAIRED_WARMUP):
         plain()
         hooked()
