@@ -342,8 +342,9 @@ def test_fault_converting_a_value(tmp_path, smdebug_log, monkeypatch):
     monkeypatch.setattr(hook_module, "to_numpy", failing)
     hook = smd.Hook(out_dir=str(tmp_path / "t"), save_all=True, **EVERY)
     assert train(hook) == reference
-    assert hook.fault is not None and hook.fault.where.startswith("_forward_hook saving ")
-    assert_one_fault_logged(smdebug_log, "_forward_hook saving", "MXNetError",
+    # A block's output is read when its step ends: at the next forward's start.
+    assert hook.fault is not None and hook.fault.where.startswith("_forward_pre_hook saving ")
+    assert_one_fault_logged(smdebug_log, "_forward_pre_hook saving", "MXNetError",
                              "device lost (injected)")
     # What was saved before the fault is a readable, finished trial.
     tr = create_trial(str(tmp_path / "t"))

@@ -211,11 +211,12 @@ class FrameworkHook:
         return self._due
 
     def _set_due(self, due):
-        # The tensor callbacks follow `_due`: attached when it turns true, off when false.
+        # The tensor callbacks follow `_due`: attached when it turns true, off whenever it
+        # is false (also what an attach that failed half-way left).
         if due and not self._due:
             for attach in self._tensor_hooks:
                 self._attached.extend(attach())
-        elif self._due and not due:
+        elif not due and self._attached:
             removers, self._attached = self._attached, []
             for remove in removers:
                 remove()

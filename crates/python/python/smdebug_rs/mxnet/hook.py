@@ -26,7 +26,9 @@ names):
   changes the mode, or ``close``): **the gradients of step s's backward** (TRAIN and
   GLOBAL steps only).
 * ``<block.name>_input_<n>`` / ``<block.name>_output_<n>`` — the NDArrays among a block's
-  positional inputs and its output (tuples and lists walked in order); for the registered
+  positional inputs and its output (tuples and lists walked in order), copied to the host
+  on MXNet's engine when the block's forward returns (the values it computed) and read when
+  the step ends, so that saving them does not wait for the forward pass; for the registered
   block only, or for it and every child when a collection beyond weights, biases,
   gradients and losses is saved (as the original decides). A block called again in the
   same step continues the count.
@@ -45,9 +47,8 @@ collection due in the step's mode). On a step where nothing is due the blocks ca
 forward hook of ours (they are attached for the steps that save: see
 :mod:`smdebug_rs.core.framework_hook`) and the step's start returns at once: no NDArray is
 touched, no name is built, the parameters are not walked, neither when the step starts nor
-for its gradients when it ends. Only what is due leaves the
-device: ``asnumpy()`` runs only after ``should_save_tensor(name)`` said a collection of it
-is due at this step.
+for its gradients when it ends. Only what is due leaves the device: ``asnumpy()`` runs only
+after ``should_save_tensor(name)`` said a collection of it is due at this step.
 
 Faults never break training: see :mod:`smdebug_rs.core.faults`.
 """
@@ -128,6 +129,7 @@ class Hook(FrameworkHook):
         self._root = None        # the block whose forward started the open step
         self._step_mode = modes.GLOBAL
         self._deferred = []      # its parameters not initialised when the step started
+        self._copies = []        # (name, host copy queued) of the open step's block tensors
         self.registered_blocks = set()
         self._params = {}        # root block → its parameters (see _params_of)
         self.model = None
@@ -268,8 +270,23 @@ class Hook(FrameworkHook):
             return
         self._save(p.name, value)
 
+    def _offer(self, name, tensor):
+        # A block's input or output that is due: a copy to the host is queued on MXNet's
+        # engine (after what computes the tensor, before anything that writes it later) and
+        # read when the step ends. Reading the tensor now would make the training thread
+        # wait, in the middle of the step, for the forward pass computing it.
+        if self._native.should_save_tensor(name):
+            self._saving = name  # named in the log if queueing the copy fails
+            with mx.autograd.pause():
+                self._copies.append((name, tensor.copyto(mx.cpu())))
+            self._saving = None
+
     def _end_step(self):
-        # The gradients of the open step's backward, while the native hook is still at it.
+        # The block tensors copied during the open step, and the gradients of its backward,
+        # while the native hook is still at it.
+        copies, self._copies = self._copies, []
+        for name, copy in copies:
+            self._save(name, copy)
         root, self._root = self._root, None
         self._deferred = []
         if root is None or not self._due or self._step_mode in _NO_GRADIENT_MODES:

@@ -35,11 +35,11 @@ Steps: each forward call of a registered root module starts the next step (the n
 be saved in it (``anything_due()``: any collection due in the step's mode). On a step where
 nothing is due the modules carry no forward hook of ours and the parameters no gradient
 hook (they are attached for the steps that save: see :mod:`smdebug_rs.core.framework_hook`):
-no tensor is touched, no name is built, the parameters are not walked. Only what is due leaves the device: a tensor is detached, copied
-to the CPU and turned into numpy only after ``should_save_tensor(name)`` said a collection
-of it is due at this step. The parameter list of a root module is kept between steps
-(:class:`~smdebug_rs.pytorch.params.ModuleParams`: walked again when the module tree
-changed).
+no tensor is touched, no name is built, the parameters are not walked. Only what is due
+leaves the device: a tensor is detached, copied to the CPU and turned into numpy only after
+``should_save_tensor(name)`` said a collection of it is due at this step. The parameter
+list of a root module is kept between steps (:class:`~smdebug_rs.pytorch.params.ModuleParams`:
+walked again when the module tree changed).
 
 Faults never break training: see :mod:`smdebug_rs.core.faults`.
 """
