@@ -1,36 +1,39 @@
-"""Step time of a small model trained on the CPU, with no hook, with smdebug_rs's hook or
-with the original smdebug's, for `cargo xtask bench` (xtask/src/bench/frameworks.rs).
+"""Step time of a small model trained on the CPU without a hook and with smdebug_rs's hook
+or the original smdebug's, for `cargo xtask bench` (xtask/src/bench/frameworks.rs).
 
     python framework_steps.py FRAMEWORK HOOK CASE STEPS
 
 FRAMEWORK: ``pytorch`` or ``mxnet`` (a small CNN, the hook registered on the module), or
 ``tensorflow`` (a small dense Keras model trained by ``model.fit``, the ``KerasHook`` passed
-as a callback). HOOK: ``none``, ``smdebug_rs`` or ``smdebug`` (the package whose
+as a callback). HOOK: ``smdebug_rs`` or ``smdebug`` (the package whose
 ``<framework>.Hook``, or ``KerasHook``, is attached). CASE: ``interval`` (weights, gradients
-and losses every 100 steps) or ``every`` (weights and gradients every step). Means, not
+and losses every 100 steps) or ``every`` (weights and gradients every step). Prints
+``{"plain_s": …, "hooked_s": …}``: the mean step time without and with the hook. Means, not
 medians: at a save interval of 100 the steps that save are the cost; the hook's end of trial
 (``close``) is included, spread over the steps.
 
-PyTorch and MXNet are measured in pairs: the process trains two identical networks, one
-with the hook and one without, in alternating blocks of ``BLOCK`` steps (which one runs
-first changes every block) after a warm-up of
-``WARMUP`` steps each, and prints ``{"plain_s": …, "hooked_s": …}``, the mean step time of
-each. Two processes running the same script differ by more than the 3 % goal (the CPUs a
-process's threads land on, memory placement); within one process both networks share them.
-Each hooked block starts with a step that saves (the warm-up ends where a save interval
-starts), so that work a hook leaves to a background thread after saving falls into the
-hooked network's time (for the rest of that block). HOOK ``none`` is not used there.
+Measured in pairs: the process trains two identical models, one with the hook and one
+without, alternately. Two processes running the same script differ by more than the 3 %
+goal (the CPUs a process's threads land on, memory placement); within one process both
+models share them.
 
-In ``model.fit`` a network cannot be alternated without calling ``fit`` again (a hook's
-``on_train_begin`` each time), so TensorFlow is one network per process and prints
-``{"step_s": …}``: a step is the time from one batch's first callback to the next one's,
-taken by a callback placed before the hook; the measured steps run from the first step after
-the warm-up to ``fit``'s return.
+* PyTorch and MXNet: blocks of ``BLOCK`` steps (which model runs first changes every block)
+  after a warm-up of ``PAIRED_WARMUP`` steps each. Each hooked block that saves starts
+  with the saving step (the warm-up ends where a save interval starts), so that work a
+  hook leaves to a background thread after saving falls into the hooked model's time (for
+  the rest of that block).
+* Keras: ``KERAS_FITS`` calls of ``fit`` per model, alternated the same way, each over
+  ``WARMUP`` batches, then its share of the measured steps, then one batch more. A step is
+  the time from one batch's first callback to the next one's (taken by a callback placed
+  before the hook), so what ``fit`` does before its first batches and after its last (the
+  hook's ``on_train_begin``, ``on_epoch_end`` and ``on_train_end`` too, which a training
+  of one long fit does once) is left out for both models.
 
 One process per hook, so that no hook's state (the original keeps module hooks and a
 singleton) reaches another; xtask interleaves the processes of the hooks.
 """
 
+import gc
 import importlib
 import json
 import os
@@ -45,6 +48,8 @@ WARMUP = 10
 # that saves.
 PAIRED_WARMUP = 100
 BLOCK = 10
+# The `fit` calls of each Keras model in a process, alternated.
+KERAS_FITS = 12
 BATCH = 32
 CASES = {
     "interval": (100, ["weights", "gradients", "losses"]),
@@ -60,8 +65,6 @@ REGISTER = {"pytorch": ("register_module", "register_loss"),
 
 
 def hook_of(pkg, framework, case, out):
-    if pkg == "none":
-        return None
     smd = importlib.import_module(f"{pkg}.{framework}")
     interval, collections = CASES[case]
     cls = getattr(smd, HOOK_CLASS.get(framework, "Hook"))
@@ -134,25 +137,35 @@ def keras_steps(pkg, case, steps, out):
 
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(64, activation="relu"),
+
+    def model():
+        keras.utils.set_random_seed(0)
+        m = keras.Sequential([keras.Input((64,)), keras.layers.Dense(64, activation="relu"),
                               keras.layers.Dense(10)])
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01),
+        m.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return m
+
+    per_fit = steps // KERAS_FITS
     rng = np.random.default_rng(0)
-    n = (WARMUP + steps) * BATCH
+    # One batch more than the warm-up and the measured steps: the last measured step ends
+    # where that batch begins.
+    n = (WARMUP + per_fit + 1) * BATCH
     x = rng.standard_normal((n, 64)).astype(np.float32)
     y = rng.integers(0, 10, size=(n,))
-    hook = hook_of(pkg, "tensorflow", case, out)
 
     class Clock(keras.callbacks.Callback):
-        """The time of the first measured batch's first callback."""
+        """The time from the first measured batch's first callback to the first callback of
+        the batch after the measured ones."""
 
         start = None
+        seconds = None
 
         def on_train_batch_begin(self, batch, logs=None):
             if batch == WARMUP:
-                Clock.start = time.perf_counter()
+                self.start = time.perf_counter()
+            elif batch == WARMUP + per_fit:
+                self.seconds = time.perf_counter() - self.start
 
     # Batches read in the train function's thread: with Keras's own pipeline (prefetching
     # threads) each step of a busy two-core machine waits a scheduler tick for the prefetch
@@ -161,16 +174,37 @@ def keras_steps(pkg, case, steps, out):
     options.autotune.enabled = False
     options.threading.private_threadpool_size = 1
     data = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH).with_options(options)
-    callbacks = [Clock()] + ([hook] if hook is not None else [])
-    model.fit(data, epochs=1, verbose=0, callbacks=callbacks)
-    measured = time.perf_counter() - Clock.start
-    return {"step_s": (measured + close_seconds(hook)) / steps}
+    plain, hooked = model(), model()
+    hook = hook_of(pkg, "tensorflow", case, out)
+    # A first fit of each model traces its train function (and sets the hook up); its
+    # objects are then frozen with the rest (see freeze_heap).
+    for m in (plain, hooked):
+        m.fit(data.take(WARMUP), epochs=1, verbose=0, callbacks=[hook] if m is hooked else [])
+    freeze_heap()
+    spent = {plain: 0.0, hooked: 0.0}
+    for k in range(KERAS_FITS):
+        for m in (plain, hooked) if k % 2 == 0 else (hooked, plain):
+            clock = Clock()
+            m.fit(data, epochs=1, verbose=0, callbacks=[clock] + ([hook] if m is hooked else []))
+            spent[m] += clock.seconds
+    measured = per_fit * KERAS_FITS
+    return {"plain_s": spent[plain] / measured,
+            "hooked_s": (spent[hooked] + close_seconds(hook)) / measured}
+
+
+def freeze_heap():
+    """Collects, then moves every object made so far (the framework's modules, the models,
+    the traced functions) out of the garbage collector's reach. Otherwise a full collection
+    walks all of them, over 100 ms with TensorFlow loaded, at moments that fall in one
+    model's steps or the other's by chance: a difference between two runs of the same
+    script larger than the hook's."""
+    gc.collect()
+    gc.freeze()
 
 
 def close_seconds(hook):
     t = time.perf_counter()
-    if hook is not None:
-        hook.close()
+    hook.close()
     return time.perf_counter() - t
 
 
@@ -186,6 +220,7 @@ def paired(framework, network, pkg, case, steps, out):
     for _ in range(PAIRED_WARMUP):
         plain()
         hooked()
+    freeze_heap()
     spent = {plain: 0.0, hooked: 0.0}
     for k, start in enumerate(range(0, steps, BLOCK)):
         # Which network runs first changes every block, so that neither is always the one
@@ -201,11 +236,9 @@ def paired(framework, network, pkg, case, steps, out):
 
 def main():
     framework, pkg, case, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    if case not in CASES or pkg not in ("none", "smdebug_rs", "smdebug"):
-        sys.exit(f"usage: {sys.argv[0]} pytorch|mxnet|tensorflow none|smdebug_rs|smdebug "
+    if case not in CASES or pkg not in ("smdebug_rs", "smdebug"):
+        sys.exit(f"usage: {sys.argv[0]} pytorch|mxnet|tensorflow smdebug_rs|smdebug "
                  "interval|every STEPS")
-    if framework != "tensorflow" and pkg == "none":
-        sys.exit(f"{framework} is measured in pairs: each process trains without a hook too")
     os.environ.setdefault("SMDEBUG_LOG_LEVEL", "error")
     with tempfile.TemporaryDirectory() as d:
         fn = {"pytorch": torch_steps, "mxnet": mxnet_steps,

@@ -11,14 +11,12 @@
 //! gradients every step (goal: the time the original adds to a step at least 5 × the time
 //! ours adds; without the original, no-hook time / our time, reported without a goal).
 //!
-//! PyTorch and MXNet are measured in pairs: each process trains an identical network
-//! without a hook beside the hooked one, alternating blocks of steps, and its no-hook time
-//! is that network's. Two processes of the same script differ by more than 3 %, one process's
-//! two networks by far less; a hook's figure is the median over rounds of what each process
-//! measured. In `model.fit` (TensorFlow) the loop is Keras's, so the no-hook time is a
-//! process of its own, run in every round beside the hooks'. The hooks' processes are
-//! interleaved over several rounds so that a slow moment of a shared machine hits all hooks
-//! alike.
+//! Measured in pairs: each process trains an identical model without a hook beside the
+//! hooked one, alternately (blocks of steps for PyTorch and MXNet, calls of `fit` for
+//! Keras), and its no-hook time is that model's. Two processes of the same script differ by
+//! more than 3 %, one process's two models by far less; a hook's figure is the median over
+//! rounds of what each process measured. The hooks' processes are interleaved over the
+//! rounds so that a slow moment of a shared machine hits all hooks alike.
 use crate::peer::{Venv, MXNET, TF, TORCH};
 use crate::util::{output, root, step};
 use anyhow::{bail, Context, Result};
@@ -40,16 +38,14 @@ const CASES: [(&str, u32, &str); 2] = [
     ("every", 100, "every step (weights, gradients)"),
 ];
 
-/// A framework measured: its name in framework_steps.py and the rows, its venv, whether a
-/// process trains a network without the hook beside the hooked one, why the original
-/// smdebug is not measured there (if it is not), and by how much the steps of [`CASES`]
-/// are multiplied, so that each run lasts about as long as the others (a step of the small
+/// A framework measured: its name in framework_steps.py and the rows, its venv, why the
+/// original smdebug is not measured there (if it is not), and by how much the steps of
+/// [`CASES`] are multiplied, so that each run lasts about as long as the others (a step of the small
 /// Keras model takes about a third of a CNN step's time) and a moment of a busy machine
 /// weighs as little there.
 struct Framework {
     name: &'static str,
     venv: &'static Venv,
-    paired: bool,
     no_original: Option<&'static str>,
     step_scale: u32,
 }
@@ -69,21 +65,18 @@ const FRAMEWORKS: [Framework; 3] = [
     Framework {
         name: "pytorch",
         venv: &TORCH,
-        paired: true,
         no_original: None,
         step_scale: 1,
     },
     Framework {
         name: "mxnet",
         venv: &MXNET,
-        paired: true,
         no_original: None,
         step_scale: 1,
     },
     Framework {
         name: "tensorflow",
         venv: &TF,
-        paired: false,
         no_original: Some("the original does not run on TF 2.21"),
         step_scale: 4,
     },
@@ -148,33 +141,16 @@ fn framework_rows(framework: &Framework, quick: bool) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     for (case, steps, label) in CASES {
         step(&format!(
-            "{name} step time, {label}: {rounds} rounds of {hooks:?}{}",
-            if framework.paired {
-                ", each beside no hook"
-            } else {
-                " and no hook"
-            }
+            "{name} step time, {label}: {rounds} rounds of {hooks:?}, each beside no hook"
         ));
         let steps = steps * framework.step_scale;
-        let run = |hook| step_times(&python, name, hook, case, steps);
         let mut pairs = vec![Vec::new(); hooks.len()];
         for _ in 0..rounds {
-            let plain = if framework.paired {
-                None
-            } else {
-                Some(time(&run("none")?, "step_s")?)
-            };
             for (i, hook) in hooks.iter().enumerate() {
-                let t = run(hook)?;
-                pairs[i].push(match plain {
-                    Some(plain) => Pair {
-                        plain,
-                        hooked: time(&t, "step_s")?,
-                    },
-                    None => Pair {
-                        plain: time(&t, "plain_s")?,
-                        hooked: time(&t, "hooked_s")?,
-                    },
+                let t = step_times(&python, name, hook, case, steps)?;
+                pairs[i].push(Pair {
+                    plain: time(&t, "plain_s")?,
+                    hooked: time(&t, "hooked_s")?,
                 });
             }
         }
@@ -240,7 +216,7 @@ fn case_rows(
     }
 }
 
-/// The step times framework_steps.py printed (`step_s`, or `plain_s` and `hooked_s`).
+/// The step times framework_steps.py printed (`plain_s`, `hooked_s`).
 fn step_times(
     python: &Path,
     framework: &str,
