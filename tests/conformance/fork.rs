@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use smdebug_conformance::require_s3_server;
+use smdebug_storage::testsuite::in_forked_child;
 use smdebug_storage::{BlockingStore, Bytes, Location, StorageError};
 
 fn s3_store(bucket: &str, prefix: &str) -> BlockingStore {
@@ -69,42 +70,11 @@ fn forks_with_an_s3_store_open() {
     inherited.put("k", Bytes::from_static(b"parent")).unwrap();
     assert_eq!(inherited.get("k").unwrap(), "parent");
 
-    // SAFETY: the child runs this test's Rust code and leaves with `_exit`; the parent's
-    // other threads are the harness's main thread and the storage runtime's idle workers.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            in_child(&inherited, &bucket, &prefix)
-        }))
-        .is_ok();
-        // SAFETY: ends the child without running the parent's exit handlers.
-        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-    }
-
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for the child just forked.
-        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        assert!(done >= 0, "waitpid failed");
-        if done == pid {
-            break;
-        }
-        if Instant::now() > deadline {
-            // SAFETY: the child is ours and not yet reaped.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            panic!("the forked child hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "the child failed (status {status}; its panic message is above)"
-    );
+    // Run alone (above): the other threads are the harness's main thread and the storage
+    // runtime's idle workers.
+    in_forked_child(Duration::from_secs(60), || {
+        in_child(&inherited, &bucket, &prefix)
+    });
     // The parent's store still works, and sees the child's put.
     assert_eq!(inherited.get("c").unwrap(), "child");
 }

@@ -546,3 +546,47 @@ pub async fn bounded_listings_and_folders(store: &dyn Storage) {
         "a folder ends in '/'"
     );
 }
+
+/// Forks; the child runs `child` (a panic is its failure) and leaves with `_exit`, the
+/// parent waits for it and panics if it failed or was still running after `timeout` (then
+/// it is killed): a hang in the child is what a test of stores used across a fork guards
+/// against. Call it from a process where no other thread is at work (a test binary of its
+/// own, or one test run alone): a fork copies whatever lock another thread holds.
+#[cfg(unix)]
+#[allow(unsafe_code)] // fork, waitpid, kill and _exit: nothing else does this
+pub fn in_forked_child(timeout: std::time::Duration, child: impl FnOnce()) {
+    use std::time::{Duration, Instant};
+
+    // SAFETY: the caller runs no other thread that holds a lock the child takes (above);
+    // the child runs `child` and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)).is_ok();
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let deadline = Instant::now() + timeout;
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for the child just forked.
+        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        assert!(done >= 0, "waitpid failed");
+        if done == pid {
+            break;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: the child is ours and not yet reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            panic!("the forked child hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child failed (status {status}; its panic message is above)"
+    );
+}

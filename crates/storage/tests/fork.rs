@@ -4,8 +4,9 @@
 
 #![cfg(unix)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use smdebug_storage::testsuite::in_forked_child;
 use smdebug_storage::{BlockingStore, Location, StorageError};
 
 fn open(url: &str) -> BlockingStore {
@@ -47,43 +48,9 @@ fn a_forked_child_starts_its_own_runtime() {
     let inherited = open("memory://fork-parent");
     inherited.put("k", "v".into()).unwrap();
 
-    // SAFETY: the child only runs Rust code of this test and leaves with `_exit`; the
-    // parent's other threads (the storage runtime's idle workers) hold no lock it takes.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            in_child(&inherited, &local_dir)
-        }))
-        .is_ok();
-        // SAFETY: ends the child without running the parent's exit handlers.
-        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-    }
-
-    // A hang in the child is the failure this test guards against: wait with a deadline.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for the child just forked.
-        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        assert!(done >= 0, "waitpid failed");
-        if done == pid {
-            break;
-        }
-        if Instant::now() > deadline {
-            // SAFETY: the child is ours and not yet reaped.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            panic!("the forked child hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "the child failed (status {status}; its panic message is above)"
-    );
+    // This binary's only test: no other thread is at work (the storage runtime's idle
+    // workers hold no lock the child takes).
+    in_forked_child(Duration::from_secs(60), || in_child(&inherited, &local_dir));
     // The parent's store and runtime are untouched.
     assert_eq!(inherited.get("k").unwrap(), "v");
 }
