@@ -517,10 +517,7 @@ fn tensorboard_files_load_in_tensorboard() {
     write_tensorboard_trial(&trial);
     let python = std::env::var_os("SMDEBUG_TOOLS_PYTHON")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap();
-            home.join(".cache/smdebug-rs/tools-venv/bin/python")
-        });
+        .expect("SMDEBUG_TOOLS_PYTHON is not set: run the suite with `cargo xtask test`");
     assert!(
         python.exists(),
         "the tools venv ({}) is missing: run the suite with `cargo xtask test`",

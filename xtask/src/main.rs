@@ -12,6 +12,7 @@
 mod bench;
 mod browser;
 mod fuzz;
+mod listen;
 mod peer;
 mod phases;
 mod proto;

@@ -203,10 +203,10 @@ fn suite_files(row: usize) -> Result<Vec<PathBuf>> {
 }
 
 /// `cargo xtask test`'s Python step for [`SUITES`] row `row`: pytest of its files in the
-/// venv of `python` (with the development install, see [`install_dev`]) against `s3_env`'s
-/// server, printing pytest's summary line. A skipped test fails the step: every venv has
+/// venv of `python` (with the development install, see [`install_dev`]) with `env` (the
+/// tools' paths and the S3 server's variables), printing pytest's summary line. A skipped test fails the step: every venv has
 /// what its files need, so a skip means a test did not run that should have.
-pub fn test(row: usize, python: &Path, s3_env: &[(String, String)]) -> Result<()> {
+pub fn test(row: usize, python: &Path, env: &[(String, String)]) -> Result<()> {
     ensure_pytest(python)?;
     let files = suite_files(row)?;
     if files.is_empty() {
@@ -227,7 +227,7 @@ pub fn test(row: usize, python: &Path, s3_env: &[(String, String)]) -> Result<()
         .env("PYTHONDONTWRITEBYTECODE", "1")
         // The panic test panics on purpose; its backtrace is noise.
         .env("RUST_BACKTRACE", "0")
-        .envs(s3_env.iter().map(|(k, v)| (k, v)))
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .context("running pytest")?;
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -1,10 +1,10 @@
 //! The real servers the tests talk to, started for the duration of a test run.
+use crate::listen::Listening;
 use crate::peer;
-use anyhow::{bail, Context, Result};
-use std::net::{TcpListener, TcpStream};
+use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// The bucket created in the S3 test server.
 pub const BUCKET: &str = "smdebug-test";
@@ -60,7 +60,7 @@ pub fn server_pid(env: &[(String, String)]) -> Option<u32> {
 
 /// A running moto S3 server; killed when dropped.
 pub struct S3Server {
-    child: Child,
+    server: Listening,
     /// `http://127.0.0.1:PORT`.
     pub endpoint: String,
     /// The `moto_server` executable, so tests can start private servers (fault tests).
@@ -71,25 +71,18 @@ impl S3Server {
     /// Starts moto on a free loopback port and creates [`BUCKET`].
     pub fn start(tools_python: &Path) -> Result<S3Server> {
         let moto_server = tools_python.with_file_name("moto_server");
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let child = Command::new(&moto_server)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("cannot start {}", moto_server.display()))?;
+        let server = Listening::start("moto_server", |port| {
+            let mut c = Command::new(&moto_server);
+            c.args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            c
+        })?;
         let server = S3Server {
-            child,
-            endpoint: format!("http://127.0.0.1:{port}"),
+            endpoint: server.endpoint(),
+            server,
             moto_server,
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
-                bail!("moto server did not listen on port {port} within 30 s");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
         // Buckets cannot be created through object_store; a plain HTTP PUT does it.
         let create = format!(
             "import urllib.request as u; u.urlopen(u.Request('{}/{BUCKET}', method='PUT')).read()",
@@ -102,7 +95,7 @@ impl S3Server {
 
     /// The environment variables that point tests (and smdebug's boto3) at this server.
     pub fn env(&self) -> Vec<(String, String)> {
-        let pid = self.child.id().to_string();
+        let pid = self.server.child.id().to_string();
         [
             (SERVER_PID_VAR, pid.as_str()),
             ("SMDEBUG_TEST_S3_ENDPOINT", self.endpoint.as_str()),
@@ -122,13 +115,6 @@ impl S3Server {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
-    }
-}
-
-impl Drop for S3Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -8,14 +8,14 @@
 //!   `~/.cache/smdebug-rs/azurite` with the machine's `npm`, run with its `node`, in memory;
 //!   the test container is created by `xtask/scripts/azure_container.py`.
 //!
-//! Both listen on free loopback ports and are killed when dropped. What each emulator lacks
+//! Both listen on free loopback ports, started one after the other, each proven to own its
+//! port ([`Listening`]), and are killed when dropped. What each emulator lacks
 //! is listed in `docs/src/storage.md`.
+use crate::listen::Listening;
 use crate::util::{cache_dir, output, root};
 use anyhow::{bail, Context, Result};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 /// The bucket (GCS) and container (Azure) created in the emulators.
 pub const BUCKET: &str = "smdebug-test";
@@ -26,20 +26,8 @@ pub const AZURITE_VERSION: &str = "3.35.0";
 
 /// The running emulators; both are killed when this is dropped.
 pub struct Emulators {
-    gcs: Server,
-    azure: Server,
-}
-
-struct Server {
-    child: Child,
-    endpoint: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    gcs: Listening,
+    azure: Listening,
 }
 
 impl Emulators {
@@ -47,28 +35,26 @@ impl Emulators {
     /// tools venv's interpreter, which holds fake-gcs-server.
     pub fn start(tools_python: &Path) -> Result<Emulators> {
         let azurite = ensure_azurite()?;
-        // Started together: each takes about a second to listen.
-        let mut gcs = start_gcs(tools_python)?;
-        let mut azure = start_azurite(&azurite)?;
-        wait_listening(&mut gcs, "fake-gcs-server")?;
-        wait_listening(&mut azure, "azurite")?;
+        let gcs = start_gcs(tools_python)?;
+        let azure = start_azurite(&azurite)?;
         let create_bucket = format!(
             "import urllib.request as u; u.urlopen(u.Request('{}/storage/v1/b', \
              data=b'{{\"name\": \"{BUCKET}\"}}', headers={{'Content-Type': 'application/json'}}, \
              method='POST')).read()",
-            gcs.endpoint
+            gcs.endpoint()
         );
         output(Command::new(tools_python).args(["-c", &create_bucket]))
             .context("creating the GCS test bucket")?;
         output(
             Command::new(tools_python)
                 .arg(root().join("xtask/scripts/azure_container.py"))
-                .args([&azure.endpoint, BUCKET]),
+                .args([&azure.endpoint(), BUCKET]),
         )
         .context("creating the Azure test container")?;
         eprintln!(
             "GCS emulator at {}, Azurite at {}",
-            gcs.endpoint, azure.endpoint
+            gcs.endpoint(),
+            azure.endpoint()
         );
         Ok(Emulators { gcs, azure })
     }
@@ -79,7 +65,7 @@ impl Emulators {
         // object_store reads a service account JSON with these two extra fields as "talk to
         // this base URL without OAuth"; the key fields must exist but are not used.
         let account = serde_json::json!({
-            "gcs_base_url": self.gcs.endpoint,
+            "gcs_base_url": self.gcs.endpoint(),
             "disable_oauth": true,
             "client_email": "",
             "private_key": "",
@@ -89,11 +75,11 @@ impl Emulators {
             ("SMDEBUG_TEST_GCS_BUCKET", BUCKET.to_owned()),
             // The JSON API's upload, which the tests use where the emulator lacks the
             // XML-API PUT (docs/src/storage.md).
-            ("SMDEBUG_TEST_GCS_ENDPOINT", self.gcs.endpoint.clone()),
+            ("SMDEBUG_TEST_GCS_ENDPOINT", self.gcs.endpoint()),
             ("GOOGLE_SERVICE_ACCOUNT_KEY", account.to_string()),
             ("SMDEBUG_TEST_AZURE_CONTAINER", BUCKET.to_owned()),
             ("AZURE_STORAGE_USE_EMULATOR", "true".to_owned()),
-            ("AZURITE_BLOB_STORAGE_URL", self.azure.endpoint.clone()),
+            ("AZURITE_BLOB_STORAGE_URL", self.azure.endpoint()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -101,33 +87,18 @@ impl Emulators {
     }
 }
 
-fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-fn start_gcs(tools_python: &Path) -> Result<Server> {
+fn start_gcs(tools_python: &Path) -> Result<Listening> {
     let exe = fake_gcs_server(tools_python)?;
-    let port = free_port()?;
-    let address = format!("127.0.0.1:{port}");
-    let child = Command::new(&exe)
-        .args([
-            "-scheme",
-            "http",
-            "-host",
-            "127.0.0.1",
-            "-port",
-            &port.to_string(),
-        ])
-        // Path-style XML-API requests (object_store's) are recognised by this host name.
-        .args(["-public-host", &address])
-        .args(["-backend", "memory", "-log-level", "error"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("cannot start {}", exe.display()))?;
-    Ok(Server {
-        child,
-        endpoint: format!("http://127.0.0.1:{port}"),
+    Listening::start("fake-gcs-server", |port| {
+        let mut c = Command::new(&exe);
+        c.args(["-scheme", "http", "-host", "127.0.0.1"])
+            .args(["-port", &port.to_string()])
+            // Path-style XML-API requests (object_store's) are recognised by this host name.
+            .args(["-public-host", &format!("127.0.0.1:{port}")])
+            .args(["-backend", "memory", "-log-level", "error"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
     })
 }
 
@@ -142,47 +113,28 @@ fn fake_gcs_server(tools_python: &Path) -> Result<PathBuf> {
     Ok(PathBuf::from(found.trim()))
 }
 
-fn start_azurite(dir: &Path) -> Result<Server> {
+fn start_azurite(dir: &Path) -> Result<Listening> {
     let main = dir.join("node_modules/azurite/dist/src/blob/main.js");
-    let port = free_port()?;
-    let child = Command::new("node")
-        .arg(&main)
-        .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
-        // In memory: nothing is left on disk (it refuses --location then, and writes
-        // nothing into its working folder).
-        .arg("--inMemoryPersistence")
-        .current_dir(std::env::temp_dir())
-        // No telemetry upload attempts from a test machine; object_store's x-ms-version
-        // may be newer than this Azurite knows.
-        .args([
-            "--silent",
-            "--disableTelemetry",
-            "--skipApiVersionCheck",
-            "--loose",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("cannot start node {}", main.display()))?;
-    Ok(Server {
-        child,
-        endpoint: format!("http://127.0.0.1:{port}"),
+    Listening::start("azurite", |port| {
+        let mut c = Command::new("node");
+        c.arg(&main)
+            .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+            // In memory: nothing is left on disk (it refuses --location then, and writes
+            // nothing into its working folder).
+            .arg("--inMemoryPersistence")
+            .current_dir(std::env::temp_dir())
+            // No telemetry upload attempts from a test machine; object_store's x-ms-version
+            // may be newer than this Azurite knows.
+            .args([
+                "--silent",
+                "--disableTelemetry",
+                "--skipApiVersionCheck",
+                "--loose",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
     })
-}
-
-fn wait_listening(server: &mut Server, what: &str) -> Result<()> {
-    let addr = server.endpoint.trim_start_matches("http://").to_owned();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(&addr).is_err() {
-        if let Some(status) = server.child.try_wait()? {
-            bail!("{what} exited ({status}) before listening on {addr}");
-        }
-        if Instant::now() > deadline {
-            bail!("{what} did not listen on {addr} within 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(())
 }
 
 /// Installs Azurite [`AZURITE_VERSION`] into `~/.cache/smdebug-rs/azurite` unless it is

@@ -42,6 +42,21 @@ struct Tools {
     suite_pythons: Vec<PathBuf>,
 }
 
+impl Tools {
+    /// The paths every test phase gets, the same way in each (cargo test, the shared peer
+    /// check, pytest): a test never guesses where xtask installed a tool.
+    fn env(&self) -> Vec<(String, String)> {
+        [
+            ("SMDEBUG_PEER_PYTHON", &self.peer_python),
+            ("SMDEBUG_TOOLS_PYTHON", &self.tools_python),
+            ("SMDEBUG_CHROMIUM", &self.chromium),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.display().to_string()))
+        .collect()
+    }
+}
+
 fn install_tools() -> Result<Tools> {
     let suite_pythons = crate::python::SUITES
         .iter()
@@ -139,9 +154,7 @@ pub fn run(args: TestArgs) -> Result<()> {
     let mut cmd = cargo_linted(lint);
     cmd.args(["test", "--workspace"])
         .args(&args.cargo_args)
-        .env("SMDEBUG_PEER_PYTHON", &tools.peer_python)
-        .env("SMDEBUG_TOOLS_PYTHON", &tools.tools_python)
-        .env("SMDEBUG_CHROMIUM", &tools.chromium)
+        .envs(tools.env())
         .envs(s3.env())
         .envs(emulators.env());
     exec(&mut cmd)?;
@@ -161,8 +174,7 @@ pub fn run(args: TestArgs) -> Result<()> {
                 // again. The filter leaves the other binaries nothing to run.
                 .args(["test", "--workspace", "--tests"])
                 .args(["--", "--ignored", SHARED_PEER_TESTS])
-                .env("SMDEBUG_PEER_PYTHON", &tools.peer_python)
-                .env("SMDEBUG_TOOLS_PYTHON", &tools.tools_python)
+                .envs(tools.env())
                 .env("SMDEBUG_SHARED_PEER", shared_peer.canonicalize()?)
                 .envs(s3.env()),
         )?;
@@ -179,7 +191,8 @@ pub fn run(args: TestArgs) -> Result<()> {
         let venv = crate::python::SUITES[row].venv.name;
         phases.begin(&format!("python: pytest in {venv} (development install)"));
         crate::python::install_dev(python)?;
-        crate::python::test(row, python, &s3.env())?;
+        let env: Vec<_> = tools.env().into_iter().chain(s3.env()).collect();
+        crate::python::test(row, python, &env)?;
     }
     drop(s3);
     drop(phases);

@@ -220,12 +220,14 @@ fn fleet_export_is_one_dataset_partitioned_by_run() {
 /// Reads each table back as one dataset with pyarrow (when a Python with pyarrow is at
 /// hand) and checks the `run` column's row counts against the marker.
 fn read_back_with_pyarrow(out: &Path, marker: &Value) {
-    let venv = std::env::var_os("HOME")
-        .map(|h| Path::new(&h).join(".cache/smdebug-rs/tools-venv/bin/python"));
-    let Some(python) = venv.filter(|p| p.exists()) else {
-        eprintln!("no tools-venv Python: the dataset is not read back with pyarrow");
-        return;
-    };
+    let python = std::env::var_os("SMDEBUG_TOOLS_PYTHON")
+        .map(std::path::PathBuf::from)
+        .expect("SMDEBUG_TOOLS_PYTHON is not set: run the suite with `cargo xtask test`");
+    assert!(
+        python.exists(),
+        "the tools venv ({}) is missing",
+        python.display()
+    );
     let script = r#"
 import json, sys, pyarrow.dataset as ds, pyarrow.parquet as pq
 out = sys.argv[1]

@@ -33,9 +33,9 @@ from smdebug_rs.trials import create_trial  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "examples")
-# The original smdebug (numpy 1, protobuf 3) lives in the peer venv.
-PEER_PYTHON = os.environ.get("SMDEBUG_PEER_PYTHON") or os.path.expanduser(
-    "~/.cache/smdebug-rs/peer-venv/bin/python")
+# The original smdebug (numpy 1, protobuf 3) lives in the peer venv, which `cargo xtask
+# test` names for every phase.
+PEER_PYTHON = os.environ.get("SMDEBUG_PEER_PYTHON", "")
 EVERY = dict(save_config=smd.SaveConfig(save_interval=1))
 ALL_PARAMS = ["weights", "biases", "gradients", "losses", "metrics"]
 BATCH, N, LR = 8, 32, 0.1
@@ -183,6 +183,7 @@ def test_the_original_reader_reads_the_trial(readme_trial, tmp_path):
     """smdebug 1.0.34's reader (tests/peer/dump.py in the peer venv) and ours
     (dump_rs.py) say the same about the trial: steps, modes, names, values, collections."""
     out, _ = readme_trial
+    assert PEER_PYTHON, "SMDEBUG_PEER_PYTHON is not set: run the suite with `cargo xtask test`"
     assert os.path.exists(PEER_PYTHON), f"the peer venv is missing: {PEER_PYTHON}"
     py_doc, rs_doc = tmp_path / "py.json", tmp_path / "rs.json"
     p = subprocess.run([PEER_PYTHON, os.path.join(PEER, "dump.py"), str(out), "--out",
