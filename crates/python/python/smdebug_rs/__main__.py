@@ -1,10 +1,14 @@
 """``python -m smdebug_rs run [-m] SCRIPT|MODULE [ARGS…]``: runs an unchanged PyTorch
-or Keras training script with the smdebug_rs hook attached from SageMaker's JSON
-configuration (``SMDEBUG_CONFIG_FILE_PATH``): a framework's autohook is installed when the
+(plain, Lightning or Hugging Face ``Trainer``) or Keras training script with the
+smdebug_rs hook attached from SageMaker's JSON configuration
+(``SMDEBUG_CONFIG_FILE_PATH``): a framework's autohook is installed when the
 script first imports the framework (PyTorch's right after ``torch``, Keras's right after
 ``keras``, which ``tf.keras`` imports too), so a script pays for no framework it does not
 use; see :mod:`smdebug_rs.pytorch.autohook` and :mod:`smdebug_rs.tensorflow.autohook` for
-what is patched and how to opt out (``USE_SMDEBUG=false``).
+what is patched and how to opt out (``USE_SMDEBUG=false``). A script that imports
+``lightning.pytorch``, ``pytorch_lightning`` or ``transformers.trainer`` gets that trainer's
+callback as well (:mod:`smdebug_rs.pytorch.trainer_autohook`): it takes over from the
+PyTorch autohook in each trainer it is added to.
 
 The script runs as ``python SCRIPT ARGS`` would run it (``__name__ == "__main__"``,
 ``sys.argv``, ``sys.path[0]`` its folder). The hooks are closed when the script ends.
@@ -20,7 +24,12 @@ import sys
 USAGE = "usage: python -m smdebug_rs run [-m MODULE | SCRIPT] [ARGS...]"
 # (the framework's module, its smdebug_rs package): the package's autohook is installed
 # right after the script first imports the module.
-FRAMEWORKS = (("torch", "smdebug_rs.pytorch"), ("keras", "smdebug_rs.tensorflow"))
+# Lightning imports torch and transformers.trainer does too, so PyTorch's autohook is
+# installed first.
+FRAMEWORKS = (("torch", "smdebug_rs.pytorch"), ("keras", "smdebug_rs.tensorflow"),
+              ("lightning.pytorch", "smdebug_rs.lightning"),
+              ("pytorch_lightning", "smdebug_rs.lightning"),
+              ("transformers.trainer", "smdebug_rs.huggingface"))
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

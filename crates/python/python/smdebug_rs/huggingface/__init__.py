@@ -74,16 +74,17 @@ class DebuggerCallback(TrainerHook, transformers.TrainerCallback):
     # -- the trainer ---------------------------------------------------------------------
 
     def _find_trainer(self):
-        if self._trainer is None:
-            frame = sys._getframe(1)
-            for _ in range(_FRAMES_UP):
-                if frame is None:
-                    break
-                candidate = frame.f_locals.get("self")
-                if isinstance(candidate, transformers.Trainer):
-                    self.attach_trainer(candidate)
-                    break
-                frame = frame.f_back
+        """The trainer calling this callback method (looked for in the callers' frames, and
+        attached the first time), else the one attached last."""
+        frame = sys._getframe(1)
+        for _ in range(_FRAMES_UP):
+            if frame is None:
+                break
+            candidate = frame.f_locals.get("self")
+            if isinstance(candidate, transformers.Trainer):
+                self.attach_trainer(candidate)
+                return candidate
+            frame = frame.f_back
         return self._trainer
 
     def attach_trainer(self, trainer):
@@ -91,9 +92,9 @@ class DebuggerCallback(TrainerHook, transformers.TrainerCallback):
         ``predict`` are wrapped on the object (modes, closing when ``train`` raises). The
         callback does it itself when the trainer calls it; the zero-code-change patch calls
         it for the callback it adds to a trainer made already."""
-        if self._trainer is not None or getattr(trainer, _WRAPPED, None) is not None:
-            return
         self._trainer = trainer
+        if getattr(trainer, _WRAPPED, None) is self:
+            return
         setattr(trainer, _WRAPPED, self)
         trainer.train = self._wrap_train(trainer.train)
         trainer.evaluate = self._wrap_in_mode(trainer.evaluate, modes.EVAL)

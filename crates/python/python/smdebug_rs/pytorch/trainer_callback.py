@@ -18,6 +18,7 @@ import numbers
 import torch
 
 from smdebug_rs.core.faults import fail
+from smdebug_rs.pytorch import singleton_utils
 from smdebug_rs.pytorch.hook import Hook
 
 __all__ = ["TrainerHook", "torch_optimizer", "LOSS_NAME"]
@@ -63,11 +64,21 @@ class TrainerHook:
         self._saving = None
         self._native = hook
         self._made = hook is not None
+        self._use_singleton = False
         self._json_file_path = json_file_path
         self._hook_args = hook_args
         self._models = []
         self._optimizers = []
         self._metrics = {}   # name → the last value object saved (a trainer re-logs old ones)
+
+    @classmethod
+    def _from_singleton(cls):
+        """The callback zero code change adds: it writes through the PyTorch singleton
+        (``get_hook(create_if_not_exists=True)``: the script's own hook, else one from the
+        JSON configuration), looked up at its first use."""
+        callback = cls()
+        callback._use_singleton = True
+        return callback
 
     @property
     def hook(self):
@@ -84,7 +95,9 @@ class TrainerHook:
         """The hook, made at the first call; None once it is closed or off."""
         if not self._made:
             self._made = True
-            if self._json_file_path is not None:
+            if self._use_singleton:
+                self._native = singleton_utils.get_hook(create_if_not_exists=True)
+            elif self._json_file_path is not None:
                 self._native = Hook.create_from_json_file(self._json_file_path)
             else:
                 self._native = Hook(**self._hook_args)
