@@ -21,7 +21,8 @@ Face Trainer"):
 * ``loss_output_<n>``: the ``loss`` of each model output (each forward: the micro-batches
   of a step continue the count);
 * ``scalar/<key>`` for each number the trainer logs (``on_log``: ``loss``,
-  ``learning_rate``, ``grad_norm``, ``eval_loss`` …), in the step the trainer is at;
+  ``learning_rate``, ``grad_norm``, ``eval_loss`` …; not its speed measurements,
+  ``*_runtime`` and ``*_per_second``), in the step the hook is in then;
 * the hook is closed at the end of ``train`` (``on_train_end``), and when ``train`` raises.
 
 A failure inside a callback method is logged once and closes the hook; training goes on.
@@ -41,6 +42,11 @@ __all__ = ["DebuggerCallback"]
 # fault wrapper, CallbackHandler.call_event and on_<event>, then the Trainer's).
 _FRAMES_UP = 8
 _WRAPPED = "_smdebug_rs_callback"
+
+
+# The trainer's speed measurements (train_runtime, eval_samples_per_second, …): wall-clock
+# figures, not the training's state.
+_SPEED_SUFFIXES = ("_runtime", "_per_second")
 
 
 def _loss_of_output(outputs):
@@ -90,8 +96,9 @@ class DebuggerCallback(TrainerHook, transformers.TrainerCallback):
     def attach_trainer(self, trainer):
         """Follows ``trainer``: its model is registered, its ``train``, ``evaluate`` and
         ``predict`` are wrapped on the object (modes, closing when ``train`` raises). The
-        callback does it itself when the trainer calls it; the zero-code-change patch calls
-        it for the callback it adds to a trainer made already."""
+        callback does it itself when the trainer first calls it (``on_init_end``, or
+        ``on_train_begin`` for a callback added later); call it for a trainer the callback
+        was added to after it trained or evaluated already."""
         self._trainer = trainer
         if getattr(trainer, _WRAPPED, None) is self:
             return
@@ -165,7 +172,8 @@ class DebuggerCallback(TrainerHook, transformers.TrainerCallback):
     @guarded()
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs:
-            self._save_scalars(logs)
+            self._save_scalars({k: v for k, v in logs.items()
+                                if not str(k).endswith(_SPEED_SUFFIXES)})
 
     @guarded()
     def on_train_end(self, args, state, control, **kwargs):

@@ -1,8 +1,7 @@
 """Zero code change for the Hugging Face Trainer: ``python -m smdebug_rs run train.py``
 installs this when the script imports ``transformers.trainer`` (what ``transformers.Trainer``
 loads): ``transformers.Trainer.__init__`` is wrapped so that each trainer made with a hook
-configuration present gets the DebuggerCallback (``trainer.add_callback``, then
-``attach_trainer``); see :mod:`smdebug_rs.pytorch.trainer_autohook`. Opt out with
+configuration present gets the DebuggerCallback (after the callbacks it is given); see :mod:`smdebug_rs.pytorch.trainer_autohook`. Opt out with
 ``USE_SMDEBUG=false``."""
 
 import transformers
@@ -14,13 +13,8 @@ from smdebug_rs.pytorch.trainer_autohook import TrainerPatch
 __all__ = ["install", "uninstall", "installed"]
 
 
-def _add(trainer, callback):
-    trainer.add_callback(callback)
-    callback.attach_trainer(trainer)
-
-
 _patch = TrainerPatch("smdebug_rs.huggingface.autohook", lambda trainer_class: DebuggerCallback,
-                      lambda cb: isinstance(cb, DebuggerCallback), _add)
+                      lambda cb: isinstance(cb, DebuggerCallback))
 
 
 def install():

@@ -1,7 +1,7 @@
 """Zero code change for Lightning: ``python -m smdebug_rs run train.py`` installs this when
 the script imports ``lightning.pytorch`` (or ``pytorch_lightning``): the ``Trainer`` class's
 ``__init__`` is wrapped so that each trainer made with a hook configuration present gets
-the DebuggerCallback (appended to ``trainer.callbacks``); see
+the DebuggerCallback (after the callbacks it is given); see
 :mod:`smdebug_rs.pytorch.trainer_autohook`. Opt out with ``USE_SMDEBUG=false``."""
 
 import sys
@@ -22,8 +22,7 @@ def _callback_class(trainer_class):
 
 
 _patch = TrainerPatch("smdebug_rs.lightning.autohook", _callback_class,
-                      lambda cb: isinstance(cb, LightningDebugger),
-                      lambda trainer, cb: trainer.callbacks.append(cb))
+                      lambda cb: isinstance(cb, LightningDebugger))
 
 
 def install():

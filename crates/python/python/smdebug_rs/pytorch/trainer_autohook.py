@@ -3,7 +3,8 @@
 trainer made gets the trainer's ``DebuggerCallback``, if the process has a hook
 configuration (``USE_SMDEBUG`` not false and a SageMaker JSON configuration:
 ``SMDEBUG_CONFIG_FILE_PATH``, else ``/opt/ml/input/config/debughookconfig.json``, as
-``get_hook(create_if_not_exists=True)`` decides).
+``get_hook(create_if_not_exists=True)`` decides): it is put at the end of the trainer's
+``callbacks`` argument, as if the script had passed it.
 
 One callback serves every trainer of the process (a script that validates with one trainer
 and fits with another writes one trial), and it writes through the PyTorch singleton:
@@ -16,6 +17,7 @@ left as it was made.
 """
 
 import functools
+import inspect
 import sys
 
 from smdebug_rs.core.logger import get_logger
@@ -25,16 +27,18 @@ __all__ = ["TrainerPatch"]
 
 
 class TrainerPatch:
-    """The ``__init__`` wrappers of one kind of trainer. ``add(trainer, callback)`` puts the
-    callback in the trainer's callbacks; ``callback_class(trainer_class)`` is the callback
-    class for that trainer class; ``ours(callback)`` tells a ``DebuggerCallback``."""
+    """The ``__init__`` wrappers of one kind of trainer: the callback is put at the end of
+    the ``callbacks`` argument, where a script's own would be (trainers order some of their
+    callbacks around those they are given, and a callback that changes the logs it is
+    given, like transformers' printer, must come after). ``callback_class(trainer_class)``
+    is the callback class for a trainer class; ``ours(callback)`` tells a
+    ``DebuggerCallback``."""
 
-    def __init__(self, label, callback_class, ours, add):
+    def __init__(self, label, callback_class, ours):
         self.label = label
         self._callback_class = callback_class
         self._ours = ours
-        self._add = add
-        self._saved = {}       # trainer class → the __init__ it had
+        self._saved = {}       # trainer class → what its __dict__ held as __init__
         self._callbacks = {}   # callback class → the one instance of the process
 
     def installed(self):
@@ -46,17 +50,19 @@ class TrainerPatch:
         if trainer_class in self._saved:
             return
         init = trainer_class.__init__
+        signature = inspect.signature(init)
         self._saved[trainer_class] = trainer_class.__dict__.get("__init__")
         patch = self
 
         @functools.wraps(init)
         def __init__(trainer, *args, **kwargs):
-            init(trainer, *args, **kwargs)
             try:
-                patch._attach(trainer_class, trainer)
+                args, kwargs = patch._with_callback(trainer_class, signature, trainer, args,
+                                                    kwargs)
             except Exception as e:  # noqa: BLE001 - zero code change must never break training
                 get_logger().error("%s: adding the callback failed (%s: %s); the trainer runs "
                                    "without it", patch.label, type(e).__name__, e, exc_info=e)
+            init(trainer, *args, **kwargs)
 
         trainer_class.__init__ = __init__
 
@@ -69,19 +75,23 @@ class TrainerPatch:
                 cls.__init__ = init
         self._saved.clear()
 
-    def _attach(self, trainer_class, trainer):
+    def _with_callback(self, trainer_class, signature, trainer, args, kwargs):
         if not singleton_utils.use_smdebug() or singleton_utils.json_config_path() is None:
-            return
-        callbacks = getattr(trainer, "callbacks", None)
-        if callbacks is None:  # transformers keeps them in its callback handler
-            callbacks = trainer.callback_handler.callbacks
-        if any(self._ours(cb) for cb in callbacks):
-            return
+            return args, kwargs
+        bound = signature.bind(trainer, *args, **kwargs)
+        given = bound.arguments.get("callbacks")
+        if given is None:
+            given = []
+        elif not isinstance(given, (list, tuple)):
+            given = [given]  # Lightning takes one callback as it is
+        if any(self._ours(cb) for cb in given):
+            return args, kwargs
         cls = self._callback_class(trainer_class)
         callback = self._callbacks.get(cls)
         if callback is None:
             callback = self._callbacks[cls] = cls._from_singleton()
-        self._add(trainer, callback)
+        bound.arguments["callbacks"] = list(given) + [callback]
         torch_autohook = sys.modules.get("smdebug_rs.pytorch.autohook")
         if torch_autohook is not None:
             torch_autohook.uninstall()
+        return bound.args[1:], bound.kwargs
