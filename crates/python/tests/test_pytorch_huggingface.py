@@ -184,10 +184,13 @@ def test_logged_numbers_are_scalars(tmp_path):
     logged = {h["step"]: h for h in t.state.log_history if "loss" in h}
     assert sorted(logged) == [1, 2, 3, 4]
     loss, lr = tr.tensor("scalar/loss"), tr.tensor("scalar/learning_rate")
-    # The trainer logs after its optimizer step: at global_step g, the step the hook is in.
+    # The trainer logs after optimizer step g - 1 (its global_step is g then), before the
+    # next forward starts step g: the numbers land in step g - 1, whose loss they are.
     for g, h in logged.items():
-        assert loss.value(g, mode=modes.TRAIN).item() == pytest.approx(h["loss"])
-        assert lr.value(g, mode=modes.TRAIN).item() == pytest.approx(h["learning_rate"])
+        assert loss.value(g - 1, mode=modes.TRAIN).item() == pytest.approx(h["loss"])
+        assert lr.value(g - 1, mode=modes.TRAIN).item() == pytest.approx(h["learning_rate"])
+        np.testing.assert_allclose(
+            tr.tensor("loss_output_0").value(g - 1, mode=modes.TRAIN), h["loss"], rtol=1e-3)
 
 
 def test_hook_arguments_json_config_and_a_given_hook(tmp_path):

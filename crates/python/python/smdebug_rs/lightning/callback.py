@@ -46,9 +46,13 @@ class LightningDebugger(TrainerHook):
 
     @guarded()
     def on_fit_start(self, trainer, pl_module):
-        # The strategy made the optimizers just before (trainer._run).
+        # The strategy made the optimizers just before (trainer._run). Lightning runs
+        # training_step, zero_grad and backward in a closure that optimizer.step calls,
+        # after the step pre-hooks: the hook's pre-hook (which saves the gradients the
+        # optimizer steps with) runs at on_before_optimizer_step instead, once the closure
+        # ran (gradients accumulated and, with a GradScaler, unscaled; before clipping).
         self._follow_model(pl_module)
-        self._follow_optimizers(trainer.optimizers)
+        self._follow_optimizers(trainer.optimizers, defer_pre_hooks=True)
 
     # -- modes ---------------------------------------------------------------------------
 
@@ -92,6 +96,7 @@ class LightningDebugger(TrainerHook):
 
     @guarded()
     def on_before_optimizer_step(self, trainer, pl_module, optimizer):
+        self._run_step_pre_hooks(optimizer)
         self._save_learning_rates()
 
     @guarded()

@@ -69,6 +69,7 @@ class TrainerHook:
         self._hook_args = hook_args
         self._models = []
         self._optimizers = []
+        self._deferred = {}  # id(optimizer) → the hook's step pre-hooks the callback runs
         self._metrics = {}   # name → the last value object saved (a trainer re-logs old ones)
 
     @classmethod
@@ -136,9 +137,13 @@ class TrainerHook:
         except Exception as e:  # noqa: BLE001 - the fault policy
             fail(self, "the model's forward hook", e)
 
-    def _follow_optimizers(self, optimizers):
+    def _follow_optimizers(self, optimizers, defer_pre_hooks=False):
         """Registers each torch optimizer (unwrapped, once): in TRAIN mode one step is then
-        one optimizer step (``Hook.register_optimizer``)."""
+        one optimizer step (``Hook.register_optimizer``), whose step pre-hook saves the
+        accumulated gradients. With ``defer_pre_hooks`` the step pre-hooks the hook put on
+        the optimizer are taken off it and run by :meth:`_run_step_pre_hooks` instead, for
+        a trainer that runs the forward and backward passes inside ``optimizer.step``
+        (a closure, after the pre-hooks) and calls the callback once they ran."""
         hook = self._hook()
         if hook is None:
             return
@@ -148,8 +153,21 @@ class TrainerHook:
             if any(o is optimizer for o in self._optimizers):
                 continue
             self._optimizers.append(optimizer)
-            if register is not None:
-                register(optimizer)
+            if register is None:
+                continue
+            pre_hooks = getattr(optimizer, "_optimizer_step_pre_hooks", None)
+            before = set(pre_hooks or ())
+            register(optimizer)
+            if defer_pre_hooks and pre_hooks is not None:
+                self._deferred[id(optimizer)] = [pre_hooks.pop(k) for k in list(pre_hooks)
+                                                 if k not in before]
+
+    def _run_step_pre_hooks(self, optimizer):
+        """Runs the hook's step pre-hooks of ``optimizer`` that :meth:`_follow_optimizers`
+        deferred (each one is under the hook's fault policy)."""
+        optimizer = torch_optimizer(optimizer)
+        for pre_hook in self._deferred.get(id(optimizer), ()):
+            pre_hook(optimizer, (), {})
 
     def _mode(self, mode):
         """Switches the hook to ``mode`` (nothing when it is in it already)."""
