@@ -1,8 +1,8 @@
 """Zero code change for the Hugging Face Trainer: ``python -m smdebug_rs run train.py``
 installs this when the script imports ``transformers.trainer`` (what ``transformers.Trainer``
 loads): ``transformers.Trainer.__init__`` is wrapped so that each trainer made with a hook
-configuration present gets the DebuggerCallback (after the callbacks it is given); see :mod:`smdebug_rs.pytorch.trainer_autohook`. Opt out with
-``USE_SMDEBUG=false``."""
+configuration present gets the DebuggerCallback (after the callbacks it is given); see
+:mod:`smdebug_rs.pytorch.trainer_autohook`. Opt out with ``USE_SMDEBUG=false``."""
 
 import transformers
 
