@@ -257,7 +257,40 @@ def test_zero_code_change_adds_the_callback(tmp_path):
                                          {"CollectionName": "losses"}]}))
         return path
 
+    # USE_SMDEBUG=false is checked in-process (test_autohook_...): each process that
+    # imports transformers' Trainer spends seconds of CPU on it.
     run, _ = zero_code_change_trials(tmp_path, os.path.join(HERE, "hf_plain_train.py"),
-                                     config, timeout=120, HF_HUB_OFFLINE="1")
+                                     config, timeout=120, off=False, HF_HUB_OFFLINE="1")
     assert {f"{ROOT}_transformer.wte.weight", "loss_output_0"} <= set(run.tensor_names())
     assert run.steps(mode=modes.TRAIN) == [0, 1, 2, 3]
+
+
+def test_autohook_adds_one_callback_only_with_a_configuration(tmp_path, monkeypatch):
+    from smdebug_rs.huggingface import autohook
+    from smdebug_rs.pytorch import singleton_utils
+
+    def added(t):
+        return [cb for cb in t.callback_handler.callbacks if isinstance(cb, DebuggerCallback)]
+
+    init = Trainer.__init__
+    cfg = tmp_path / "hook.json"
+    cfg.write_text(json.dumps({"LocalPath": str(tmp_path / "t")}))
+    monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(cfg))
+    monkeypatch.setenv("USE_SMDEBUG", "false")
+    assert not autohook.install() and not autohook.installed()
+    monkeypatch.delenv("USE_SMDEBUG")
+    assert autohook.install()
+    try:
+        first, second = hf_trainer(tiny_gpt2()), hf_trainer(tiny_gpt2())
+        (cb,) = added(first)
+        assert added(second) == [cb]  # one per process
+        own = callback(tmp_path / "own")
+        assert added(hf_trainer(tiny_gpt2(), own)) == [own]  # the script's own is kept alone
+        if not os.path.exists(singleton_utils.DEFAULT_CONFIG_FILE_PATH):
+            monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(tmp_path / "absent.json"))
+            assert added(hf_trainer(tiny_gpt2())) == []
+    finally:
+        autohook.uninstall()
+    assert Trainer.__init__ is init
+    assert getattr(second, "_smdebug_rs_callback", None) is cb  # on_init_end found it
+    cb.hook.close()  # made when the trainers were (their models registered)

@@ -292,8 +292,42 @@ def test_zero_code_change_adds_the_callback(tmp_path):
                                          {"CollectionName": "losses"}]}))
         return path
 
+    # USE_SMDEBUG=false is checked in-process (test_autohook_...): each process that
+    # imports Lightning spends seconds of CPU on it.
     run, _ = zero_code_change_trials(tmp_path, os.path.join(HERE, "lightning_plain_train.py"),
-                                     config, timeout=120)
+                                     config, timeout=120, off=False)
     assert {"Regression_fc1.weight", "loss_output_0"} <= set(run.tensor_names())
     assert run.steps(mode=modes.TRAIN) == list(range(8))
     assert run.steps(mode=modes.EVAL) == list(range(1 + 2 * 2))
+
+
+
+def test_autohook_adds_one_callback_only_with_a_configuration(tmp_path, monkeypatch):
+    from smdebug_rs.lightning import autohook
+    from smdebug_rs.lightning.callback import LightningDebugger
+    from smdebug_rs.pytorch import singleton_utils
+
+    def added(t):
+        return [cb for cb in t.callbacks if isinstance(cb, LightningDebugger)]
+
+    init = L.Trainer.__init__
+    cfg = tmp_path / "hook.json"
+    cfg.write_text(json.dumps({"LocalPath": str(tmp_path / "t")}))
+    monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(cfg))
+    monkeypatch.setenv("USE_SMDEBUG", "false")
+    assert not autohook.install() and not autohook.installed()
+    monkeypatch.delenv("USE_SMDEBUG")
+    assert autohook.install()
+    try:
+        first, second = trainer(), trainer()
+        (cb,) = added(first)
+        assert added(second) == [cb] and first.callbacks[-1] is cb  # one per process
+        own = callback(tmp_path / "own")
+        assert added(trainer(own)) == [own]  # the script's own callback is kept alone
+        if not os.path.exists(singleton_utils.DEFAULT_CONFIG_FILE_PATH):
+            monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(tmp_path / "absent.json"))
+            assert added(trainer()) == []
+    finally:
+        autohook.uninstall()
+    assert L.Trainer.__init__ is init
+    assert cb.hook is None  # never used: no hook was made

@@ -67,13 +67,15 @@ class TrainerPatch:
         trainer_class.__init__ = __init__
 
     def unpatch(self):
-        """Gives each wrapped class its ``__init__`` back (callbacks added stay)."""
+        """Gives each wrapped class its ``__init__`` back (callbacks added stay; trainers
+        made after a new ``patch`` get a new one)."""
         for cls, init in self._saved.items():
             if init is None:
                 del cls.__init__
             else:
                 cls.__init__ = init
         self._saved.clear()
+        self._callbacks.clear()
 
     def _with_callback(self, trainer_class, signature, trainer, args, kwargs):
         if not singleton_utils.use_smdebug() or singleton_utils.json_config_path() is None:
