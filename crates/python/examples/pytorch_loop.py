@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The shape of a PyTorch loop with smdebug_rs.Hook (runs where torch is installed).
 
-smdebug_rs.Hook does not register module hooks as the original PyTorch hook does: the
-loop offers what it wants saved. CPU tensors go in as they are (through ``__array__``,
-one copy); call ``.detach().cpu()`` on GPU tensors first, ideally only when
-``hook.should_save_tensor(name)`` says they are due this step.
+The framework-neutral ``smdebug_rs.Hook``: the loop offers what it wants saved (for module
+hooks that find the tensors themselves, see ``smdebug_rs.pytorch.Hook``). CPU tensors go in
+as they are (through ``__array__``, one copy); call ``.detach().cpu()`` on GPU tensors
+first, ideally only when ``hook.should_save_tensor(name)`` says they are due this step.
 
   python pytorch_loop.py [OUT_DIR]
 """

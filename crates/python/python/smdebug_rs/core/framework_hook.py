@@ -16,7 +16,10 @@ else of the hook (a module with forward hooks takes the framework's slower call 
 each gradient callback enters Python from the backward pass, which together cost more
 than the rest of the hook), no tensor is touched, no name is built, no parameter is walked.
 Callbacks attached while a step is due run after the ones the script registered before
-that step.
+that step. A hook can instead keep them on from their first attach until it closes
+(:meth:`FrameworkHook._keep_tensor_hooks`), each callback then checking ``_due`` itself:
+the PyTorch hook does so for a compiled model, whose registrations must not change between
+steps (:mod:`smdebug_rs.pytorch.compiled`).
 
 A framework's hook subclasses :class:`FrameworkHook` and supplies what differs: its own
 state (set before the native hook is built), the native framework name, its worker
@@ -64,6 +67,8 @@ class FrameworkHook:
         self._handles = []       # registrations kept while the hook is on
         self._tensor_hooks = []  # functions attaching the callbacks that save tensors
         self._attached = []      # what takes those callbacks off, while a step is due
+        self._kept = False       # callbacks kept on until close (_keep_tensor_hooks)
+        self._include_workers = str(include_workers).lower()  # the JSON config may change it
         self._framework_init(include_collections, include_regex, save_all)
         self.out_dir = None if out_dir is None else str(out_dir)
         self.worker = "worker_0"
@@ -212,7 +217,10 @@ class FrameworkHook:
 
     def _set_due(self, due):
         # The tensor callbacks follow `_due`: attached when it turns true, off whenever it
-        # is false (also what an attach that failed half-way left).
+        # is false (also what an attach that failed half-way left); kept ones stay.
+        if self._kept:
+            self._due = due
+            return
         if due and not self._due:
             for attach in self._tensor_hooks:
                 self._attached.extend(attach())
@@ -228,8 +236,18 @@ class FrameworkHook:
         once if the step in progress has something due (a module registered during a
         step), else when the next such step starts."""
         self._tensor_hooks.append(attach)
-        if self._due:
+        if self._due or self._kept:
             self._attached.extend(attach())
+
+    def _keep_tensor_hooks(self):
+        """From now until close the tensor callbacks stay on (attached now if they are
+        not), whether or not a step has something due."""
+        if self._kept:
+            return
+        if not self._due:
+            for attach in self._tensor_hooks:
+                self._attached.extend(attach())
+        self._kept = True
 
     # -- saving a module's tensors -------------------------------------------------------
 
@@ -297,6 +315,7 @@ class FrameworkHook:
         if self._started:
             self._framework_end_step()
         self._closed = True
+        self._kept = False
         self._set_due(False)
         self._tensor_hooks.clear()
         self._framework_detach()
