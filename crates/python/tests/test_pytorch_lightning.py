@@ -41,6 +41,7 @@ class Regression(L.LightningModule):
         self.fc1 = nn.Linear(4, 8)
         self.fc2 = nn.Linear(8, 1)
         self.fail_at = fail_at
+        self.step_losses = {}  # global_step → training_step's losses
 
     def forward(self, x):
         return self.fc2(torch.relu(self.fc1(x)))
@@ -51,6 +52,7 @@ class Regression(L.LightningModule):
         x, y = batch
         loss = nn.functional.mse_loss(self(x), y)
         self.log("train_loss", loss)
+        self.step_losses.setdefault(self.global_step, []).append(loss.item())
         return loss
 
     def validation_step(self, batch, batch_idx):
@@ -76,19 +78,15 @@ def loader(n=32, batch_size=8, seed=1):
 
 class Probe(L.Callback):
     """Records what the trainer did, for each optimizer step (by trainer.global_step): the
-    parameters before the step's first forward, the .grad the optimizer steps with, the
-    losses backward started from."""
+    parameters before the step's first forward, the .grad the optimizer steps with (after
+    Lightning unscaled it), the learning rate."""
 
     def __init__(self):
-        self.weights, self.grads, self.losses = {}, {}, {}
-        self.lr = {}
+        self.weights, self.grads, self.lr = {}, {}, {}
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         self.weights.setdefault(trainer.global_step, {
             n: p.detach().clone() for n, p in pl_module.named_parameters()})
-
-    def on_before_backward(self, trainer, pl_module, loss):
-        self.losses.setdefault(trainer.global_step, []).append(loss.item())
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer):
         self.grads[trainer.global_step] = {
@@ -114,7 +112,7 @@ def callback(out, collections=ALL, **kwargs):
                             include_collections=collections, **kwargs)
 
 
-def check_steps_follow_the_optimizer(tr, probe, accumulate):
+def check_steps_follow_the_optimizer(tr, probe, model, accumulate):
     steps = sorted(probe.grads)
     assert tr.steps(mode=modes.TRAIN) == steps
     for k in steps:
@@ -125,9 +123,11 @@ def check_steps_follow_the_optimizer(tr, probe, accumulate):
         for name in ("fc1.weight", "fc2.weight"):  # (biases are not in "weights")
             weight = tr.tensor(f"Regression_{name}").value(k, mode=modes.TRAIN)
             np.testing.assert_array_equal(weight, probe.weights[k][name].numpy())
+        # The loss backward started from: training_step's, divided by the accumulation.
         losses = [tr.tensor(f"loss_output_{i}").value(k, mode=modes.TRAIN).item()
                   for i in range(accumulate)]
-        np.testing.assert_allclose(losses, probe.losses[k], rtol=1e-6)
+        np.testing.assert_allclose(losses, np.array(model.step_losses[k]) / accumulate,
+                                   rtol=1e-6)
         assert f"loss_output_{accumulate}" not in tr.tensor_names() or not tr.tensor(
             f"loss_output_{accumulate}").steps(mode=modes.TRAIN)
 
@@ -135,21 +135,38 @@ def check_steps_follow_the_optimizer(tr, probe, accumulate):
 def test_train_steps_are_the_optimizer_steps(tmp_path):
     probe = Probe()
     t = trainer(callback(tmp_path / "t"), probe)
-    t.fit(Regression(), loader())
+    model = Regression()
+    t.fit(model, loader())
     assert t.global_step == 8
     assert finished(tmp_path / "t")
     tr = create_trial(str(tmp_path / "t"))
-    check_steps_follow_the_optimizer(tr, probe, accumulate=1)
+    check_steps_follow_the_optimizer(tr, probe, model, accumulate=1)
 
 
 def test_accumulated_gradients_are_those_the_optimizer_steps_with(tmp_path):
     probe = Probe()
     t = trainer(callback(tmp_path / "t"), probe, accumulate_grad_batches=2)
-    t.fit(Regression(), loader())
+    model = Regression()
+    t.fit(model, loader())
     assert t.global_step == 4
     tr = create_trial(str(tmp_path / "t"))
     assert tr.steps(mode=modes.TRAIN) == [0, 1, 2, 3]
-    check_steps_follow_the_optimizer(tr, probe, accumulate=2)
+    check_steps_follow_the_optimizer(tr, probe, model, accumulate=2)
+
+
+def test_mixed_precision_gradients_and_loss_are_unscaled_and_skipped_steps_count(tmp_path):
+    from lightning.pytorch.plugins.precision import MixedPrecision
+
+    probe = Probe()
+    scaler = torch.amp.GradScaler("cpu")  # starts at 2**16: the first step overflows
+    t = trainer(callback(tmp_path / "t"), probe,
+                plugins=[MixedPrecision("16-mixed", "cpu", scaler=scaler)])
+    model = Regression()
+    t.fit(model, loader())
+    # The scaler skipped an optimizer.step (no optimizer hooks ran), which Lightning counts.
+    assert scaler.get_scale() < 2.0 ** 16 and t.global_step == 8
+    tr = create_trial(str(tmp_path / "t"))
+    check_steps_follow_the_optimizer(tr, probe, model, accumulate=1)
 
 
 def test_validation_steps_are_eval_steps(tmp_path):

@@ -14,7 +14,9 @@ Face Trainer"):
 * the model (``Trainer.model``, unwrapped) is registered (``register_module``) when the
   trainer is made (or at ``on_train_begin``), the trainer's torch optimizer (inside
   accelerate's wrapper) with ``register_optimizer`` at ``on_train_begin``: a TRAIN step is
-  one optimizer step, so TRAIN mode steps follow ``state.global_step``;
+  one optimizer step, so TRAIN mode steps follow ``state.global_step`` (the optimizer's
+  step hooks run from ``on_pre_optimizer_step`` and ``on_optimizer_step``, so that a step a
+  ``GradScaler`` skips ends one too);
 * modes: ``train`` TRAIN, ``evaluate`` (during training too) EVAL, ``predict`` PREDICT: the
   trainer's ``evaluate`` and ``predict`` are wrapped on the trainer object (found from the
   callback's caller when the trainer calls ``on_init_end``);
@@ -168,6 +170,17 @@ class DebuggerCallback(TrainerHook, transformers.TrainerCallback):
     @guarded()
     def on_step_begin(self, args, state, control, **kwargs):
         self._mode(modes.TRAIN)
+
+    @guarded()
+    def on_pre_optimizer_step(self, args, state, control, **kwargs):
+        # After clipping (which unscales a GradScaler's gradients) and before
+        # optimizer.step, which a GradScaler skips when it finds an inf or NaN.
+        for optimizer in self._optimizers:
+            self._before_optimizer_step(optimizer)
+
+    @guarded()
+    def on_optimizer_step(self, args, state, control, **kwargs):
+        self._after_optimizer_step()
 
     @guarded()
     def on_log(self, args, state, control, logs=None, **kwargs):

@@ -19,7 +19,8 @@ What it does (see docs/src/python.md, "Lightning"):
   optimizers (``register_optimizer``) at ``on_fit_start``: a TRAIN step is one optimizer
   step, so TRAIN mode steps follow ``trainer.global_step``; the hook's optimizer step
   pre-hook, which saves the gradients, runs at ``on_before_optimizer_step`` (Lightning's
-  forward and backward run inside ``optimizer.step``, after its pre-hooks);
+  forward and backward run inside ``optimizer.step``, after its pre-hooks), its post-hook
+  when the batch that stepped ends (a step a ``GradScaler`` skipped too);
 * modes: training TRAIN, validation (the sanity check too) and test EVAL, predict PREDICT;
 * ``loss_output_<n>``: the loss each backward starts from (``on_before_backward``:
   ``training_step``'s loss divided by ``accumulate_grad_batches``, unscaled);

@@ -37,6 +37,7 @@ class LightningDebugger(TrainerHook):
             save_config=save_config, include_regex=include_regex,
             include_collections=include_collections, save_all=save_all,
             include_workers=include_workers))
+        self._global_step = 0
 
     # -- the model and its optimizers ----------------------------------------------------
 
@@ -46,13 +47,10 @@ class LightningDebugger(TrainerHook):
 
     @guarded()
     def on_fit_start(self, trainer, pl_module):
-        # The strategy made the optimizers just before (trainer._run). Lightning runs
-        # training_step, zero_grad and backward in a closure that optimizer.step calls,
-        # after the step pre-hooks: the hook's pre-hook (which saves the gradients the
-        # optimizer steps with) runs at on_before_optimizer_step instead, once the closure
-        # ran (gradients accumulated and, with a GradScaler, unscaled; before clipping).
+        # The strategy made the optimizers just before (trainer._run).
         self._follow_model(pl_module)
-        self._follow_optimizers(trainer.optimizers, defer_pre_hooks=True)
+        self._follow_optimizers(trainer.optimizers)
+        self._global_step = trainer.global_step
 
     # -- modes ---------------------------------------------------------------------------
 
@@ -96,12 +94,18 @@ class LightningDebugger(TrainerHook):
 
     @guarded()
     def on_before_optimizer_step(self, trainer, pl_module, optimizer):
-        self._run_step_pre_hooks(optimizer)
+        # Lightning calls it once training_step, zero_grad and backward ran in the closure
+        # optimizer.step calls: the gradients are accumulated and, with a GradScaler,
+        # unscaled; clipping comes after.
+        self._before_optimizer_step(optimizer)
         self._save_learning_rates()
 
     @guarded()
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         self._save_scalars(trainer.logged_metrics, only_changed=True)
+        if trainer.global_step != self._global_step:  # this batch stepped an optimizer
+            self._global_step = trainer.global_step
+            self._after_optimizer_step()
 
     # -- the end -------------------------------------------------------------------------
 

@@ -69,7 +69,8 @@ class TrainerHook:
         self._hook_args = hook_args
         self._models = []
         self._optimizers = []
-        self._deferred = {}  # id(optimizer) → the hook's step pre-hooks the callback runs
+        # id(optimizer) → ([the hook's step pre-hooks], [its post-hooks]), run by the callback
+        self._deferred = {}
         self._metrics = {}   # name → the last value object saved (a trainer re-logs old ones)
 
     @classmethod
@@ -137,13 +138,16 @@ class TrainerHook:
         except Exception as e:  # noqa: BLE001 - the fault policy
             fail(self, "the model's forward hook", e)
 
-    def _follow_optimizers(self, optimizers, defer_pre_hooks=False):
-        """Registers each torch optimizer (unwrapped, once): in TRAIN mode one step is then
-        one optimizer step (``Hook.register_optimizer``), whose step pre-hook saves the
-        accumulated gradients. With ``defer_pre_hooks`` the step pre-hooks the hook put on
-        the optimizer are taken off it and run by :meth:`_run_step_pre_hooks` instead, for
-        a trainer that runs the forward and backward passes inside ``optimizer.step``
-        (a closure, after the pre-hooks) and calls the callback once they ran."""
+    def _follow_optimizers(self, optimizers):
+        """Registers each torch optimizer (unwrapped, once) with ``Hook.register_optimizer``:
+        in TRAIN mode one step is then one optimizer step. The step pre- and post-hooks the
+        hook puts on the optimizer are taken off it again and run by the callback at the
+        trainer's own optimizer-step callbacks (:meth:`_before_optimizer_step`,
+        :meth:`_after_optimizer_step`), because the optimizer's hooks run at the wrong
+        moments or not at all: Lightning runs the forward and backward passes inside
+        ``optimizer.step`` (a closure, after the pre-hooks), and a ``GradScaler`` that finds
+        an inf or NaN skips ``optimizer.step`` (no hooks run) while the trainer still counts
+        the step (its global step goes on)."""
         hook = self._hook()
         if hook is None:
             return
@@ -155,19 +159,29 @@ class TrainerHook:
             self._optimizers.append(optimizer)
             if register is None:
                 continue
-            pre_hooks = getattr(optimizer, "_optimizer_step_pre_hooks", None)
-            before = set(pre_hooks or ())
+            pre = getattr(optimizer, "_optimizer_step_pre_hooks", None)
+            post = getattr(optimizer, "_optimizer_step_post_hooks", None)
+            before = (set(pre or ()), set(post or ()))
             register(optimizer)
-            if defer_pre_hooks and pre_hooks is not None:
-                self._deferred[id(optimizer)] = [pre_hooks.pop(k) for k in list(pre_hooks)
-                                                 if k not in before]
+            if pre is not None and post is not None:
+                self._deferred[id(optimizer)] = (
+                    [pre.pop(k) for k in list(pre) if k not in before[0]],
+                    [post.pop(k) for k in list(post) if k not in before[1]])
 
-    def _run_step_pre_hooks(self, optimizer):
-        """Runs the hook's step pre-hooks of ``optimizer`` that :meth:`_follow_optimizers`
-        deferred (each one is under the hook's fault policy)."""
+    def _before_optimizer_step(self, optimizer):
+        """The hook's step pre-hooks of ``optimizer`` (they save the gradients it steps
+        with), when the trainer is about to step it; each is under the hook's fault
+        policy."""
         optimizer = torch_optimizer(optimizer)
-        for pre_hook in self._deferred.get(id(optimizer), ()):
+        for pre_hook in self._deferred.get(id(optimizer), ((), ()))[0]:
             pre_hook(optimizer, (), {})
+
+    def _after_optimizer_step(self):
+        """The hook's step post-hooks (the step ends: the next forward starts the next),
+        once the trainer has made an optimizer step, skipped or not."""
+        for optimizer in self._optimizers:
+            for post_hook in self._deferred.get(id(optimizer), ((), ()))[1]:
+                post_hook(optimizer, (), {})
 
     def _mode(self, mode):
         """Switches the hook to ``mode`` (nothing when it is in it already)."""
