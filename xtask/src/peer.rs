@@ -81,6 +81,22 @@ pub const TORCH_NP2: Venv = Venv {
     stamp_also: &[],
 };
 
+/// The peers of the PyTorch-in-practice benchmark (`bench/pytorch_practice.rs`): TensorBoard's
+/// `SummaryWriter` and wandb, with numpy 2, torch and its dependencies linked from [`TORCH`]
+/// as for [`TORCH_NP2`]. Only `cargo xtask bench` makes it.
+pub const TORCH_BENCH: Venv = Venv {
+    name: "peer-torch-bench-venv",
+    purpose: "PyTorch with TensorBoard and wandb (benchmark peers)",
+    reqs: &["torch-bench-requirements.txt"],
+    locked: true,
+    smoke: "import torch, wandb, importlib.util as u; \
+            from torch.utils.tensorboard import SummaryWriter; \
+            assert u.find_spec('smdebug') is None, 'the original smdebug is importable'",
+    after_install: |_| Ok(()),
+    borrows: Some((&TORCH, "torch-requirements.txt")),
+    stamp_also: &[],
+};
+
 /// MXNet with Horovod built for it (Gloo, no MPI), for smdebug_rs.mxnet's workers under
 /// `horovodrun`: MXNet, smdebug and the rest of the mxnet venv's lock are linked from
 /// [`MXNET`] ([`link_locked`]), and Horovod is built from its source distribution against

@@ -217,6 +217,13 @@ def paired(framework, network, pkg, case, steps, out):
     register_model, register_loss = REGISTER[framework]
     getattr(hook, register_model)(model)
     getattr(hook, register_loss)(loss)
+    plain_s, hooked_s = alternate(plain, hooked, steps)
+    return {"plain_s": plain_s / steps, "hooked_s": (hooked_s + close_seconds(hook)) / steps}
+
+
+def alternate(plain, hooked, steps):
+    """Seconds spent in ``steps`` calls of each step function, alternated in blocks of
+    ``BLOCK`` after ``PAIRED_WARMUP`` calls of each."""
     for _ in range(PAIRED_WARMUP):
         plain()
         hooked()
@@ -230,8 +237,7 @@ def paired(framework, network, pkg, case, steps, out):
             for _ in range(min(BLOCK, steps - start)):
                 step()
             spent[step] += time.perf_counter() - t
-    return {"plain_s": spent[plain] / steps,
-            "hooked_s": (spent[hooked] + close_seconds(hook)) / steps}
+    return spent[plain], spent[hooked]
 
 
 def main():

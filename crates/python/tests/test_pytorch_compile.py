@@ -51,9 +51,9 @@ def batch(step):
     return torch.randn(8, 6, generator=g), torch.randint(0, 3, (8,), generator=g)
 
 
-def run(out, how, steps, backend="aot_eager", interval=10):
+def run(out, how, steps, backend="aot_eager", interval=10, fault=False):
     """Trains MLP for ``steps`` with the hook at ``interval``, the model compiled ``how``
-    (None: eager); returns the losses."""
+    (None: eager); returns the losses. ``fault``: the hook must have switched itself off."""
     torch.manual_seed(0)
     model = MLP()
     crit = nn.CrossEntropyLoss()
@@ -86,7 +86,7 @@ def run(out, how, steps, backend="aot_eager", interval=10):
         opt.step()
         losses.append(loss.item())
     hook.close()
-    assert hook.fault is None, hook.fault
+    assert (hook.fault is not None) == fault, hook.fault
     return losses
 
 
@@ -124,6 +124,29 @@ def test_a_compiled_model_saves_what_eager_saves_without_recompiling(tmp_path, h
     assert "act_output_0" in names and "act_output_1" in names, names
     assert not [n for n in names if "_orig_mod" in n], names
     assert create_trial(str(tmp_path / "compiled")).steps() == list(range(0, steps, 10))
+
+
+def test_a_fault_in_a_compiled_run_turns_the_hook_off_and_training_goes_on(
+        tmp_path, monkeypatch, smdebug_log):
+    from conftest import assert_one_fault_logged
+
+    reference = run(tmp_path / "ref", "wrapper", 60)
+    torch._dynamo.reset()
+    counters.clear()
+    real = smd.Hook._framework_to_numpy
+
+    def convert(value):
+        if value.dim() == 2 and value.shape[1] == 16 and value.shape[0] == 8:
+            raise RuntimeError("injected conversion failure")
+        return real(value)
+
+    monkeypatch.setattr(smd.Hook, "_framework_to_numpy", staticmethod(convert))
+    losses = run(tmp_path / "t", "wrapper", 60, fault=True)
+    np.testing.assert_allclose(losses, reference, rtol=1e-6)
+    assert graph_breaks() == 0, dict(counters["graph_break"])
+    assert_one_fault_logged(smdebug_log, "_forward_end saving", "injected conversion failure")
+    # What was saved before the fault is a readable, finished trial.
+    assert create_trial(str(tmp_path / "t")).steps() == [0]
 
 
 def test_inductor_compiled_model_is_compiled_once_per_flag_value(tmp_path):

@@ -89,9 +89,11 @@ const EVERY_GOAL: f64 = 5.0;
 
 /// One process's mean step times (seconds): without the hook and with it.
 #[derive(Clone, Copy, Debug)]
-struct Pair {
-    plain: f64,
-    hooked: f64,
+pub struct Pair {
+    /// Without the hook.
+    pub plain: f64,
+    /// With it.
+    pub hooked: f64,
 }
 
 /// A hook's figures: medians over the rounds' [`Pair`]s.
@@ -129,6 +131,7 @@ pub fn rows(quick: bool) -> Vec<Value> {
             })),
         }
     }
+    rows.extend(super::pytorch_practice::rows(quick));
     rows
 }
 
@@ -250,7 +253,8 @@ fn time(times: &HashMap<String, f64>, key: &str) -> Result<f64> {
         .with_context(|| format!("framework_steps.py printed no {key}: {times:?}"))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The middle value of `v` (the upper one of an even count).
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }

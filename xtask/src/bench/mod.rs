@@ -47,6 +47,7 @@ mod health;
 mod measure;
 mod paired;
 mod python;
+mod pytorch_practice;
 mod report;
 mod scale;
 mod small;
