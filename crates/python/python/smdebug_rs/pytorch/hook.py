@@ -315,31 +315,30 @@ class Hook(FrameworkHook):
         self.has_registered_loss_module = True
 
     @guarded()
-    def register_optimizer(self, optimizer):
-        """Sharded models (FSDP2's ``fully_shard``): a parameter or gradient held as a ``DTensor`` is
-saved whole (``full_tensor()``, an all-gather) at the steps that save it, so its
-reductions are those of the full tensor. Every rank must then take part in each gather,
-which each rank's hook does when every worker writes (``include_workers="all"``); with
-``"one"`` the ranks that do not write cannot know which steps save, so sharded tensors are
-not saved (a warning, once). Plain tensor hooks do not fire on sharded parameters: their
-gradients come from ``register_post_accumulate_grad_hook`` and are gathered, in
-registration order on every rank, when the step ends (the next forward, a mode change or
-close), never inside the backward pass.
+    def register_optimizer(self, optimizer, step_hooks=True):
+        """One step per optimizer step from now on: in TRAIN (and GLOBAL) mode a step
+        starts at the first forward after an optimizer step (so every forward and backward
+        of an accumulation window belongs to one step), and the gradients saved are each
+        registered parameter's ``.grad`` when ``optimizer`` steps (accumulated, unscaled if
+        a ``GradScaler`` scaled them) instead of each backward pass's. In EVAL and PREDICT
+        steps still start at each forward. Parameters are saved at a step's first forward.
 
-One step per optimizer step from now on: in TRAIN (and GLOBAL) mode a step
-        starts at the first forward after ``optimizer.step()`` (so every forward and
-        backward of an accumulation window belongs to one step), and the gradients saved
-        are each registered parameter's ``.grad`` when ``optimizer`` steps (accumulated,
-        unscaled if a ``GradScaler`` scaled them) instead of each backward pass's. In EVAL
-        and PREDICT steps still start at each forward. Parameters are saved at a step's
-        first forward."""
+        With ``step_hooks`` (the default) ``optimizer.step()`` drives this through the
+        optimizer's step pre- and post-hooks. A trainer whose optimizer steps do not match
+        its steps (Lightning runs forward and backward inside ``optimizer.step``; a
+        ``GradScaler`` that finds an inf skips ``step()`` while the trainer counts the step)
+        passes ``step_hooks=False`` and calls :meth:`save_gradients` before each optimizer
+        step and :meth:`end_update` after it, skipped or not."""
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"optimizer={optimizer!r} must be a torch.optim.Optimizer")
         if any(o is optimizer for o in self._optimizers):
             return
         self._optimizers.append(optimizer)
-        self._handles.append(optimizer.register_step_pre_hook(self._optimizer_pre_hook))
-        self._handles.append(optimizer.register_step_post_hook(self._optimizer_post_hook))
+        if step_hooks:
+            self._handles.append(optimizer.register_step_pre_hook(
+                lambda opt, _args, _kwargs: self.save_gradients(opt)))
+            self._handles.append(optimizer.register_step_post_hook(
+                lambda _opt, _args, _kwargs: self.end_update()))
 
     def _per_update(self):
         # Whether this step began at an optimizer step (register_optimizer) in a mode
@@ -348,8 +347,10 @@ One step per optimizer step from now on: in TRAIN (and GLOBAL) mode a step
                                                         ModeKeys.GLOBAL)
 
     @guarded()
-    def _optimizer_pre_hook(self, optimizer, args, kwargs):
-        """Saves the accumulated gradients of the parameters ``optimizer`` updates."""
+    def save_gradients(self, optimizer):
+        """Saves, when due, the accumulated ``.grad`` of each registered parameter that
+        ``optimizer`` (registered with :meth:`register_optimizer`) updates, unscaled unless
+        ``scaler.unscale_`` ran for it: what the optimizer is about to step with."""
         if not self._due or not self._started or self._closed or not self._per_update():
             return
         owned = {id(p) for group in optimizer.param_groups for p in group["params"]}
@@ -359,8 +360,9 @@ One step per optimizer step from now on: in TRAIN (and GLOBAL) mode a step
                     self._offer(name, amp.unscale_for(p.grad, optimizer))
 
     @guarded()
-    def _optimizer_post_hook(self, optimizer, args, kwargs):
-        """Ends the step: the next forward in a mode that trains starts the next one."""
+    def end_update(self):
+        """Ends the step of an optimizer update: the next forward in a mode that trains
+        starts the next step."""
         self._update_open = False
 
     # -- the callbacks -------------------------------------------------------------------

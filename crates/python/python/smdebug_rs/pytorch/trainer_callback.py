@@ -69,8 +69,6 @@ class TrainerHook:
         self._hook_args = hook_args
         self._models = []
         self._optimizers = []
-        # id(optimizer) → ([the hook's step pre-hooks], [its post-hooks]), run by the callback
-        self._deferred = {}
         self._metrics = {}   # name → the last value object saved (a trainer re-logs old ones)
 
     @classmethod
@@ -140,48 +138,37 @@ class TrainerHook:
 
     def _follow_optimizers(self, optimizers):
         """Registers each torch optimizer (unwrapped, once) with ``Hook.register_optimizer``:
-        in TRAIN mode one step is then one optimizer step. The step pre- and post-hooks the
-        hook puts on the optimizer are taken off it again and run by the callback at the
-        trainer's own optimizer-step callbacks (:meth:`_before_optimizer_step`,
-        :meth:`_after_optimizer_step`), because the optimizer's hooks run at the wrong
-        moments or not at all: Lightning runs the forward and backward passes inside
+        in TRAIN mode one step is then one optimizer step. Without the optimizer's own step
+        hooks (``step_hooks=False``): the callback saves the gradients and ends the step at
+        the trainer's own optimizer-step callbacks (:meth:`_before_optimizer_step`,
+        :meth:`_after_optimizer_step`), because the optimizer's hooks would run at the
+        wrong moments or not at all: Lightning runs the forward and backward passes inside
         ``optimizer.step`` (a closure, after the pre-hooks), and a ``GradScaler`` that finds
         an inf or NaN skips ``optimizer.step`` (no hooks run) while the trainer still counts
         the step (its global step goes on)."""
         hook = self._hook()
         if hook is None:
             return
-        register = getattr(hook, "register_optimizer", None)
         for optimizer in optimizers or ():
             optimizer = torch_optimizer(optimizer)
             if any(o is optimizer for o in self._optimizers):
                 continue
             self._optimizers.append(optimizer)
-            if register is None:
-                continue
-            pre = getattr(optimizer, "_optimizer_step_pre_hooks", None)
-            post = getattr(optimizer, "_optimizer_step_post_hooks", None)
-            before = (set(pre or ()), set(post or ()))
-            register(optimizer)
-            if pre is not None and post is not None:
-                self._deferred[id(optimizer)] = (
-                    [pre.pop(k) for k in list(pre) if k not in before[0]],
-                    [post.pop(k) for k in list(post) if k not in before[1]])
+            hook.register_optimizer(optimizer, step_hooks=False)
 
     def _before_optimizer_step(self, optimizer):
-        """The hook's step pre-hooks of ``optimizer`` (they save the gradients it steps
-        with), when the trainer is about to step it; each is under the hook's fault
-        policy."""
-        optimizer = torch_optimizer(optimizer)
-        for pre_hook in self._deferred.get(id(optimizer), ((), ()))[0]:
-            pre_hook(optimizer, (), {})
+        """Saves the gradients ``optimizer`` steps with, when the trainer is about to step
+        it."""
+        hook = self._hook()
+        if hook is not None:
+            hook.save_gradients(torch_optimizer(optimizer))
 
     def _after_optimizer_step(self):
-        """The hook's step post-hooks (the step ends: the next forward starts the next),
-        once the trainer has made an optimizer step, skipped or not."""
-        for optimizer in self._optimizers:
-            for post_hook in self._deferred.get(id(optimizer), ((), ()))[1]:
-                post_hook(optimizer, (), {})
+        """Ends the step (the next forward starts the next) once the trainer has made an
+        optimizer step, skipped or not."""
+        hook = self._hook()
+        if hook is not None:
+            hook.end_update()
 
     def _mode(self, mode):
         """Switches the hook to ``mode`` (nothing when it is in it already)."""
