@@ -80,7 +80,8 @@ from smdebug_rs.core.reduction_config import ReductionConfig  # noqa: F401 (re-e
 from smdebug_rs.core.save_config import SaveConfig  # noqa: F401 (re-exported)
 from smdebug_rs.hook import worker_from_env
 from smdebug_rs.core.modes import ModeKeys
-from smdebug_rs.pytorch import amp, compiled, singleton_utils
+from smdebug_rs.core.include import included_collections, json_included_collections
+from smdebug_rs.pytorch import amp, compiled, signals, singleton_utils
 from smdebug_rs.pytorch.collection import Collection
 from smdebug_rs.pytorch.convert import is_dtensor, is_tensor, to_numpy
 from smdebug_rs.pytorch.params import ModuleParams
@@ -134,6 +135,12 @@ class Hook(FrameworkHook):
         self._sharded_grads = {}   # saved name → sharded gradient of this step (FSDP2)
         self._gathers = False      # sharded tensors are gathered (_framework_built)
         self._warned_sharded = False
+        # The transformer summaries asked for (smdebug_rs.pytorch.signals).
+        self._signals = set(included_collections(include_collections, include_regex,
+                                                 save_all)) & set(signals.REGEXES)
+        self._attention_pending = []  # attention_stats of this forward's calls
+        self._attention_saved = False
+        self._root_names = set()
         self.module_set = set()
         self.has_registered_module = False
         self.has_registered_loss_module = False
@@ -159,6 +166,12 @@ class Hook(FrameworkHook):
     def _framework_built(self):
         amp.install()
         native = self._native
+        for name in sorted(self._signals):
+            collection = self.get_collection(name)
+            if not collection.include_regex:
+                collection.include(signals.REGEXES[name])
+        if signals.ATTENTION in self._signals:
+            signals.watch_attention(self)
         if native is not None:
             # A sharded tensor is gathered only where every rank's hook writes, so that
             # every rank takes part in each gather.
@@ -168,8 +181,10 @@ class Hook(FrameworkHook):
         with open(path) as f:
             params = json.load(f).get("HookParameters", {})
         self._include_workers = str(params.get("include_workers", "one")).lower()
+        self._signals = set(json_included_collections(path)) & set(signals.REGEXES)
 
     def _framework_end_step(self):
+        self._save_attention()
         self._flush_sharded_grads()
 
     def _offer(self, name, tensor):
@@ -184,6 +199,7 @@ class Hook(FrameworkHook):
         super()._offer(name, tensor)
 
     def _framework_detach(self):
+        signals.unwatch_attention(self)
         for h in self._handles:
             h.remove()
         self._handles.clear()
@@ -225,6 +241,7 @@ class Hook(FrameworkHook):
             self.module_set.add(sub)
         root = root_name(inner)
         inner._module_name = root
+        self._root_names.add(root)
         self._roots.append(inner)
         self._params[inner] = ModuleParams(inner)
         self._entries[inner] = self._attach_entry(inner, module)
@@ -354,10 +371,17 @@ class Hook(FrameworkHook):
         if not self._due or not self._started or self._closed or not self._per_update():
             return
         owned = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        state = signals.OPTIMIZER_VARIABLES in self._signals
         for grads in self._grads.values():
             for name, p in grads:
-                if p.grad is not None and id(p) in owned:
+                if id(p) not in owned:
+                    continue
+                if p.grad is not None:
                     self._offer(name, amp.unscale_for(p.grad, optimizer))
+                if state:
+                    param = name[len(GRADIENT_PREFIX):]
+                    for key, value in signals.optimizer_variables(optimizer, p, param):
+                        self._offer(key, value)
 
     @guarded()
     def end_update(self):
@@ -377,6 +401,7 @@ class Hook(FrameworkHook):
         if not self._started:
             self._prepare_collections()
             self._started = True
+        self._save_attention()
         if self._per_update():
             if self._update_open:
                 return
@@ -384,6 +409,7 @@ class Hook(FrameworkHook):
         self._flush_sharded_grads()
         self._pending.clear()
         amp.forget()
+        self._attention_saved = False
         if not self._start_step():
             return
         for name, p in self._params[module].items(module._module_name):
@@ -402,6 +428,8 @@ class Hook(FrameworkHook):
         for name, inputs, outputs in pending:
             self._write_all(name, INPUT_TENSOR_SUFFIX, inputs)
             self._write_all(name, OUTPUT_TENSOR_SUFFIX, outputs)
+            self._save_output_signals(name, outputs)
+        self._save_attention()
 
     def _module_forward(self, module, inputs, outputs):
         # Traced by dynamo inside a compiled region: there it only reads `_due` and keeps
@@ -420,6 +448,51 @@ class Hook(FrameworkHook):
         name = module._module_name
         self._write_all(name, INPUT_TENSOR_SUFFIX, inputs)
         self._write_all(name, OUTPUT_TENSOR_SUFFIX, outputs)
+        self._save_output_signals(name, outputs)
+
+    def _save_output_signals(self, name, outputs):
+        # The registered model's output: its log-partition, once a step.
+        if name not in self._root_names or signals.OUTPUT_LOGITS not in self._signals \
+                or signals.LOG_PARTITION in self._written:
+            return
+        value = signals.log_partition(outputs)
+        if value is not None:
+            self._written[signals.LOG_PARTITION] = 1
+            self._offer(signals.LOG_PARTITION, value)
+
+    def _on_attention(self, query, key, attn_mask, is_causal, scale):
+        # Called from every scaled_dot_product_attention (signals.watch_attention), also
+        # inside a compiled region: there only torch ops and a list append.
+        if torch.compiler.is_compiling():
+            if self._due:
+                self._attention_pending.append(
+                    signals.attention_stats(query, key, attn_mask, is_causal, scale))
+            return
+        self._attention_call(query, key, attn_mask, is_causal, scale)
+
+    @guarded()
+    def _attention_call(self, query, key, attn_mask, is_causal, scale):
+        """Keeps the summaries of one attention call of a step that saves, for
+        :meth:`_save_attention`."""
+        if self._due and self._started and not self._closed:
+            self._attention_pending.append(
+                signals.attention_stats(query, key, attn_mask, is_causal, scale))
+
+    @guarded()
+    def _save_attention(self):
+        """Saves the summaries of the attention calls of the step's first forward as
+        ``attention_logit_max/<n>`` and ``attention_entropy/<n>``."""
+        if not self._attention_pending:
+            return
+        pending = list(self._attention_pending)
+        # Emptied in place: compiled code appends to this very list.
+        self._attention_pending.clear()
+        if not self._due or self._closed or self._attention_saved:
+            return
+        self._attention_saved = True
+        for n, (logit_max, entropy) in enumerate(pending):
+            self._offer(signals.LOGIT_MAX_PREFIX + str(n), logit_max)
+            self._offer(signals.ENTROPY_PREFIX + str(n), entropy)
 
     def _register_gradient_hook(self, name, p):
         if not is_dtensor(p):
