@@ -264,7 +264,7 @@ def torchrun(tmp_path, kind, nproc):
 
 
 @pytest.mark.parametrize("kind,nproc", [("ddp", 2), ("ddp", 4), ("ddp_compiled", 2),
-                                        ("fsdp2", 2)])
+                                        ("fsdp2", 2), ("fsdp2", 4)])
 def test_wrapped_and_sharded_models_write_one_trial_named_as_the_model(tmp_path, kind, nproc):
     t, expected_prefix = torchrun(tmp_path, kind, nproc)
     assert sorted(t.workers()) == [f"worker_{r}" for r in range(nproc)]

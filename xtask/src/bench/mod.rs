@@ -92,6 +92,10 @@ pub struct BenchArgs {
     /// Only the framework hooks' step times (see xtask/src/bench/frameworks.rs).
     #[arg(long)]
     pub frameworks: bool,
+    /// Only the PyTorch-in-practice rows (see xtask/src/bench/pytorch_practice.rs): a small
+    /// transformer compiled and under DDP, ours and the TensorBoard and wandb peers.
+    #[arg(long)]
+    pub pytorch_practice: bool,
     /// Only the fleet rows (see xtask/src/bench/fleet.rs): `smdebug rules` over many trials
     /// against the Python smdebug's loop, and `rule_verdicts` on local Spark.
     #[arg(long)]
@@ -118,6 +122,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     if args.frameworks {
         let rows = frameworks::rows(args.quick);
+        print_rows(&rows);
+        return fail_on_error_rows(&rows);
+    }
+    if args.pytorch_practice {
+        let rows = pytorch_practice::rows(args.quick);
         print_rows(&rows);
         return fail_on_error_rows(&rows);
     }
