@@ -63,21 +63,9 @@ class DebuggerCallback(TrainerHook, transformers.TrainerCallback):
     save_all=False, include_workers="one", *, json_file_path=None, hook=None)``: see the
     module docstring."""
 
+    _trainer = None  # the Trainer, once a callback method has found it
     _LOG_NAME = "smdebug_rs.huggingface"
     _loss_of_output = staticmethod(_loss_of_output)
-
-    def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
-                 reduction_config=None, save_config=None, include_regex=None,
-                 include_collections=None, save_all=False, include_workers="one", *,
-                 json_file_path=None, hook=None):
-        super().__init__()
-        self._hook_init(hook, json_file_path, dict(
-            out_dir=out_dir, export_tensorboard=export_tensorboard,
-            tensorboard_dir=tensorboard_dir, reduction_config=reduction_config,
-            save_config=save_config, include_regex=include_regex,
-            include_collections=include_collections, save_all=save_all,
-            include_workers=include_workers))
-        self._trainer = None
 
     # -- the trainer ---------------------------------------------------------------------
 

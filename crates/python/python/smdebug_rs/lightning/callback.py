@@ -24,20 +24,8 @@ class LightningDebugger(TrainerHook):
     :class:`smdebug_rs.pytorch.Hook` arguments, or a SageMaker JSON configuration
     (``json_file_path``, as ``Hook.create_from_json_file``), or a hook made already."""
 
+    _global_step = 0  # the trainer's global step at its last optimizer step
     _LOG_NAME = "smdebug_rs.lightning"
-
-    def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
-                 reduction_config=None, save_config=None, include_regex=None,
-                 include_collections=None, save_all=False, include_workers="one", *,
-                 json_file_path=None, hook=None):
-        super().__init__()
-        self._hook_init(hook, json_file_path, dict(
-            out_dir=out_dir, export_tensorboard=export_tensorboard,
-            tensorboard_dir=tensorboard_dir, reduction_config=reduction_config,
-            save_config=save_config, include_regex=include_regex,
-            include_collections=include_collections, save_all=save_all,
-            include_workers=include_workers))
-        self._global_step = 0
 
     # -- the model and its optimizers ----------------------------------------------------
 

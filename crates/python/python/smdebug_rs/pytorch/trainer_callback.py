@@ -49,15 +49,29 @@ def _is_plain_optimizer(optimizer):
 
 
 class TrainerHook:
-    """The hook side of a trainer callback. A subclass calls :meth:`_hook_init` from its
-    constructor and ``@guarded`` callback methods that use the ``_follow_*``, ``_mode``,
-    ``_save_*`` and ``_close`` helpers.
+    """The hook side of a trainer callback, with the callbacks' constructor: the
+    :class:`smdebug_rs.pytorch.Hook` arguments, or a SageMaker JSON configuration
+    (``json_file_path``, as ``Hook.create_from_json_file``), or a hook made already. A
+    subclass adds the trainer's ``@guarded`` callback methods, which use the ``_follow_*``,
+    ``_mode``, ``_save_*`` and ``_close`` helpers.
 
     The attributes :mod:`smdebug_rs.core.faults` needs: ``_fault``, ``_saving`` and
     ``_native``, which here holds the :class:`smdebug_rs.pytorch.Hook` the callback writes
     through (a fault closes it and drops it)."""
 
     _LOG_NAME = "smdebug_rs.pytorch"
+
+    def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
+                 reduction_config=None, save_config=None, include_regex=None,
+                 include_collections=None, save_all=False, include_workers="one", *,
+                 json_file_path=None, hook=None):
+        super().__init__()  # the trainer's callback class, next in the subclass's MRO
+        self._hook_init(hook, json_file_path, dict(
+            out_dir=out_dir, export_tensorboard=export_tensorboard,
+            tensorboard_dir=tensorboard_dir, reduction_config=reduction_config,
+            save_config=save_config, include_regex=include_regex,
+            include_collections=include_collections, save_all=save_all,
+            include_workers=include_workers))
 
     def _hook_init(self, hook, json_file_path, hook_args):
         self._fault = None
