@@ -16,6 +16,7 @@ import weakref
 __all__ = ["install", "forget", "unscale", "unscale_for"]
 
 _last = [None]  # weak reference to the scaler that scaled the latest loss
+_inverse_of_step = [None]  # (scaler, 1 / scale), read once a step (.item() syncs a device)
 _installed = []
 
 
@@ -43,6 +44,7 @@ def install():
 def forget():
     """Starts a step: no loss of it has been scaled yet."""
     _last[0] = None
+    _inverse_of_step[0] = None
 
 
 def _scaler():
@@ -51,8 +53,14 @@ def _scaler():
 
 
 def _inverse(scaler):
+    # The scale changes only in scaler.update(), after the step's optimizer step.
+    cached = _inverse_of_step[0]
+    if cached is not None and cached[0] is scaler:
+        return cached[1]
     s = getattr(scaler, "_scale", None)
-    return None if s is None else 1.0 / float(s.reshape(()).item())
+    inv = None if s is None else 1.0 / float(s.reshape(()).item())
+    _inverse_of_step[0] = (scaler, inv)
+    return inv
 
 
 def unscale(grad):
