@@ -98,17 +98,20 @@ pub struct Pair {
 
 /// A hook's figures: medians over the rounds' [`Pair`]s.
 #[derive(Clone, Copy, Debug)]
-struct Figures {
-    plain: f64,
-    hooked: f64,
+pub struct Figures {
+    /// No-hook time.
+    pub plain: f64,
+    /// Hooked time.
+    pub hooked: f64,
     /// No-hook time / hooked time.
-    ratio: f64,
+    pub ratio: f64,
     /// Hooked time − no-hook time.
-    added: f64,
+    pub added: f64,
 }
 
 impl Figures {
-    fn of(pairs: &[Pair]) -> Figures {
+    /// The medians of `pairs`, each ratio and difference taken within its round.
+    pub fn of(pairs: &[Pair]) -> Figures {
         let m = |f: fn(&Pair) -> f64| median(pairs.iter().map(f).collect());
         Figures {
             plain: m(|p| p.plain),
@@ -253,8 +256,7 @@ fn time(times: &HashMap<String, f64>, key: &str) -> Result<f64> {
         .with_context(|| format!("framework_steps.py printed no {key}: {times:?}"))
 }
 
-/// The middle value of `v` (the upper one of an even count).
-pub fn median(mut v: Vec<f64>) -> f64 {
+fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }

@@ -10,7 +10,7 @@
 //!   less than both);
 //! * DistributedDataParallel with 2 processes on gloo (under torchrun): ours against no
 //!   hook (goal ≥ 0.99), as rank 0 measures it.
-use super::frameworks::{median, Pair};
+use super::frameworks::{Figures, Pair};
 use crate::peer::TORCH_BENCH;
 use crate::util::{output, root, step};
 use anyhow::{bail, Context, Result};
@@ -63,31 +63,34 @@ fn measured(quick: bool) -> Result<Vec<Value>> {
 
 /// The rows from each compiled hook's pairs (in [`COMPILED_HOOKS`] order) and ours under DDP.
 fn practice_rows(compiled: &[Vec<Pair>], ddp: &[Pair]) -> Vec<Value> {
-    let ratio = |pairs: &[Pair]| median(pairs.iter().map(|p| p.plain / p.hooked).collect());
-    let added =
-        |pairs: &[Pair]| median(pairs.iter().map(|p| p.hooked - p.plain).collect()).max(1e-9);
-    let hooked = |pairs: &[Pair]| median(pairs.iter().map(|p| p.hooked).collect());
-    let plain = |pairs: &[Pair]| median(pairs.iter().map(|p| p.plain).collect());
-    let vs_none = |setup: &str, hook: &str, pairs: &[Pair], goal: Option<f64>| {
+    // A hook measured faster than no hook (noise) adds nothing.
+    let added = |f: &Figures| f.added.max(1e-9);
+    let vs_none = |setup: &str, hook: &str, f: &Figures, goal: Option<f64>| {
         json!({
             "name": format!("pytorch {setup} transformer: step, {LABEL}, {hook} vs no hook"),
-            "value": hooked(pairs) * 1e3, "unit": "ms", "baseline": "no hook",
-            "ratio": ratio(pairs), "goal": goal, "seconds": hooked(pairs),
-            "baseline_seconds": plain(pairs),
+            "value": f.hooked * 1e3, "unit": "ms", "baseline": "no hook",
+            "ratio": f.ratio, "goal": goal, "seconds": f.hooked,
+            "baseline_seconds": f.plain,
         })
     };
-    let ours = &compiled[0];
-    let mut rows = vec![vs_none("compiled", "smdebug_rs", ours, Some(GOAL))];
+    let ours = Figures::of(&compiled[0]);
+    let mut rows = vec![vs_none("compiled", "smdebug_rs", &ours, Some(GOAL))];
     for (hook, pairs) in COMPILED_HOOKS.iter().zip(compiled).skip(1) {
-        rows.push(vs_none("compiled", hook, pairs, None));
+        let peer = Figures::of(pairs);
+        rows.push(vs_none("compiled", hook, &peer, None));
         rows.push(json!({
             "name": format!("pytorch compiled transformer: time added to a step, {LABEL}, {hook}/ours"),
-            "value": added(ours) * 1e3, "unit": "ms", "baseline": format!("{hook}'s added time"),
-            "ratio": added(pairs) / added(ours), "goal": PEER_GOAL,
-            "seconds": added(ours), "baseline_seconds": added(pairs),
+            "value": added(&ours) * 1e3, "unit": "ms", "baseline": format!("{hook}'s added time"),
+            "ratio": added(&peer) / added(&ours), "goal": PEER_GOAL,
+            "seconds": added(&ours), "baseline_seconds": added(&peer),
         }));
     }
-    rows.push(vs_none("DDP (2 processes)", "smdebug_rs", ddp, Some(GOAL)));
+    rows.push(vs_none(
+        "DDP (2 processes)",
+        "smdebug_rs",
+        &Figures::of(ddp),
+        Some(GOAL),
+    ));
     rows
 }
 
