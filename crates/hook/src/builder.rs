@@ -402,6 +402,21 @@ impl HookBuilder {
         &self.out_dir
     }
 
+    /// Where this builder's hook writes TensorBoard files, named as the original's
+    /// `hook.tensorboard_dir`: the folder given, `<out_dir>/tensorboard` when exporting into
+    /// the trial (`os.path.join(out_dir, "tensorboard")`), `None` when not exporting.
+    pub fn configured_tensorboard_dir(&self) -> Option<String> {
+        match (&self.tensorboard_dir, self.export_tensorboard) {
+            (Some(dir), _) => Some(dir.clone()),
+            (None, true) => Some(format!(
+                "{}/{}",
+                self.out_dir.trim_end_matches('/'),
+                smdebug_index::DEFAULT_TENSORBOARD_DIR
+            )),
+            (None, false) => None,
+        }
+    }
+
     /// The worker name this builder's hook writes as.
     pub fn configured_worker(&self) -> &str {
         &self.worker

@@ -62,6 +62,8 @@ pub(crate) struct Outputs {
     pub tensorboard: bool,
     /// Where the events' wall time comes from.
     pub wall_time: WallTime,
+    /// Where TensorBoard files go, as the original's `hook.tensorboard_dir` names it.
+    pub tensorboard_dir: Option<String>,
 }
 
 /// The parts of a hook, assembled from a builder's settings (`start.rs`).
@@ -189,6 +191,12 @@ impl Hook {
         &self.out_dir
     }
 
+    /// Where TensorBoard files go (the original's `hook.tensorboard_dir`): the folder given,
+    /// `<out_dir>/tensorboard` when exporting without one, `None` when not exporting.
+    pub fn tensorboard_dir(&self) -> Option<&str> {
+        self.outputs.tensorboard_dir.as_deref()
+    }
+
     /// This worker's name.
     pub fn worker(&self) -> &str {
         &self.worker
@@ -272,10 +280,14 @@ impl Hook {
     /// Ends the current step: custom tensors and cached scalars are written (scalars also
     /// when `closing`, into a file for the current step), then the step is published.
     fn end_step(&mut self, closing: bool) -> Result<()> {
-        let custom = std::mem::take(&mut self.custom);
-        if self.step_saves {
-            for c in custom {
-                self.write_custom(c)?;
+        // Custom tensors given before the first step belong to the first step, as in the
+        // original (its hooks write them when the first step saves).
+        if self.clock.started() {
+            let custom = std::mem::take(&mut self.custom);
+            if self.step_saves {
+                for c in custom {
+                    self.write_custom(c)?;
+                }
             }
         }
         if self.step_saves || self.step_forced || closing {
@@ -578,9 +590,11 @@ impl Hook {
     }
 
     /// `save_tensor`: a custom tensor for collection `collection` (created if missing; the
-    /// name is added to it). It is written as a raw tensor at the end of the current step if
-    /// that step saves anything and the collection saves raw tensors — with no save-config
-    /// check of its own. One value per name and step: a later call replaces an earlier one.
+    /// name is added to it). It is written as a raw tensor at the end of the current step
+    /// (of the first step when given before it) if that step saves anything and the
+    /// collection saves raw tensors — with no save-config check of its own, whether or not
+    /// the collection is among the saved ones. One value per name and step: a later call
+    /// replaces an earlier one.
     pub fn save_tensor(&mut self, name: &str, value: TensorValue, collection: &str) {
         self.custom.retain(|c| c.name != name);
         self.custom.push(CustomTensor {

@@ -105,6 +105,7 @@ fn start(b: HookBuilder) -> Result<Hook> {
             end_marker: b.end_marker,
             tensorboard,
             wall_time: b.wall_time.clone(),
+            tensorboard_dir: b.configured_tensorboard_dir(),
         },
         queue,
         stop: StopSignalWatch::new(stop_key, b.stop_check_interval),

@@ -276,6 +276,8 @@ pub(crate) struct PyHook {
     out_dir: String,
     /// This worker's name.
     worker: String,
+    /// `Hook.tensorboard_dir`.
+    tensorboard_dir: Option<String>,
 }
 
 impl PyHook {
@@ -311,6 +313,7 @@ impl PyHook {
     fn from_builder(py: Python<'_>, b: HookBuilder, dry_run: bool) -> PyResult<Self> {
         let out_dir = b.configured_out_dir().to_owned();
         let worker = b.configured_worker().to_owned();
+        let tensorboard_dir = b.configured_tensorboard_dir();
         let hook = if dry_run {
             None
         } else {
@@ -322,6 +325,7 @@ impl PyHook {
             dry_run,
             out_dir,
             worker,
+            tensorboard_dir,
         })
     }
 
@@ -480,6 +484,14 @@ impl PyHook {
     #[getter]
     fn out_dir(&self) -> &str {
         &self.out_dir
+    }
+
+    /// Where TensorBoard files go: `tensorboard_dir` as given (or the SageMaker job's
+    /// TensorBoard path), `<out_dir>/tensorboard` with `export_tensorboard` alone, else
+    /// `None` (the original's `hook.tensorboard_dir`).
+    #[getter]
+    fn tensorboard_dir(&self) -> Option<&str> {
+        self.tensorboard_dir.as_deref()
     }
 
     /// This worker's name (`worker_<rank>`).

@@ -72,6 +72,7 @@ class FrameworkHook:
         self._framework_init(include_collections, include_regex, save_all)
         self.out_dir = None if out_dir is None else str(out_dir)
         self.worker = "worker_0"
+        self.tensorboard_dir = None
         self._build(out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
                     save_config, include_regex, include_collections, save_all,
                     include_workers, _json_file)
@@ -142,6 +143,7 @@ class FrameworkHook:
         self._native = native
         self.out_dir = native.out_dir
         self.worker = native.worker
+        self.tensorboard_dir = native.tensorboard_dir
 
     @classmethod
     def create_from_json_file(cls, json_file_path=None):

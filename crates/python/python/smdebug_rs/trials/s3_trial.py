@@ -1,11 +1,36 @@
-"""``smdebug.trials.s3_trial``: ``S3Trial``.
+"""``smdebug.trials.s3_trial``: ``S3Trial``, a trial under an S3 prefix.
 
-The original has one class per storage; here one class reads both, so ``S3Trial`` is
-:class:`smdebug_rs.trials.trial.Trial` itself.
+``S3Trial(name, bucket_name, prefix_name, range_steps=None, check=False, index_mode=True,
+cache=False)`` as the original's constructor; ``create_trial`` of an ``s3://`` path returns
+one.
 """
+
+import os
 
 from smdebug_rs.trials.trial import Trial
 
 __all__ = ["S3Trial"]
 
-S3Trial = Trial
+
+class S3Trial(Trial):
+    """A trial at ``s3://bucket_name/prefix_name`` (``smdebug.trials.s3_trial.S3Trial``).
+    ``check``, ``index_mode`` and ``cache`` are accepted and ignored, as by
+    ``create_trial``; the smdebug_rs keywords of ``create_trial`` are taken too."""
+
+    def __new__(cls, name, bucket_name, prefix_name, range_steps=None, check=False,
+                index_mode=True, cache=False, **kwargs):
+        del check, index_mode, cache
+        prefix = os.path.join(prefix_name, "")
+        return super().__new__(cls, f"s3://{os.path.join(bucket_name, prefix)}", name,
+                               range_steps, **kwargs)
+
+    @property
+    def bucket_name(self):
+        """The bucket."""
+        return self.path[len("s3://"):].split("/", 1)[0]
+
+    @property
+    def prefix_name(self):
+        """The prefix in the bucket, ending in ``/`` (as the original keeps it)."""
+        rest = self.path[len("s3://"):]
+        return rest.split("/", 1)[1] if "/" in rest else ""

@@ -5,8 +5,10 @@ keywords and defaults; reads run in Rust with the GIL released. Beyond the origi
 ``to_arrow()`` / ``to_pandas()`` and ``health()``.
 """
 
+import os
+
 from smdebug_rs import _native
-from smdebug_rs.core.collection import CollectionKeys
+from smdebug_rs.core.collection import Collection, CollectionKeys
 from smdebug_rs.core.logger import get_logger
 from smdebug_rs.modes import ModeKeys
 
@@ -55,6 +57,68 @@ class Trial(_native.Trial):
     def logger(self):
         """The package's logger."""
         return get_logger()
+
+    def collections(self):
+        """The collections, by name: the same objects on every call, so that what is changed
+        through one (``include``, ``add_tensor_name``) is what ``tensor_names(collection=...)``
+        sees, as in the original."""
+        colls = self.__dict__.get("_collections")
+        if colls is None:
+            colls = self._collections = super().collections()
+        return colls
+
+    def collection(self, coll_name):
+        """The collection ``coll_name``, created on the trial (empty) if it has none of that
+        name; later calls give the same object."""
+        colls = self.collections()
+        c = colls.get(coll_name)
+        if c is None:
+            c = colls[coll_name] = Collection(coll_name)
+        return c
+
+    def tensor_names(self, show_prefixed_tensors=False, *, step=None, mode=ModeKeys.GLOBAL,
+                     regex=None, collection=None):
+        """Sorted names of the saved tensors, optionally only those saved at ``step`` (of
+        ``mode``), matching ``regex`` (a pattern or a list: ``re.search``) or in
+        ``collection`` (a name or a Collection: the trial's collection of that name, with
+        what was added to it since). ``regex`` and ``collection`` together raise
+        ``ValueError``."""
+        if collection is None:
+            return super().tensor_names(show_prefixed_tensors, step=step, mode=mode,
+                                        regex=regex)
+        if regex is not None:
+            raise ValueError("Only one of `regex` or `collection` can be passed to this method")
+        if isinstance(collection, str):
+            name = collection
+        elif isinstance(collection, _native.Collection):
+            name = collection.name
+        else:
+            raise TypeError(f"Invalid argument type for collection {collection.__class__}")
+        coll = self.collection(name)
+        saved = set(super().tensor_names(step=step, mode=mode))
+        found = saved.intersection(coll.tensor_names)
+        patterns = list(coll.include_regex)
+        if patterns:
+            found.update(super().tensor_names(step=step, mode=mode, regex=patterns))
+        if not found:
+            get_logger().warning(f"No tensors from the collection {name} were saved")
+        return sorted(found)
+
+    @property
+    def last_index_token(self):
+        """The last index file read, as the original names it: its path (the trial's path
+        joined with the file's place in the trial) for a local trial, its key in the bucket
+        for an object store."""
+        token = super().last_index_token
+        if token is None:
+            return None
+        path = self.path
+        if "://" in path:
+            # The key: what follows the bucket (s3://bucket/prefix -> prefix/...).
+            rest = path.split("://", 1)[1]
+            prefix = rest.split("/", 1)[1] if "/" in rest else ""
+            return os.path.join(prefix, token) if prefix else token
+        return os.path.join(path, token)
 
     def tensors(self, *args, **kwargs):
         """Alias of :meth:`tensor_names` (used by older examples)."""

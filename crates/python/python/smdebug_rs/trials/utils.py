@@ -4,6 +4,8 @@
 import os
 
 from smdebug_rs.exceptions import SMDebugNotImplementedError
+from smdebug_rs.trials.local_trial import LocalTrial
+from smdebug_rs.trials.s3_trial import S3Trial
 from smdebug_rs.trials.trial import Trial
 
 __all__ = ["create_trial"]
@@ -30,4 +32,9 @@ def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing
     path = str(path).strip()
     if name is None:
         name = os.path.basename(path)
-    return Trial(path, name, **kwargs)
+    if path.startswith("s3://"):
+        bucket, _, prefix = path[len("s3://"):].partition("/")
+        return S3Trial(name, bucket, prefix, **kwargs)
+    if "://" in path:
+        return Trial(path, name, **kwargs)
+    return LocalTrial(name, path, **kwargs)

@@ -107,6 +107,16 @@ class Hook(xgb.callback.TrainingCallback):
                    **kwargs)
 
     # The smdebug_rs.Hook calls, for code that saves more through the callback.
+    @property
+    def tensorboard_dir(self):
+        """Where TensorBoard files go (see ``smdebug_rs.Hook.tensorboard_dir``)."""
+        return self.hook.tensorboard_dir
+
+    def set_mode(self, mode):
+        """Switches the mode from the next round on (``smdebug_rs.Hook.set_mode``): what
+        ``save_scalar`` and the next rounds write is of that mode."""
+        self.hook.set_mode(mode)
+
     def get_collection(self, name):
         """Collection ``name`` (see ``smdebug_rs.Hook.get_collection``)."""
         return self.hook.get_collection(name)
@@ -147,9 +157,14 @@ class Hook(xgb.callback.TrainingCallback):
                 save("labels", self.validation_data.get_label())
         booster = getattr(model, "booster", None)
         trees_ok = booster is None or booster in {"gbtree", "dart"}
-        if trees_ok and h.should_save_tensor("feature_importance/weight/f0"):
+        if trees_ok and h.anything_due():
+            # Asked about a feature the model uses: asking about one it does not use yet
+            # would put that name in the collections (the `all` one of save_all), as if saved.
             for kind in _IMPORTANCE_TYPES:
                 scores = model.get_score(importance_type=kind)
+                if not scores or not h.should_save_tensor(
+                        f"feature_importance/{kind}/{next(iter(scores))}"):
+                    break
                 total = sum(scores.values())
                 for feature, score in scores.items():
                     save(f"feature_importance/{kind}/{feature}", score / total)
