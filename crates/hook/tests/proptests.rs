@@ -115,7 +115,7 @@ const CALLS: [Call; 5] = [
 /// index file and event record written: its mode and mode step are the ones the step was
 /// saved in (the mode and mode step in force when the step began, since `set_mode` counts
 /// from the next step on), never negative, and each value lands in the step it was given
-/// in.
+/// in (a `save_tensor` value given before the first step in the first step).
 fn check_calls(calls: &[Call]) {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t");
@@ -133,6 +133,7 @@ fn check_calls(calls: &[Call]) {
     let mut stamps: Vec<(Mode, i64)> = Vec::new();
     let mut due: Vec<(String, i64)> = Vec::new();
     let mut pending_scalars: Vec<String> = Vec::new();
+    let mut early_custom: Vec<String> = Vec::new();
     for (i, call) in calls.iter().enumerate() {
         let name = format!("w{i}");
         match call {
@@ -161,8 +162,11 @@ fn check_calls(calls: &[Call]) {
                     TensorValue::from(arr0(i as f32).into_dyn()),
                     "custom",
                 );
+                // One given before the first step belongs to the first step.
                 if g >= 0 {
                     due.push((name, g));
+                } else {
+                    early_custom.push(name);
                 }
             }
             Call::SaveScalar => {
@@ -177,6 +181,9 @@ fn check_calls(calls: &[Call]) {
                 }
                 hook.step().unwrap();
                 g += 1;
+                if g == 0 {
+                    due.extend(early_custom.drain(..).map(|n| (n, 0)));
+                }
                 let c = counters.iter_mut().find(|(m, _)| *m == mode).unwrap();
                 c.1 += 1;
                 let ms = if mode == Mode::Global { g } else { c.1 };
