@@ -772,6 +772,22 @@ impl PyHook {
         Ok(d)
     }
 
+    /// The names of the hook's collections (of the ones it had when it closed, once
+    /// closed), in the order they were made.
+    fn _collection_names(&self, py: Python<'_>) -> Vec<String> {
+        let names = |cm: &CollectionManager| cm.collections().map(|c| c.name.clone()).collect();
+        match self.lock(py).as_ref() {
+            Some(h) => names(h.collections()),
+            None => self
+                .closed_collections
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(names)
+                .unwrap_or_default(),
+        }
+    }
+
     /// Whether the hook is closed.
     #[getter]
     fn closed(&self) -> bool {

@@ -74,3 +74,32 @@ def test_save_tensor_values_are_written_as_the_originals(runs):
 def test_tensorboard_dir_is_the_originals(runs):
     for pkg, (path, given) in runs.items():
         assert given["tensorboard_dir"] == str(path / "tensorboard"), pkg
+
+
+# The original's module callbacks (ours are registered by register_module under other
+# names) and its profiler (timeline, framework metrics: not part of smdebug_rs).
+PYTORCH_MACHINERY = {
+    "forward_hook", "forward_pre_hook", "backward_hook", "fhook", "bhook",
+    "autograd_profiler_enabled", "backward_modules_profile_stats",
+    "forward_modules_profile_stats", "first_forward_submodule_name",
+    "log_outstanding_backward_stats_and_reset", "log_outstanding_forward_stats_and_reset",
+    "log_trace_event", "parent_backward_event", "parent_forward_event", "profiler",
+    "reset_backward_module_profile_stats", "reset_forward_module_profile_stats",
+    "should_save_dataloader_metrics", "step_event", "use_cuda",
+}
+
+
+def test_the_hooks_api_is_the_originals(tmp_path):
+    """Every public method and attribute of the original's PyTorch Hook (api_walk.py)."""
+    import smdebug.pytorch as theirs
+
+    import smdebug_rs.pytorch as ours
+    from api_walk import HOOK_MACHINERY, differences
+
+    a = theirs.Hook(out_dir=str(tmp_path / "a"))
+    b = ours.Hook(out_dir=str(tmp_path / "b"))
+    try:
+        found = differences(theirs.Hook, ours.Hook, a, b, HOOK_MACHINERY | PYTORCH_MACHINERY)
+    finally:
+        b.close()
+    assert not found, "\n".join(found)

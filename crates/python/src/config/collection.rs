@@ -244,24 +244,24 @@ impl PyCollection {
     }
 
     /// Adds a tensor by name.
-    fn add_tensor_name(&self, py: Python<'_>, name: String) -> PyResult<()> {
+    fn add_tensor_name(&self, py: Python<'_>, tname: String) -> PyResult<()> {
         self.with(py, |c| {
-            c.add_tensor_name(name);
+            c.add_tensor_name(tname);
             Ok(())
         })
     }
 
     /// Removes a tensor name (nothing if absent).
-    fn remove_tensor_name(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+    fn remove_tensor_name(&self, py: Python<'_>, tname: &str) -> PyResult<()> {
         self.with(py, |c| {
-            c.remove_tensor_name(name);
+            c.remove_tensor_name(tname);
             Ok(())
         })
     }
 
-    /// Whether `name` was added by name.
-    fn has_tensor_name(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
-        self.with(py, |c| Ok(c.has_tensor_name(name)))
+    /// Whether `tname` was added by name.
+    fn has_tensor_name(&self, py: Python<'_>, tname: &str) -> PyResult<bool> {
+        self.with(py, |c| Ok(c.has_tensor_name(tname)))
     }
 
     /// Whether `name` is in the collection, by name or by regex.
@@ -281,9 +281,9 @@ impl PyCollection {
 
     /// A collection from `to_json()` text.
     #[classmethod]
-    fn from_json<'py>(cls: &Bound<'py, PyType>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn from_json<'py>(cls: &Bound<'py, PyType>, json_str: &str) -> PyResult<Bound<'py, PyAny>> {
         let py = cls.py();
-        let c = Collection::from_json(text).map_err(|e| config_error(e).into_pyerr(py))?;
+        let c = Collection::from_json(json_str).map_err(|e| config_error(e).into_pyerr(py))?;
         let obj = cls.call1((c.name.as_str(),))?;
         *lock(&obj.cast::<PyCollection>()?.get().place) = Place::Own(c);
         Ok(obj)

@@ -420,9 +420,9 @@ impl PySaveConfig {
 
     /// A config from `to_json()` text.
     #[classmethod]
-    fn from_json<'py>(cls: &Bound<'py, PyType>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn from_json<'py>(cls: &Bound<'py, PyType>, json_str: &str) -> PyResult<Bound<'py, PyAny>> {
         let py = cls.py();
-        let v = SaveConfig::from_json(text).map_err(|e| config_error(e).into_pyerr(py))?;
+        let v = SaveConfig::from_json(json_str).map_err(|e| config_error(e).into_pyerr(py))?;
         let obj = cls.call0()?;
         *lock(&obj.cast::<PySaveConfig>()?.get().place) = Place::Own(v);
         Ok(obj)

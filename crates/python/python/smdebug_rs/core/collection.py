@@ -53,11 +53,11 @@ class Collection(_native.Collection):
         pass
 
     @classmethod
-    def from_dict(cls, d):
+    def from_dict(cls, params):
         """A collection from its JSON object form."""
         import json
 
-        return cls.from_json(json.dumps(d))
+        return cls.from_json(json.dumps(params))
 
     def __repr__(self):
         return (

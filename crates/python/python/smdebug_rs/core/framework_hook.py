@@ -69,6 +69,15 @@ class FrameworkHook:
         self._attached = []      # what takes those callbacks off, while a step is due
         self._kept = False       # callbacks kept on until close (_keep_tensor_hooks)
         self._include_workers = str(include_workers).lower()  # the JSON config may change it
+        # The settings as given (the original keeps them as attributes); None where a
+        # SageMaker configuration file made the hook.
+        self.save_config = save_config
+        self.reduction_config = reduction_config
+        self.include_regex = include_regex
+        self.include_collections = include_collections
+        self.save_all = save_all
+        self.save_all_workers = self._include_workers == "all"
+        self.init_step = -1
         self._framework_init(include_collections, include_regex, save_all)
         self.out_dir = None if out_dir is None else str(out_dir)
         self.worker = "worker_0"

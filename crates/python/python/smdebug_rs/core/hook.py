@@ -179,14 +179,23 @@ class Hook(_native.Hook):
 
     # -- collections -------------------------------------------------------------------
 
-    def get_collection(self, name):
-        """The collection ``name`` (created if missing): a handle of the hook's own
-        collection, the same object on every call. Change it before the first step: its
-        regexes, tensor names and configs are taken then."""
+    def get_collection(self, name, create=True):
+        """The collection ``name`` (created if missing, or ``SMDebugError`` if not
+        ``create``): a handle of the hook's own collection, the same object on every call.
+        Change it before the first step: its regexes, tensor names and configs are taken
+        then."""
+        if not create and name not in self._collection_names():
+            from smdebug_rs.exceptions import SMDebugError
+
+            raise SMDebugError(f"Collection {name} has not been created")
         c = self._collections.get(name)
         if c is None:
             c = self._collections[name] = self._collection(name)
         return c
+
+    def get_collections(self):
+        """``{name: Collection}``: every collection of the hook, as handles."""
+        return {name: self.get_collection(name) for name in self._collection_names()}
 
     def add_collection(self, collection):
         """Gives ``collection`` to the hook, replacing its collection of that name (before

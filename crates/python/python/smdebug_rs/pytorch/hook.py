@@ -221,6 +221,17 @@ class Hook(FrameworkHook):
 
     # -- registering ---------------------------------------------------------------------
 
+    def count_parameters(self, model):
+        """The number of trainable parameters of ``model``, each parameter's count logged
+        at INFO (the original's helper)."""
+        total = 0
+        for name, parameter in model.named_parameters():
+            if parameter.requires_grad:
+                get_logger().info(f"name:{name} count_params:{parameter.numel()}")
+                total += parameter.numel()
+        get_logger().info(f"Total Trainable Params: {total}")
+        return total
+
     @guarded()
     def register_module(self, module):
         """Registers ``module`` (the model, or what wraps it: a compiled, DDP or FSDP model):

@@ -14,15 +14,19 @@ __all__ = ["S3Trial"]
 
 class S3Trial(Trial):
     """A trial at ``s3://bucket_name/prefix_name`` (``smdebug.trials.s3_trial.S3Trial``).
-    ``check``, ``index_mode`` and ``cache`` are accepted and ignored, as by
+    ``check``, ``index_mode`` and ``cache`` are kept as attributes and not acted on, as by
     ``create_trial``; the smdebug_rs keywords of ``create_trial`` are taken too."""
 
     def __new__(cls, name, bucket_name, prefix_name, range_steps=None, check=False,
                 index_mode=True, cache=False, **kwargs):
-        del check, index_mode, cache
         prefix = os.path.join(prefix_name, "")
-        return super().__new__(cls, f"s3://{os.path.join(bucket_name, prefix)}", name,
-                               range_steps, **kwargs)
+        trial = super().__new__(cls, f"s3://{os.path.join(bucket_name, prefix)}", name,
+                                range_steps, **kwargs)
+        trial.range_steps = range_steps
+        trial.check = check
+        trial.index_mode = index_mode
+        trial.cache = cache
+        return trial
 
     @property
     def bucket_name(self):

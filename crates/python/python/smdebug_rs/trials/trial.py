@@ -50,8 +50,77 @@ def _arrow_backed_types():
     return mapper
 
 
+class _CollectionManager:
+    """``trial.collection_manager``: the trial's collections as the original's
+    ``CollectionManager`` offers them (``collections``, ``get``)."""
+
+    def __init__(self, trial):
+        self._trial = trial
+
+    @property
+    def collections(self):
+        """``{name: Collection}``: the trial's own objects."""
+        return self._trial.collections()
+
+    def get(self, name, create=True):
+        """Collection ``name``; created on the trial when missing if ``create``, else
+        ``SMDebugError``."""
+        if not create and name not in self.collections:
+            from smdebug_rs.exceptions import SMDebugError
+
+            raise SMDebugError(f"Collection {name} has not been created")
+        return self._trial.collection(name)
+
+
 class Trial(_native.Trial):
     """A trial being read (``smdebug.trials.trial.Trial``); see ``create_trial``."""
+
+    # The original's constructor flags. Reads here are always parallel and indexed, and
+    # the value cache is bounded (``cache_bytes``): the flags are kept, not acted on.
+    range_steps = None
+    parallel = True
+    check = False
+    index_mode = True
+    cache = False
+
+    @property
+    def collection_manager(self):
+        """The trial's collections, as the original's ``CollectionManager``."""
+        return _CollectionManager(self)
+
+    @property
+    def worker_set(self):
+        """The workers that wrote steps, as a set."""
+        return set(self.workers())
+
+    @property
+    def workers_for_global_step(self):
+        """``{global step: set of the workers that wrote it}``."""
+        out = {}
+        for name in super().tensor_names():
+            t = self.tensor(name)
+            for step in t.steps(show_incomplete_steps=True):
+                out.setdefault(step, set()).update(t.workers(step))
+        return out
+
+    @property
+    def global_step_to_tensors_map(self):
+        """``{global step: set of the tensor names saved at it}``."""
+        out = {}
+        for step in self.steps(show_incomplete_steps=True):
+            out[step] = set(super().tensor_names(step=step))
+        return out
+
+    @property
+    def mode_to_tensors_map(self):
+        """``{mode: set of the tensor names saved in it}``."""
+        return {m: set(super().tensor_names(mode=m)) for m in self.modes()}
+
+    def refresh_tensor(self, tname, steps=None):
+        """Reads what was written since the last refresh (the original reads every
+        tensor's index at once too: ``tname`` and ``steps`` do not narrow it)."""
+        del tname, steps
+        self.refresh_data()
 
     @property
     def logger(self):

@@ -17,7 +17,8 @@ def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing
 
     ``name`` defaults to the last component of the path; ``range_steps=(begin, end)`` loads
     only those steps. smdebug's ``parallel``, ``check``, ``index_mode`` and ``cache`` are
-    accepted and ignored (reads are always parallel and indexed). smdebug_rs extras:
+    kept as the trial's attributes and not acted on (reads are always parallel and
+    indexed). smdebug_rs extras:
     ``collections_timeout`` (seconds to wait for the collections files; default: until the
     job ends, as smdebug), ``cache_bytes``, ``skip_corrupt_index_files``.
 
@@ -27,14 +28,15 @@ def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing
     if profiler:
         raise SMDebugNotImplementedError("smdebug_rs does not read profiler trials")
     del output_dir
-    for ignored in ("parallel", "check", "index_mode", "cache"):
-        kwargs.pop(ignored, None)
+    flags = {k: kwargs.pop(k) for k in ("parallel", "check", "index_mode", "cache")
+             if k in kwargs}
     path = str(path).strip()
     if name is None:
         name = os.path.basename(path)
     if path.startswith("s3://"):
         bucket, _, prefix = path[len("s3://"):].partition("/")
-        return S3Trial(name, bucket, prefix, **kwargs)
+        flags.pop("parallel", None)  # the original's S3Trial takes no `parallel`
+        return S3Trial(name, bucket, prefix, **flags, **kwargs)
     if "://" in path:
         return Trial(path, name, **kwargs)
-    return LocalTrial(name, path, **kwargs)
+    return LocalTrial(name, path, **flags, **kwargs)

@@ -29,6 +29,7 @@ from xgboost import DMatrix
 from smdebug_rs.core.hook import Hook as _BaseHook
 from smdebug_rs.core.hook import worker_from_env
 from smdebug_rs.core.save_config import SaveConfig
+from smdebug_rs.modes import ModeKeys
 from smdebug_rs.xgboost.utils import parse_tree_model
 
 __all__ = ["Hook"]
@@ -96,6 +97,16 @@ class Hook(xgb.callback.TrainingCallback):
                 include_workers=include_workers, framework="xgboost", worker=worker,
                 num_workers=n, **kwargs)
         self.hook = _hook
+        # The settings as given (the original keeps them as attributes); None where a
+        # SageMaker configuration file made the hook.
+        self.save_config = save_config
+        self.reduction_config = reduction_config
+        self.include_regex = include_regex
+        self.include_collections = include_collections
+        self.save_all = save_all
+        self.save_all_workers = str(include_workers).lower() == "all"
+        self.init_step = -1
+        self.mode = ModeKeys.GLOBAL
         self.hyperparameters = hyperparameters
         self.train_data = _load_data(train_data)
         self.validation_data = _load_data(validation_data)
@@ -108,6 +119,26 @@ class Hook(xgb.callback.TrainingCallback):
 
     # The smdebug_rs.Hook calls, for code that saves more through the callback.
     @property
+    def out_dir(self):
+        """The trial's folder or prefix."""
+        return self.hook.out_dir
+
+    @property
+    def worker(self):
+        """This worker's name."""
+        return self.hook.worker
+
+    @property
+    def dry_run(self):
+        """Whether nothing is written."""
+        return self.hook.dry_run
+
+    @property
+    def step(self):
+        """The boosting round being saved (-1 before the first)."""
+        return self.hook.step_num
+
+    @property
     def tensorboard_dir(self):
         """Where TensorBoard files go (see ``smdebug_rs.Hook.tensorboard_dir``)."""
         return self.hook.tensorboard_dir
@@ -116,10 +147,19 @@ class Hook(xgb.callback.TrainingCallback):
         """Switches the mode from the next round on (``smdebug_rs.Hook.set_mode``): what
         ``save_scalar`` and the next rounds write is of that mode."""
         self.hook.set_mode(mode)
+        self.mode = mode
 
-    def get_collection(self, name):
+    def get_collection(self, name, create=True):
         """Collection ``name`` (see ``smdebug_rs.Hook.get_collection``)."""
-        return self.hook.get_collection(name)
+        return self.hook.get_collection(name, create)
+
+    def get_collections(self):
+        """``{name: Collection}`` of the hook (see ``smdebug_rs.Hook.get_collections``)."""
+        return self.hook.get_collections()
+
+    def add_collection(self, collection):
+        """Gives ``collection`` to the hook (see ``smdebug_rs.Hook.add_collection``)."""
+        self.hook.add_collection(collection)
 
     def save_scalar(self, name, value, sm_metric=False, timestamp=None):
         """``smdebug_rs.Hook.save_scalar``."""
