@@ -53,6 +53,17 @@ def _same_default(a, b):
         return False
     if b is None and type(a).__name__ == "ModeKeys" and a.name == "GLOBAL":
         return True
+    if isinstance(a, _Source):
+        # A default read from source that is not a literal (``ModeKeys.GLOBAL``): the
+        # same when ours names the same member.
+        if b is None and a.text == "ModeKeys.GLOBAL":
+            return True
+        owner, _, member = a.text.rpartition(".")
+        if owner == "CollectionKeys":
+            from smdebug_rs.core.collection import CollectionKeys
+
+            return getattr(CollectionKeys, member, _MISSING) == b
+        return member in repr(b)
     try:
         return bool(a == b) or repr(a) == repr(b)
     except Exception:  # noqa: BLE001 - an object without == (an array): compare reprs
@@ -68,7 +79,11 @@ def _accepts_more(fn):
 
 
 def _compare_method(name, theirs, ours):
-    tp, op = _params(theirs), _params(ours)
+    return _compare_params(name, _params(theirs), ours)
+
+
+def _compare_params(name, tp, ours):
+    op = _params(ours)
     if tp is None or op is None:
         return []
     problems = []
@@ -113,4 +128,84 @@ def differences(theirs, ours, their_obj=None, our_obj=None, ignore=()):
             o = getattr(ours, name, None)
             if o is not None and callable(o):
                 problems += _compare_method(name, getattr(theirs, name), o)
+    return sorted(problems)
+
+
+class _Source:
+    """A default as its source text, where it is not a literal."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def _source_params(fn):
+    import ast
+
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    out = []
+
+    def value(node):
+        if node is None:
+            return _MISSING
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            return _Source(ast.unparse(node))
+
+    for arg, d in zip(positional, defaults):
+        if arg.arg not in ("self", "cls"):
+            out.append((arg.arg, False, value(d)))
+    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+        out.append((arg.arg, True, value(d)))
+    return out
+
+
+def source_differences(files, classname, ours, our_obj, ignore=()):
+    """:func:`differences` of the original's class ``classname`` read from its source
+    ``files`` (for a class whose module cannot be imported where ours runs): its methods,
+    properties and the ``self.<name>`` it assigns, through its bases defined in ``files``."""
+    import ast
+
+    classes = {}
+    for path in files:
+        with open(path) as f:
+            for node in ast.walk(ast.parse(f.read())):
+                if isinstance(node, ast.ClassDef):
+                    classes.setdefault(node.name, node)
+    methods, attrs, seen = {}, set(), []
+    todo = [classname]
+    while todo:
+        name = todo.pop(0)
+        node = classes.get(name)
+        if node is None or name in seen:
+            continue
+        seen.append(name)
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if any(isinstance(d, ast.Name) and d.id == "property"
+                       for d in item.decorator_list):
+                    attrs.add(item.name)
+                else:
+                    methods.setdefault(item.name, _source_params(item))
+                for sub in ast.walk(item):
+                    if (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store)
+                            and isinstance(sub.value, ast.Name) and sub.value.id == "self"):
+                        attrs.add(sub.attr)
+        todo += [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases]
+    problems = []
+    for name in sorted((set(methods) | attrs) - set(ignore)):
+        if name.startswith("_") and name != "__init__":
+            continue
+        if name == "__init__":
+            problems += _compare_params(f"{classname}()", methods[name], ours.__init__)
+            continue
+        if not (hasattr(ours, name) or hasattr(our_obj, name)):
+            problems.append(f"missing: {name}")
+        elif name in methods and callable(getattr(ours, name, None)):
+            problems += _compare_params(name, methods[name], getattr(ours, name))
     return sorted(problems)

@@ -19,6 +19,21 @@ class Collection(_BaseCollection):
         if outputs:
             self.include("^" + layer.name + "/outputs")
 
+    def add(self, arg):
+        """Adds tensors by name (the original's ``coll.add``): a Keras variable (named as
+        the hook names the model's weights), a name, or a list, tuple or set of them. The
+        original's graph tensors and operations of TensorFlow 1 have no counterpart in
+        eager Keras 3."""
+        if isinstance(arg, (list, tuple, set)):
+            for a in arg:
+                self.add(a)
+        elif isinstance(arg, str):
+            self.add_tensor_name(arg)
+        else:
+            from smdebug_rs.tensorflow.keras import keras2_name
+
+            self.add_tensor_name(keras2_name(arg))
+
     @classmethod
     def _adopt(cls, c):
         """``c`` (a collection of ``smdebug_rs.Hook``) as one of this class, in place."""

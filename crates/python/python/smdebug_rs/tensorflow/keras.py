@@ -819,6 +819,23 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
             return
         self._native.save_tensor(tensor_name, value, collections_to_write)
 
+    def add_to_collection(self, collection_name, variable):
+        """Adds ``variable`` to collection ``collection_name`` (``Collection.add``; a Keras
+        variable is named as the hook names the weights of the model it watches)."""
+        coll = self.get_collection(collection_name)
+        if isinstance(variable, (str, list, tuple, set)):
+            coll.add(variable)
+        else:
+            coll.add_tensor_name(keras2_name(variable, self._hooked_model or
+                                             self.registered_model))
+
+    def record_tensor_value(self, tensor_name, tensor_value):
+        """Deprecated in the original in favour of :meth:`save_tensor`: the value saved in
+        the ``metrics`` collection."""
+        get_logger().warning("%s: record_tensor_value has been deprecated. Please use the "
+                             "save_tensor API", self._LOG_NAME)
+        self.save_tensor(tensor_name, tensor_value, CollectionKeys.METRICS)
+
     @guarded(default=False)
     def should_save_layer(self, layer_name):
         """Whether the layer's outputs are due at this step."""
