@@ -12,11 +12,11 @@ rule_params! {
     /// Parameters of [`AttentionLogitGrowth`].
     AttentionLogitGrowthConfig for "AttentionLogitGrowth" {
         logit_regex: Vec<String> = "^attention_logit_max/"
-            => "regexes of the per-layer tensors of each head's largest pre-softmax logit (shape [heads])",
+            => "regexes of the per-layer tensors of each head's largest pre-softmax logit (shape `[heads]`)",
         max_logit: Option<f64> = "100"
             => "fires when a head's largest logit is above this (Kimi K2's QK-Clip τ); None turns this test off",
         entropy_regex: Vec<String> = "^attention_entropy/"
-            => "regexes of the per-layer tensors of each head's softmax entropy in nats (shape [heads])",
+            => "regexes of the per-layer tensors of each head's softmax entropy in nats (shape `[heads]`)",
         entropy_collapse_ratio: Option<f64> = "0.1"
             => "fires when a head's entropy is below this fraction of its highest saved entropy; None turns this test off",
     }
