@@ -178,7 +178,7 @@ def test_builtin_rules_take_the_original_parameter_names(trials):
     from smdebug_rs import rules
 
     tr = open_trial("smdebug_rs", trials["steps"])
-    assert len(rules.BUILTIN_RULES) == 20
+    assert len(rules.BUILTIN_RULES) == 27
     for name in rules.BUILTIN_RULES:
         assert issubclass(getattr(rules, name), rules.Rule)
     with pytest.raises(TypeError, match="thresold"):

@@ -1,5 +1,7 @@
 //! The smdebug rule engine: the [`Rule`] trait, the invoker ([`invoke_rule`]) with
-//! smdebug's semantics, the 20 built-in debugging rules of SageMaker Debugger, a registry
+//! smdebug's semantics, the 20 built-in debugging rules of SageMaker Debugger and 7 rules for
+//! how transformers fail (loss and gradient-norm spikes, attention-logit growth, output-logit
+//! divergence, update ratios, Adam's ε, activation outliers), a registry
 //! that builds them from SageMaker-style string parameters, and actions (a message, or
 //! stopping the training job through the hook's stop signal).
 //!

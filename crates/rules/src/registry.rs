@@ -147,6 +147,34 @@ static RULES: &[RuleSpec] = &[
         TreeDepth(TreeDepthConfig),
         "trees deeper than a bound (XGBoost)"
     ),
+    spec!(
+        LossSpike(LossSpikeConfig),
+        "a loss above its rolling mean + k·σ, or r × its rolling mean for too long"
+    ),
+    spec!(
+        GradientNormSpike(GradientNormSpikeConfig),
+        "a global gradient norm above its rolling mean + k·σ"
+    ),
+    spec!(
+        AttentionLogitGrowth(AttentionLogitGrowthConfig),
+        "attention logits growing past a bound, or attention entropy collapsing"
+    ),
+    spec!(
+        OutputLogitDivergence(OutputLogitDivergenceConfig),
+        "the output logits' log-partition drifting from 0"
+    ),
+    spec!(
+        UpdateRatio(UpdateRatioConfig),
+        "per-layer update ratios ‖ΔW‖/‖W‖ outside a band"
+    ),
+    spec!(
+        AdamEpsilon(AdamEpsilonConfig),
+        "layers whose Adam second moment is mostly below ε"
+    ),
+    spec!(
+        ActivationOutlier(ActivationOutlierConfig),
+        "a layer's largest activation jumping over its own rolling baseline"
+    ),
 ];
 
 /// Every built-in rule, in docs/src/rules.md order.

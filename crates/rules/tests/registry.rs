@@ -12,13 +12,13 @@ fn trial() -> std::sync::Arc<smdebug_trial::Trial> {
 }
 
 #[test]
-fn twenty_rules_with_unique_names_and_documented_parameters() {
+fn twenty_seven_rules_with_unique_names_and_documented_parameters() {
     let rules = builtin_rules();
-    assert_eq!(rules.len(), 20);
+    assert_eq!(rules.len(), 27);
     let mut names: Vec<_> = rules.iter().map(|r| r.name).collect();
     names.sort();
     names.dedup();
-    assert_eq!(names.len(), 20);
+    assert_eq!(names.len(), 27);
     for r in rules {
         assert!(!r.doc.is_empty());
         for p in r.params {

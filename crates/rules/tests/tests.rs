@@ -6,3 +6,4 @@ mod live;
 mod registry;
 mod stalled;
 mod support;
+mod transformers;

@@ -14,7 +14,7 @@
 //! | [`storage`] | smdebug-storage | local, S3 and in-memory stores |
 //! | [`hook`] | smdebug-hook | the writer: `Hook`, what a training job calls |
 //! | [`trial`] | smdebug-trial | the reader: `Trial` and `Tensor` over a (live) run |
-//! | [`rules`] | smdebug-rules | the rule engine and the 20 built-in rules |
+//! | [`rules`] | smdebug-rules | the rule engine and the 27 built-in rules |
 //! | [`dump`] | smdebug-dump | the `smdebug-trial-dump/v1` JSON document of a trial |
 //! | [`diagnose`] | smdebug-diagnose | health, doctor, verify and seal: typed reports of what is wrong with a trial |
 //! | [`fleet`] | smdebug-fleet | many trials: discovery under a prefix, a bounded runner, the `watch` rule service |

@@ -30,7 +30,7 @@ fn only_scalars(trial: &Trial, names: impl IntoIterator<Item = String>) -> Resul
 
 /// Loss tensors for Overfit/Overtraining: the regex matches if given, else collection
 /// `losses` if present, else every scalar tensor; scalars only.
-fn loss_tensors(trial: &Trial, regex: &[String]) -> Result<Vec<String>> {
+pub(super) fn loss_tensors(trial: &Trial, regex: &[String]) -> Result<Vec<String>> {
     let names = if !regex.is_empty() {
         regex_tensors(trial, regex)?
     } else if has_collection(trial, "losses") {

@@ -1,6 +1,9 @@
-//! The 20 built-in debugging rules of SageMaker Debugger (docs/src/rules.md), with the
-//! original's parameter names, string forms and defaults. Where the contract leaves a choice
-//! open, each rule's docs say which reading is implemented.
+//! The 20 built-in debugging rules of SageMaker Debugger (docs/src/rules.md §1–§20), with the
+//! original's parameter names, string forms and defaults, and 7 rules for how transformers
+//! fail (§21–§27: loss and gradient-norm spikes, attention-logit growth, output-logit
+//! divergence, update ratios, Adam's ε, activation outliers), with the criteria and defaults
+//! of the training codebases and papers that published them. Where the contract leaves a
+//! choice open, each rule's docs say which reading is implemented.
 //!
 //! Each rule is written as two declarations and one function: `rule_params!` declares its
 //! parameters (name, type, default, meaning: the config struct, the `PARAMS` table of
@@ -160,17 +163,23 @@ macro_rules! builtin_rule {
 }
 
 mod activations;
+mod attention;
 mod classification;
 mod gradients;
 mod loss;
+mod optimizer;
+mod spikes;
 mod stalled;
 mod tensors;
 mod xgboost;
 
 pub use activations::*;
+pub use attention::*;
 pub use classification::*;
 pub use gradients::*;
 pub use loss::*;
+pub use optimizer::*;
+pub use spikes::*;
 pub use stalled::*;
 pub use tensors::*;
 pub use xgboost::*;
