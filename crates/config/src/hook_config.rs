@@ -9,6 +9,7 @@ use crate::pyregex::PyRegex;
 use crate::pystr::python_strip;
 use crate::save_config::join;
 use crate::{Mode, ReductionConfig, SaveConfig, SaveConfigMode};
+use std::path::Path;
 
 mod locate;
 mod params;
@@ -112,6 +113,25 @@ impl HookConfig {
     pub fn from_slice(bytes: &[u8]) -> Result<Self, ConfigError> {
         let text = pyjson::utf8_text(bytes)?;
         Self::from_json(text)
+    }
+
+    /// Reads and parses a file.
+    pub fn from_path(path: &Path) -> Result<Self, ConfigError> {
+        let bytes = std::fs::read(path).map_err(|e| ConfigError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Self::from_slice(&bytes)
+    }
+
+    /// Finds the file as smdebug does ([`hook_config_path`]) and parses it; `Ok(None)` when
+    /// there is no file (smdebug then creates no hook).
+    pub fn locate(explicit: Option<&Path>) -> Result<Option<Self>, ConfigError> {
+        let path = hook_config_path(explicit);
+        if !path.exists() {
+            return Ok(None);
+        }
+        Self::from_path(&path).map(Some)
     }
 
     /// Builds the configuration from a parsed JSON value.

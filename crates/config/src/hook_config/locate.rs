@@ -1,6 +1,6 @@
 //! Where the SageMaker configuration files are: the environment variables and default
-//! paths smdebug reads, the TensorBoard config, and the one file read of this crate
-//! (`HookConfig::from_path`, which `HookConfig::locate` calls).
+//! paths smdebug reads, and the TensorBoard config. `HookConfig::locate` (in the parent
+//! module) reads the file `hook_config_path` names.
 
 use crate::error::{invalid, ConfigError};
 use crate::pyjson::{self, PyValue};
@@ -87,27 +87,4 @@ impl TensorBoardConfig {
 /// Whether this process runs as a SageMaker job (`TRAINING_JOB_NAME` is set).
 pub fn is_sagemaker_job() -> bool {
     std::env::var_os(TRAINING_JOB_NAME_ENV).is_some()
-}
-
-use super::HookConfig;
-
-impl HookConfig {
-    /// Reads and parses a file.
-    pub fn from_path(path: &Path) -> Result<Self, ConfigError> {
-        let bytes = std::fs::read(path).map_err(|e| ConfigError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Self::from_slice(&bytes)
-    }
-
-    /// Finds the file as smdebug does ([`hook_config_path`]) and parses it; `Ok(None)` when
-    /// there is no file (smdebug then creates no hook).
-    pub fn locate(explicit: Option<&Path>) -> Result<Option<Self>, ConfigError> {
-        let path = hook_config_path(explicit);
-        if !path.exists() {
-            return Ok(None);
-        }
-        Self::from_path(&path).map(Some)
-    }
 }
