@@ -24,7 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use futures::stream::BoxStream;
 use smdebug_conformance::{tempdir, write_fixture, write_fixture_from_recipe};
 use smdebug_storage::{
-    BlockingStore, Bytes, Location, ObjectMeta, Operation, Storage, StorageError,
+    BlockingStore, Bytes, ListOptions, Location, ObjectMeta, Operation, Storage, StorageError,
 };
 use smdebug_synth::{write_trial, write_trial_into, Recipe, WriteOptions};
 
@@ -131,20 +131,12 @@ impl Storage for GcsJsonUpload {
     fn location(&self) -> String {
         self.inner.location()
     }
-    async fn list(
+    async fn list_opts(
         &self,
         prefix: &str,
-        start_after: Option<&str>,
+        options: ListOptions<'_>,
     ) -> smdebug_storage::Result<Vec<ObjectMeta>> {
-        self.inner.list(prefix, start_after).await
-    }
-    async fn list_until(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
-    ) -> smdebug_storage::Result<Vec<ObjectMeta>> {
-        self.inner.list_until(prefix, start_after, end).await
+        self.inner.list_opts(prefix, options).await
     }
     async fn list_folders(&self, dir: &str) -> smdebug_storage::Result<Vec<String>> {
         self.inner.list_folders(dir).await

@@ -23,16 +23,15 @@
 use crate::fleet::{target, Target};
 use anyhow::{bail, Context, Result};
 use smdebug_config::Mode;
-use smdebug_fleet::{Runner, TrialOutcome, TrialRef};
-use smdebug_rules::{
-    build_rule, builtin_rules, invoke_rule_with, EndReason, Firing, Message, MessageFormat, Rule,
-    RuleArg, RuleConfiguration, RuleError, StopTraining,
+use smdebug_fleet::{
+    RuleOutcome, RuleRunError, RuleSpec, Runner, Schedule, TrialOutcome, TrialRef, TrialRules,
 };
-use smdebug_trial::{PollPolicy, Trial, TrialOptions};
+use smdebug_rules::{builtin_rules, Firing, Message, MessageFormat, RuleArg, RuleConfiguration};
+use smdebug_trial::{PollPolicy, TrialOptions};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Options of `smdebug rules`.
@@ -245,20 +244,12 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<bool> {
     }
 }
 
-/// How the rules of one trial are run.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Schedule {
-    /// Concurrently, each on its own thread and its own reader of the trial: a live trial's
-    /// firings of every rule are printed as the job writes its steps.
-    Concurrent,
-    /// One after the other on the calling thread, over one reader of the trial: a fleet
-    /// runs trials in parallel already, and its output waits for each trial's end.
-    OneByOne,
-}
-
-/// Builds every rule over a reader of the trial at `path` and runs them (see [`Schedule`])
-/// until `--end-step` or the end of training, calling `print(firing, first_of_its_rule)` as
-/// firings happen. `Err` when a rule cannot be built; each rule's own result otherwise.
+/// Builds every rule over readers of the trial at `path` and runs them (see
+/// [`Schedule`]) until `--end-step` or the end of training, calling
+/// `print(firing, first_of_its_rule)` as firings happen. `Err` when the trial cannot be
+/// opened or a rule cannot be built (nothing runs then); each rule's own result otherwise.
+/// A rule that is wrong whatever the trial is a [`RuleRunError::BadRule`], which a fleet
+/// turns into the command's error.
 fn evaluate(
     args: &Args,
     path: &str,
@@ -267,91 +258,47 @@ fn evaluate(
     schedule: Schedule,
     print: &(dyn Fn(&Firing, bool) + Sync),
 ) -> Result<Vec<Result<Outcome>>> {
-    let mut options = options.clone();
-    let open = |options: &TrialOptions| -> Result<Arc<Trial>> {
-        let trial = Trial::open(path, options.clone());
-        Ok(Arc::new(
-            trial.with_context(|| format!("opening trial {path}"))?,
-        ))
-    };
-    let first = open(&options)?;
-    // The steps evaluated: `--start-step`/`--end-step` within the steps loaded.
-    let (mut start_step, mut end_step) = (args.start_step, args.end_step);
-    if options.last_steps.is_some() || options.range_steps.is_some() {
-        // `--last` is resolved once, by the first reader; the others load the same steps.
-        let (begin, end) = first.step_range();
-        options.range_steps = Some((begin, end));
-        options.last_steps = None;
-        start_step = start_step.max(begin.unwrap_or(start_step));
-        end_step = match (end_step, end) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-    }
-    let mut rules: Vec<(String, Box<dyn Rule>)> = Vec::new();
-    for (i, (label, name, params)) in specs.iter().enumerate() {
-        // Concurrent rules get a reader each: rules switch refreshing on and off around
-        // their evaluation, which must not interfere between threads.
-        let trial = if i == 0 || schedule == Schedule::OneByOne {
-            Arc::clone(&first)
-        } else {
-            open(&options)?
-        };
-        let mut rule = build_rule(name, params, trial).map_err(|e| match e {
-            RuleError::Trial(_) | RuleError::Analysis(_) => anyhow::Error::new(e),
-            other => anyhow::Error::new(BadRule(other.to_string())),
-        })?;
-        if args.stop_training {
-            rule.base_mut()
-                .add_action(Box::new(StopTraining::with_default_key()?));
-        }
-        rules.push((label.clone(), rule));
-    }
-    let run = |(label, mut rule): (String, Box<dyn Rule>)| -> Result<Outcome> {
-        let mut seen = 0usize;
-        let eval = invoke_rule_with(rule.as_mut(), start_step, end_step, false, &mut |f| {
-            seen += 1;
-            print(f, seen == 1);
+    let specs: Vec<RuleSpec> = specs
+        .iter()
+        .map(|(label, name, params)| RuleSpec {
+            label: label.clone(),
+            name: name.clone(),
+            params: params.clone(),
+            stop_training: args.stop_training,
         })
-        .with_context(|| format!("rule {label}"))?;
-        let steps = eval.firings.iter().map(|f| f.step);
-        let span = steps.clone().min().zip(steps.max());
-        let first = eval.firings.first().map(|f| {
-            let trial = rule.base().base_trial();
-            let mode = trial.no_refresh(|t| t.mode_modestep(f.step)).ok().flatten();
-            (f.clone(), mode)
-        });
-        Ok(Outcome {
-            label,
+        .collect();
+    let rules = TrialRules::open(
+        path,
+        &specs,
+        options,
+        args.start_step,
+        args.end_step,
+        schedule,
+    )?
+    .check()?;
+    Ok(rules
+        .run(print)
+        .into_iter()
+        .map(|r| r.map(Outcome::from).map_err(anyhow::Error::from))
+        .collect())
+}
+
+impl From<RuleOutcome> for Outcome {
+    fn from(o: RuleOutcome) -> Self {
+        let span = o.span();
+        let end = o.end();
+        let eval = o.evaluation;
+        Outcome {
+            label: o.label,
             firings: eval.firings.len(),
             span,
-            first,
+            first: eval.firings.into_iter().next().map(|f| (f, o.first_mode)),
             remarks: eval.remarks,
             evaluated: eval.steps_evaluated,
             skipped: eval.steps_skipped,
-            end: match eval.end {
-                EndReason::EndStep => format!("end step {}", eval.next_step),
-                EndReason::EndOfRule => "rule ended".into(),
-                EndReason::EndOfTraining(_) => "end of training".into(),
-            },
-        })
-    };
-    if schedule == Schedule::OneByOne {
-        return Ok(rules.into_iter().map(run).collect());
+            end,
+        }
     }
-    Ok(std::thread::scope(|scope| {
-        let handles: Vec<_> = rules
-            .into_iter()
-            .map(|rule| scope.spawn(|| run(rule)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a rule thread panicked")))
-            })
-            .collect()
-    }))
 }
 
 /// One trial: firings as they happen, then a summary per rule.
@@ -478,18 +425,11 @@ fn summary_json(summary: &[Outcome]) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// A rule that cannot be built whatever the trial (unknown name or parameter, a bad
-/// value): over a fleet it fails the command rather than every trial.
-#[derive(Debug)]
-struct BadRule(String);
-
-impl std::fmt::Display for BadRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// The error when it says a rule cannot be built whatever the trial: over a fleet it fails
+/// the command rather than every trial.
+fn bad_rule(e: &anyhow::Error) -> Option<&RuleRunError> {
+    e.downcast_ref::<RuleRunError>().filter(|e| e.is_bad_rule())
 }
-
-impl std::error::Error for BadRule {}
 
 /// What one trial of a fleet gave: per rule its outcome, and every firing in step order.
 struct TrialVerdicts {
@@ -544,7 +484,7 @@ fn fleet(
         let v = match &o.result {
             Ok(v) => v,
             Err(e) => {
-                if let Some(bad) = e.downcast_ref::<BadRule>() {
+                if let Some(bad) = bad_rule(e) {
                     bail!("{bad}");
                 }
                 eprintln!("warning: trial {name} skipped: {e:#}");
@@ -607,12 +547,10 @@ fn fleet(
     } else {
         // The table needs every row, and a strict run prints nothing when a trial fails.
         let outcomes = runner.run(trials, work)?;
-        if let Some(e) = outcomes.iter().find_map(|o| {
-            o.result
-                .as_ref()
-                .err()
-                .and_then(|e| e.downcast_ref::<BadRule>())
-        }) {
+        if let Some(e) = outcomes
+            .iter()
+            .find_map(|o| o.result.as_ref().err().and_then(bad_rule))
+        {
             bail!("{e}");
         }
         for o in outcomes {

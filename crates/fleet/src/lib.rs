@@ -10,6 +10,10 @@
 //!   threads, results in trial order; a trial's error is reported by name and the others go
 //!   on, unless the runner is strict. The closure opens and drops its trial, so memory is
 //!   bounded by `jobs`, not by the fleet.
+//! * **Rules over one trial** ([`TrialRules`]): every rule of a list built over a reader
+//!   of its own and run on a thread of its own (or one after the other over one reader),
+//!   with typed errors ([`RuleRunError`]); `smdebug rules`, the HTML report and the watch
+//!   service run their rules through it.
 //! * **The watch service** ([`Watcher`]): discovers trials as jobs start, evaluates the
 //!   rules on the steps each job has completed (never blocking on a live trial), takes the
 //!   rules' actions (the stop-training signal the hook obeys), and keeps its progress in a
@@ -76,7 +80,8 @@
 //! only new steps); with more live trials than `jobs`, a trial lets go of its cached values
 //! and open files once evaluated, so that no more than `jobs` trials hold them at a time.
 //!
-//! Main pieces: [`TrialRef`], [`discover`], [`Runner`], [`Watcher`] ([`WatchOptions`],
+//! Main pieces: [`TrialRef`], [`discover`], [`Runner`], [`TrialRules`] ([`RuleSpec`],
+//! [`RuleOutcome`], [`RuleRunError`]), [`Watcher`] ([`WatchOptions`],
 //! [`WatchRule`], [`WatchEvent`], [`WatchSummary`]), [`FiringLog`], [`FiringRecord`],
 //! [`WatchState`], [`FleetError`].
 #![deny(missing_docs, unsafe_code)]
@@ -85,6 +90,7 @@ mod discover;
 mod error;
 mod log;
 mod record;
+mod rules;
 mod runner;
 mod state;
 mod watch;
@@ -93,6 +99,9 @@ pub use discover::{discover, discover_with, trial_roots, TrialRef};
 pub use error::{FleetError, Result};
 pub use log::FiringLog;
 pub use record::{FiringKey, FiringRecord};
+pub use rules::{
+    evaluate_rule, mode_of_step, RuleOutcome, RuleRunError, RuleSpec, Schedule, TrialRules,
+};
 pub use runner::{Runner, TrialOutcome};
 pub use state::{TrialState, TrialStatus, WatchState, STATE_VERSION};
 pub use watch::{WatchEvent, WatchOptions, WatchRule, WatchSummary, Watcher};

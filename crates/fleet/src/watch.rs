@@ -5,8 +5,9 @@ use crate::discover::{discover_with, TrialRef};
 use crate::error::{FleetError, Result};
 use crate::log::FiringLog;
 use crate::record::FiringRecord;
+use crate::rules::{evaluate_rule, mode_of_step, RuleRunError, RuleSpec};
 use crate::state::{TrialState, TrialStatus, WatchState};
-use smdebug_rules::{build_rule, invoke_rule_with, Drive, EndReason, Rule, StopTraining};
+use smdebug_rules::{Drive, EndReason, Rule};
 use smdebug_trial::parallel::for_each_owned;
 use smdebug_trial::{Trial, TrialError, TrialOptions};
 use std::collections::{BTreeMap, HashMap};
@@ -15,18 +16,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// One rule the watcher runs on every trial.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WatchRule {
-    /// The label firings are reported under (a configuration name, or the rule's name).
-    pub label: String,
-    /// The built-in rule's name (`VanishingGradient`).
-    pub name: String,
-    /// Its parameters, as strings (`action_json` adds actions, as in SageMaker).
-    pub params: BTreeMap<String, String>,
-    /// Whether a firing writes the stop-training signal into the trial.
-    pub stop_training: bool,
-}
+/// One rule the watcher runs on every trial: a [`RuleSpec`], as `smdebug rules` and the
+/// report run theirs.
+pub type WatchRule = RuleSpec;
 
 /// Settings of a [`Watcher`].
 #[derive(Debug, Clone)]
@@ -483,7 +475,7 @@ impl Shared<'_> {
             None => match self.open(trial) {
                 Ok(Some(s)) => s,
                 Ok(None) => return Ok(Advance::Waiting),
-                Err(Opened::Trial(e)) => return Err(e.into()),
+                Err(Opened::Trial(e)) => return Err(e),
                 Err(Opened::Fatal(e)) => {
                     lock(fatal).get_or_insert(e);
                     return Ok(Advance::Waiting);
@@ -508,11 +500,8 @@ impl Shared<'_> {
                 .iter()
                 .map(|a| a.name().to_owned())
                 .collect();
-            let eval = invoke_rule_with(run.rule.as_mut(), run.next, end, false, &mut |f| {
-                let (mode, mode_step) = base
-                    .no_refresh(|t| t.mode_modestep(f.step))
-                    .ok()
-                    .flatten()
+            let eval = evaluate_rule(&label, run.rule.as_mut(), run.next, end, &mut |f| {
+                let (mode, mode_step) = mode_of_step(&base, f.step)
                     .map_or((None, None), |(m, s)| (Some(m.name().to_owned()), Some(s)));
                 let record = FiringRecord {
                     trial: trial.name.clone(),
@@ -525,8 +514,7 @@ impl Shared<'_> {
                     actions: actions.clone(),
                 };
                 self.record(&record, on_event, fatal);
-            })
-            .map_err(|e| format!("rule {label}: {e}"))?;
+            })?;
             self.evaluated
                 .fetch_add(eval.steps_evaluated, Ordering::Relaxed);
             run.next = eval.next_step;
@@ -579,7 +567,7 @@ impl Shared<'_> {
         let opened = match Trial::open(&trial.location, options) {
             Ok(t) => Arc::new(t),
             Err(TrialError::Timeout { .. }) => return Ok(None),
-            Err(e) => return Err(Opened::Trial(e)),
+            Err(e) => return Err(Opened::Trial(e.into())),
         };
         let mut rules = Vec::with_capacity(self.options.rules.len());
         for spec in &self.options.rules {
@@ -589,25 +577,23 @@ impl Shared<'_> {
                     reason,
                 })
             };
-            let mut rule = match build_rule(&spec.name, &spec.params, Arc::clone(&opened)) {
+            let rule = match spec.build(Arc::clone(&opened)) {
                 Ok(r) => r,
-                Err(smdebug_rules::RuleError::Trial(e)) => return Err(Opened::Trial(e)),
-                Err(e) => {
+                // Building read the trial and failed: the trial's problem.
+                Err(e @ RuleRunError::Failed { .. }) => return Err(Opened::Trial(e.into())),
+                Err(RuleRunError::BadRule { error, .. }) => {
                     // The rule's errors name it already.
-                    let text = e.to_string();
+                    let text = error.to_string();
                     let prefix = format!("rule {}: ", spec.name);
                     let reason = text.strip_prefix(&prefix).unwrap_or(&text).to_owned();
                     return Err(fatal(reason));
                 }
+                Err(e) => return Err(fatal(e.to_string())),
             };
             if rule.drive() == Drive::WallClock {
                 return Err(fatal(
                     "a wall-clock rule cannot be watched (it blocks until it fires); run it with `smdebug rules`".into(),
                 ));
-            }
-            if spec.stop_training {
-                let stop = StopTraining::with_default_key().map_err(|e| fatal(e.to_string()))?;
-                rule.base_mut().add_action(Box::new(stop));
             }
             rules.push(RuleRun {
                 label: spec.label.clone(),
@@ -626,7 +612,7 @@ impl Shared<'_> {
 /// Why a trial could not be opened for watching.
 enum Opened {
     /// The trial's own problem: it fails, the others go on.
-    Trial(TrialError),
+    Trial(BoxError),
     /// A problem of the rules asked for: the watcher stops.
     Fatal(FleetError),
 }

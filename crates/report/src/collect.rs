@@ -5,10 +5,11 @@ use crate::data::*;
 use crate::{Progress, ReportError, ReportOptions, Result, RuleChoice, StepRange};
 use regex::Regex;
 use smdebug_config::Mode;
+use smdebug_fleet::{RuleOutcome, RuleSpec, Schedule, TrialRules};
 use smdebug_index::{classify_key, TrialFile};
 use smdebug_record::TensorValue;
-use smdebug_rules::{build_rule, invoke_rule_with};
 use smdebug_storage::BlockingStore;
+use smdebug_trial::parallel::for_each_ordered;
 use smdebug_trial::{AnalysisError, Trial, TrialError, TrialOptions};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -269,33 +270,18 @@ pub fn collect(
     })
 }
 
-/// Runs `f` over `items` on up to `threads` scoped threads, results in order.
+/// `items.iter().map(f)` on up to `threads` threads (this one included), through the
+/// trial's own loop; the first error stops the rest.
 fn parallel<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
     f: impl Fn(&T) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
-    if items.is_empty() {
-        return Ok(Vec::new());
-    }
-    let chunk = items.len().div_ceil(threads.min(items.len()));
-    let parts: Vec<Result<Vec<R>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|c| {
-                let f = &f;
-                s.spawn(move || c.iter().map(f).collect::<Result<Vec<R>>>())
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(ReportError::Panicked)))
-            .collect()
-    });
     let mut out = Vec::with_capacity(items.len());
-    for p in parts {
-        out.extend(p?);
-    }
+    for_each_ordered(items, threads, 1, "smdebug-report", f, |_, r| {
+        out.push(r?);
+        Ok::<(), ReportError>(())
+    })?;
     Ok(out)
 }
 
@@ -688,8 +674,9 @@ fn completeness(workers: &[String], keys: &[&str], steps: &[i64], max: usize) ->
     }
 }
 
-/// Runs each rule on its own thread over its own reader (rules switch refreshing on and off
-/// around their evaluation), from `start` to before `end`.
+/// Runs each rule on its own thread over its own reader (`smdebug_fleet::TrialRules`, as
+/// `smdebug rules` does), from `start` to before `end`. A rule that fails gives a verdict
+/// with its error; the others stand.
 fn run_rules(
     path: &str,
     trial_options: &TrialOptions,
@@ -700,93 +687,104 @@ fn run_rules(
     health: &Mutex<Vec<Finding>>,
 ) -> Vec<RuleVerdict> {
     progress.phase("rules", rules.len() as u64);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = rules
-            .iter()
-            .map(|choice| {
-                s.spawn(move || {
-                    let mut verdict = RuleVerdict {
-                        rule: choice.label.clone(),
-                        firings: Vec::new(),
-                        fired: 0,
-                        steps_evaluated: 0,
-                        error: None,
-                    };
-                    let run = || -> std::result::Result<_, String> {
-                        let trial =
-                            Trial::open(path, trial_options.clone()).map_err(|e| e.to_string())?;
-                        let mut rule = build_rule(&choice.name, &choice.params, Arc::new(trial))
-                            .map_err(|e| e.to_string())?;
-                        invoke_rule_with(rule.as_mut(), start, Some(end), false, &mut |_| {})
-                            .map_err(|e| e.to_string())
-                    };
-                    match run() {
-                        Ok(eval) => {
-                            verdict.fired = eval.firings.len();
-                            verdict.steps_evaluated = eval.steps_evaluated;
-                            verdict.firings = eval
-                                .firings
-                                .into_iter()
-                                .take(FIRINGS_KEPT)
-                                .map(|f| Fired {
-                                    step: f.step,
-                                    tensor: f.tensor,
-                                    message: f.message,
-                                })
-                                .collect();
-                            // One finding per (rule, tensor): the first, with a count.
-                            let mut firsts: Vec<(Finding, usize, i64)> = Vec::new();
-                            for r in eval.remarks {
-                                match firsts
-                                    .iter_mut()
-                                    .find(|(f, _, _)| f.source == r.rule && f.tensor == r.tensor)
-                                {
-                                    Some(e) => {
-                                        e.1 += 1;
-                                        e.2 = e.2.max(r.step);
-                                    }
-                                    None => firsts.push((
-                                        Finding {
-                                            source: r.rule,
-                                            step: r.step,
-                                            tensor: r.tensor,
-                                            message: r.message,
-                                        },
-                                        1,
-                                        r.step,
-                                    )),
-                                }
-                            }
-                            let mut h = health.lock().unwrap_or_else(|p| p.into_inner());
-                            h.extend(firsts.into_iter().map(|(mut f, n, last)| {
-                                if n > 1 {
-                                    f.message =
-                                        format!("{} (at {n} steps, up to step {last})", f.message);
-                                }
-                                f
-                            }));
-                        }
-                        Err(e) => verdict.error = Some(e),
-                    }
-                    progress.advance(1);
-                    verdict
-                })
-            })
-            .collect();
-        handles
+    let specs: Vec<RuleSpec> = rules
+        .iter()
+        .map(|c| RuleSpec {
+            label: c.label.clone(),
+            name: c.name.clone(),
+            params: c.params.clone(),
+            stop_training: false,
+        })
+        .collect();
+    let results: Vec<std::result::Result<RuleOutcome, String>> = match TrialRules::open(
+        path,
+        &specs,
+        trial_options,
+        start,
+        Some(end),
+        Schedule::Concurrent,
+    ) {
+        Ok(set) => set
+            .run(&|_, _| {})
             .into_iter()
-            .zip(rules)
-            .map(|(h, c)| {
-                h.join().unwrap_or_else(|_| RuleVerdict {
-                    rule: c.label.clone(),
-                    firings: Vec::new(),
-                    fired: 0,
-                    steps_evaluated: 0,
-                    error: Some("the rule's thread panicked".into()),
-                })
-            })
-            .collect()
-    })
+            .map(|r| r.map_err(|e| e.to_string()))
+            .collect(),
+        // No reader, no verdicts: each rule says why.
+        Err(e) => rules.iter().map(|_| Err(e.to_string())).collect(),
+    };
+    rules
+        .iter()
+        .zip(results)
+        .map(|(choice, result)| {
+            progress.advance(1);
+            verdict(choice, result, health)
+        })
+        .collect()
+}
+
+/// A rule's verdict; its remarks go to the health findings, one per (rule, tensor).
+fn verdict(
+    choice: &RuleChoice,
+    result: std::result::Result<RuleOutcome, String>,
+    health: &Mutex<Vec<Finding>>,
+) -> RuleVerdict {
+    let mut verdict = RuleVerdict {
+        rule: choice.label.clone(),
+        firings: Vec::new(),
+        fired: 0,
+        steps_evaluated: 0,
+        error: None,
+    };
+    let eval = match result {
+        Ok(outcome) => outcome.evaluation,
+        Err(e) => {
+            verdict.error = Some(e);
+            return verdict;
+        }
+    };
+    verdict.fired = eval.firings.len();
+    verdict.steps_evaluated = eval.steps_evaluated;
+    verdict.firings = eval
+        .firings
+        .into_iter()
+        .take(FIRINGS_KEPT)
+        .map(|f| Fired {
+            step: f.step,
+            tensor: f.tensor,
+            message: f.message,
+        })
+        .collect();
+    // One finding per (rule, tensor): the first, with a count.
+    let mut firsts: Vec<(Finding, usize, i64)> = Vec::new();
+    for r in eval.remarks {
+        match firsts
+            .iter_mut()
+            .find(|(f, _, _)| f.source == r.rule && f.tensor == r.tensor)
+        {
+            Some(e) => {
+                e.1 += 1;
+                e.2 = e.2.max(r.step);
+            }
+            None => firsts.push((
+                Finding {
+                    source: r.rule,
+                    step: r.step,
+                    tensor: r.tensor,
+                    message: r.message,
+                },
+                1,
+                r.step,
+            )),
+        }
+    }
+    let mut h = health.lock().unwrap_or_else(|p| p.into_inner());
+    h.extend(firsts.into_iter().map(|(mut f, n, last)| {
+        if n > 1 {
+            f.message = format!("{} (at {n} steps, up to step {last})", f.message);
+        }
+        f
+    }));
+    verdict
 }
 
 #[cfg(test)]

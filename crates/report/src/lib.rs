@@ -54,9 +54,6 @@ pub enum ReportError {
     /// A bad regular expression.
     #[error("regular expression: {0}")]
     Regex(String),
-    /// A worker thread panicked.
-    #[error("a report thread panicked")]
-    Panicked,
     /// Drawing or writing a plot failed.
     #[error("plot: {0}")]
     Plot(String),

@@ -10,7 +10,7 @@ use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 use crate::error::{Result, StorageError};
 use crate::location::{Location, StorageOptions};
 use crate::shared_runtime::{RuntimeCell, SHARED};
-use crate::{ObjectMeta, StagedPut, Storage};
+use crate::{ListOptions, ObjectMeta, StagedPut, Storage};
 
 /// A [`Storage`] with blocking methods, driven by a tokio runtime shared by every
 /// `BlockingStore` of the process.
@@ -147,24 +147,19 @@ impl BlockingStore {
         }
     }
 
+    /// See [`Storage::list_opts`].
+    pub fn list_opts(&self, prefix: &str, options: ListOptions<'_>) -> Result<Vec<ObjectMeta>> {
+        match self.storage.as_sync() {
+            Some(s) => s.list_opts_sync(prefix, options),
+            None => self.block_on(self.storage.list_opts(prefix, options))?,
+        }
+    }
+
     /// See [`Storage::list`].
     pub fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
         match self.storage.as_sync() {
             Some(s) => s.list_sync(prefix, start_after),
             None => self.block_on(self.storage.list(prefix, start_after))?,
-        }
-    }
-
-    /// See [`Storage::list_until`].
-    pub fn list_until(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
-    ) -> Result<Vec<ObjectMeta>> {
-        match self.storage.as_sync() {
-            Some(s) => s.list_until_sync(prefix, start_after, end),
-            None => self.block_on(self.storage.list_until(prefix, start_after, end))?,
         }
     }
 

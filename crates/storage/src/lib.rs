@@ -12,7 +12,7 @@
 //!   one — never a part. On disk: a temporary file in the same folder, `fsync`, `rename`
 //!   (the fsyncs can be turned off with [`LocalSync::RenameOnly`]).
 //!   On object stores: one PUT.
-//! * [`Storage::list`] returns keys in ascending byte order with an optional exclusive
+//! * [`Storage::list_opts`] (and [`Storage::list`] on top of it) returns keys in ascending byte order with an optional exclusive
 //!   start-after key, so a reader can poll for new files incrementally.
 //! * Transient failures are retried a bounded number of times with backoff; then the error
 //!   names the operation, the store and the key.
@@ -97,13 +97,62 @@ pub use retry::LocalRetry;
 pub use staged::StagedPut;
 use std::sync::Arc;
 
-/// One object found by [`Storage::list`].
+/// One object found by [`Storage::list_opts`].
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectMeta {
     /// The key, relative to the store's root.
     pub key: String,
     /// The size in bytes.
     pub size: u64,
+}
+
+/// The bounds of a listing ([`Storage::list_opts`]) and what it must say of each object.
+///
+/// ```
+/// use smdebug_storage::ListOptions;
+///
+/// // Keys after the last one a poller saw, up to the end of one index folder, names only.
+/// let options = ListOptions::new()
+///     .start_after(Some("index/000000000/000000000009_worker_0.json"))
+///     .end(Some("index/000000001/"))
+///     .names_only();
+/// assert!(options.names_only);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListOptions<'a> {
+    /// Only keys strictly greater than this one (exclusive, as S3's `StartAfter`).
+    pub start_after: Option<&'a str>,
+    /// Only keys strictly less than this one.
+    pub end: Option<&'a str>,
+    /// The caller reads only the keys: a store may then give a size of 0 rather than look
+    /// each object's size up (local disk then reads folders alone, with no `stat` per
+    /// file); stores whose listings carry sizes anyway still fill them in.
+    pub names_only: bool,
+}
+
+impl<'a> ListOptions<'a> {
+    /// Everything under the prefix, with sizes.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the `start_after` field: only keys strictly greater than `key`.
+    pub fn start_after(mut self, key: Option<&'a str>) -> Self {
+        self.start_after = key;
+        self
+    }
+
+    /// Sets the `end` field: only keys strictly less than `key`.
+    pub fn end(mut self, key: Option<&'a str>) -> Self {
+        self.end = key;
+        self
+    }
+
+    /// Sets the `names_only` field: the caller reads only the keys.
+    pub fn names_only(mut self) -> Self {
+        self.names_only = true;
+        self
+    }
 }
 
 /// Named bytes in one place: a local folder, a bucket prefix, or memory.
@@ -115,52 +164,42 @@ pub trait Storage: Send + Sync + Debug {
     fn location(&self) -> String;
 
     /// Every object whose key starts with `prefix` (a plain string prefix, not a folder:
-    /// `index/0` matches `index/000000000/x.json`; `""` matches everything) and, when
-    /// `start_after` is given, whose key is strictly greater than it.
+    /// `index/0` matches `index/000000000/x.json`; `""` matches everything) and lies within
+    /// the bounds of `options` (see [`ListOptions`]). The one listing a backend implements:
+    /// [`list`](Self::list), [`list_keys`](Self::list_keys),
+    /// [`list_folders`](Self::list_folders) and [`list_pages`](Self::list_pages) are
+    /// provided on top of it, as object_store's `get`/`get_range` are on its `get_opts`.
     ///
     /// Order guarantee: the result is sorted by key in ascending byte order (the order of
     /// S3's ListObjectsV2), with no duplicates. A poller can therefore pass the last key it
     /// saw as `start_after` and get only keys after it. (Keys that appear later but sort
     /// before `start_after` are not returned; a caller that needs them lists again without
     /// it.) Objects being written are not listed: on disk their temporary files are hidden.
-    async fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>>;
+    /// A store that lists in pages stops asking for pages once it reaches `end`, so the cost
+    /// is that of the keys in the range, not of everything after `start_after`.
+    async fn list_opts(&self, prefix: &str, options: ListOptions<'_>) -> Result<Vec<ObjectMeta>>;
 
-    /// [`list`](Self::list) bounded above as well: only keys strictly less than `end` (when
-    /// given). A store that lists in pages stops asking for pages once it reaches `end`, so
-    /// the cost is that of the keys in the range, not of everything after `start_after`.
-    ///
-    /// The default lists everything after `start_after` and drops the rest.
-    async fn list_until(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
-    ) -> Result<Vec<ObjectMeta>> {
-        let mut out = self.list(prefix, start_after).await?;
-        if let Some(end) = end {
-            out.retain(|o| o.key.as_str() < end);
-        }
-        Ok(out)
+    /// [`list_opts`](Self::list_opts) after `start_after` (when given), with sizes and no
+    /// upper bound.
+    async fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
+        self.list_opts(prefix, ListOptions::new().start_after(start_after))
+            .await
     }
 
-    /// The keys of [`list_until`](Self::list_until), without their sizes: what a reader
-    /// that only needs names asks for. Local disk then reads the folders alone, with no
-    /// `stat` of each file; object stores return the same listing as `list_until` (a size
-    /// costs them nothing).
-    ///
-    /// The default takes the keys of [`list_until`](Self::list_until).
+    /// The keys of [`list_opts`](Self::list_opts) between `start_after` and `end`, without
+    /// their sizes: what a reader that only needs names asks for. Local disk then reads the
+    /// folders alone, with no `stat` of each file (`names_only` of [`ListOptions`]).
     async fn list_keys(
         &self,
         prefix: &str,
         start_after: Option<&str>,
         end: Option<&str>,
     ) -> Result<Vec<String>> {
-        Ok(self
-            .list_until(prefix, start_after, end)
-            .await?
-            .into_iter()
-            .map(|o| o.key)
-            .collect())
+        let options = ListOptions::new()
+            .start_after(start_after)
+            .end(end)
+            .names_only();
+        Ok(keys_of(self.list_opts(prefix, options).await?))
     }
 
     /// The folders directly under `dir` (`""` or a prefix ending in `/`): each distinct
@@ -169,18 +208,19 @@ pub trait Storage: Send + Sync + Debug {
     /// stores (a request per 1,000 folders), one directory read on disk — so a reader finds
     /// the newest folder without listing the keys inside the others.
     ///
-    /// The default derives them from a full [`list`](Self::list).
+    /// The default derives them from a names-only [`list_opts`](Self::list_opts) of `dir`.
     async fn list_folders(&self, dir: &str) -> Result<Vec<String>> {
         validate_folder(dir)?;
-        Ok(folders_of(dir, self.list(dir, None).await?))
+        let listed = self.list_opts(dir, ListOptions::new().names_only()).await?;
+        Ok(folders_of(dir, listed))
     }
 
-    /// [`list_until`](Self::list_until) as a stream of pages that runs ahead: object stores
+    /// [`list_opts`](Self::list_opts) (with sizes) as a stream of pages that runs ahead: object stores
     /// request the next page while the caller works on the current one (at most two pages
     /// are buffered), so a caller can start reading the first objects before the listing
     /// ends. Keys arrive in ascending order; the stream ends early at the first error.
     ///
-    /// The default yields the whole [`list_until`](Self::list_until) as one page.
+    /// The default yields the whole [`list_opts`](Self::list_opts) as one page.
     fn list_pages(
         self: Arc<Self>,
         prefix: String,
@@ -191,8 +231,10 @@ pub trait Storage: Send + Sync + Debug {
         Self: 'static,
     {
         Box::pin(futures::stream::once(async move {
-            self.list_until(&prefix, start_after.as_deref(), end.as_deref())
-                .await
+            let options = ListOptions::new()
+                .start_after(start_after.as_deref())
+                .end(end.as_deref());
+            self.list_opts(&prefix, options).await
         }))
     }
 
@@ -239,20 +281,11 @@ pub trait Storage: Send + Sync + Debug {
 /// Synchronous operations of a [`Storage`] (see [`Storage::as_sync`]): the same results,
 /// guarantees and errors as the async methods of the same name.
 pub trait SyncStorage: Send + Sync {
+    /// See [`Storage::list_opts`].
+    fn list_opts_sync(&self, prefix: &str, options: ListOptions<'_>) -> Result<Vec<ObjectMeta>>;
     /// See [`Storage::list`].
-    fn list_sync(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>>;
-    /// See [`Storage::list_until`].
-    fn list_until_sync(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
-    ) -> Result<Vec<ObjectMeta>> {
-        let mut out = self.list_sync(prefix, start_after)?;
-        if let Some(end) = end {
-            out.retain(|o| o.key.as_str() < end);
-        }
-        Ok(out)
+    fn list_sync(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
+        self.list_opts_sync(prefix, ListOptions::new().start_after(start_after))
     }
     /// See [`Storage::list_keys`].
     fn list_keys_sync(
@@ -261,16 +294,19 @@ pub trait SyncStorage: Send + Sync {
         start_after: Option<&str>,
         end: Option<&str>,
     ) -> Result<Vec<String>> {
-        Ok(self
-            .list_until_sync(prefix, start_after, end)?
-            .into_iter()
-            .map(|o| o.key)
-            .collect())
+        let options = ListOptions::new()
+            .start_after(start_after)
+            .end(end)
+            .names_only();
+        Ok(keys_of(self.list_opts_sync(prefix, options)?))
     }
     /// See [`Storage::list_folders`].
     fn list_folders_sync(&self, dir: &str) -> Result<Vec<String>> {
         validate_folder(dir)?;
-        Ok(folders_of(dir, self.list_sync(dir, None)?))
+        Ok(folders_of(
+            dir,
+            self.list_opts_sync(dir, ListOptions::new().names_only())?,
+        ))
     }
     /// See [`Storage::get`].
     fn get_sync(&self, key: &str) -> Result<Bytes>;
@@ -320,6 +356,11 @@ fn validate_folder(dir: &str) -> Result<()> {
         return Err(key::invalid(dir, "a folder must end in '/'"));
     }
     Ok(())
+}
+
+/// The keys of a listing, without their sizes.
+fn keys_of(objects: Vec<ObjectMeta>) -> Vec<String> {
+    objects.into_iter().map(|o| o.key).collect()
 }
 
 /// The folders directly under `dir` that the sorted `objects` (all under `dir`) lie in.

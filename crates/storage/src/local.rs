@@ -13,7 +13,7 @@ use crate::local_read::{open_object, read_ranges, LocalObject};
 use crate::local_store::{is_absent, LocalStorage};
 use crate::local_write::{put_blocking, stage_blocking, writable_key, StagedFile};
 use crate::ranges::{check_ranges, first_out_of_bounds, plan};
-use crate::{ObjectMeta, StagedPut, Storage, SyncObject, SyncStorage};
+use crate::{ListOptions, ObjectMeta, StagedPut, Storage, SyncObject, SyncStorage};
 use std::sync::{Arc, Mutex};
 
 #[async_trait]
@@ -22,49 +22,24 @@ impl Storage for LocalStorage {
         self.root.display().to_string()
     }
 
-    async fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
+    async fn list_opts(&self, prefix: &str, options: ListOptions<'_>) -> Result<Vec<ObjectMeta>> {
         validate_prefix(prefix)?;
-        let (me, p, s) = (
+        let (me, p, s, e, names_only) = (
             self.clone(),
             prefix.to_owned(),
-            start_after.map(str::to_owned),
+            options.start_after.map(str::to_owned),
+            options.end.map(str::to_owned),
+            options.names_only,
         );
-        self.blocking(move || me.list_sync(&p, s.as_deref()))
-            .await?
-    }
-
-    async fn list_until(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
-    ) -> Result<Vec<ObjectMeta>> {
-        validate_prefix(prefix)?;
-        let (me, p, s, e) = (
-            self.clone(),
-            prefix.to_owned(),
-            start_after.map(str::to_owned),
-            end.map(str::to_owned),
-        );
-        self.blocking(move || me.list_until_sync(&p, s.as_deref(), e.as_deref()))
-            .await?
-    }
-
-    async fn list_keys(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
-    ) -> Result<Vec<String>> {
-        validate_prefix(prefix)?;
-        let (me, p, s, e) = (
-            self.clone(),
-            prefix.to_owned(),
-            start_after.map(str::to_owned),
-            end.map(str::to_owned),
-        );
-        self.blocking(move || me.list_keys_sync(&p, s.as_deref(), e.as_deref()))
-            .await?
+        self.blocking(move || {
+            let options = ListOptions {
+                start_after: s.as_deref(),
+                end: e.as_deref(),
+                names_only,
+            };
+            me.list_opts_sync(&p, options)
+        })
+        .await?
     }
 
     async fn list_folders(&self, dir: &str) -> Result<Vec<String>> {
@@ -172,45 +147,14 @@ impl SyncStorage for LocalStorage {
         deleted
     }
 
-    fn list_sync(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
+    fn list_opts_sync(&self, prefix: &str, options: ListOptions<'_>) -> Result<Vec<ObjectMeta>> {
         validate_prefix(prefix)?;
         let listed = self
             .retry
-            .run(|| list_blocking(&self.root, prefix, start_after, None, true, &self.stamps))
+            .run(|| list_blocking(&self.root, prefix, options, &self.stamps))
             .map_err(|e| self.io_error(Operation::List, prefix, e));
         self.looked();
         listed
-    }
-
-    fn list_until_sync(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
-    ) -> Result<Vec<ObjectMeta>> {
-        validate_prefix(prefix)?;
-        let listed = self
-            .retry
-            .run(|| list_blocking(&self.root, prefix, start_after, end, true, &self.stamps))
-            .map_err(|e| self.io_error(Operation::List, prefix, e));
-        self.looked();
-        listed
-    }
-
-    fn list_keys_sync(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
-    ) -> Result<Vec<String>> {
-        validate_prefix(prefix)?;
-        let listed = self
-            .retry
-            .run(|| list_blocking(&self.root, prefix, start_after, end, false, &self.stamps))
-            .map_err(|e| self.io_error(Operation::List, prefix, e));
-        self.looked();
-        let listed = listed?;
-        Ok(listed.into_iter().map(|o| o.key).collect())
     }
 
     fn list_folders_sync(&self, dir: &str) -> Result<Vec<String>> {

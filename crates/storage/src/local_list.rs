@@ -7,23 +7,21 @@ use std::path::Path;
 use crate::key::prefix_dir;
 use crate::local_store::{is_absent, TEMP_SUFFIX};
 use crate::stamps::{FolderStamps, Version};
-use crate::ObjectMeta;
+use crate::{ListOptions, ObjectMeta};
 
 pub(crate) fn list_blocking(
     root: &Path,
     prefix: &str,
-    start_after: Option<&str>,
-    end: Option<&str>,
-    sizes: bool,
+    options: ListOptions,
     stamps: &FolderStamps,
 ) -> io::Result<Vec<ObjectMeta>> {
     let dir = prefix_dir(prefix);
     let mut out = Vec::new();
     let bounds = Bounds {
         prefix,
-        start_after,
-        end,
-        sizes,
+        start_after: options.start_after,
+        end: options.end,
+        sizes: !options.names_only,
         stamps,
     };
     walk(&root.join(dir), dir, &bounds, &mut out)?;

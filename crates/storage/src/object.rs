@@ -14,7 +14,7 @@ use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload
 use crate::error::{Operation, Result, StorageError};
 use crate::key::{invalid, prefix_dir, validate_key, validate_prefix};
 use crate::ranges::{get_ranges_with, ReadOptions};
-use crate::{ObjectMeta, Storage};
+use crate::{ListOptions, ObjectMeta, Storage};
 
 /// Retry, timeout and read settings of the object store clients.
 ///
@@ -255,17 +255,10 @@ impl Storage for ObjectStorage {
         self.location.clone()
     }
 
-    async fn list(&self, prefix: &str, start_after: Option<&str>) -> Result<Vec<ObjectMeta>> {
-        self.list_until(prefix, start_after, None).await
-    }
-
-    async fn list_until(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
-    ) -> Result<Vec<ObjectMeta>> {
-        let mut pages = self.pages(prefix, start_after, end)?;
+    /// Sizes come with every page of an object-store listing, so `names_only` changes
+    /// nothing here.
+    async fn list_opts(&self, prefix: &str, options: ListOptions<'_>) -> Result<Vec<ObjectMeta>> {
+        let mut pages = self.pages(prefix, options.start_after, options.end)?;
         let mut out = Vec::new();
         while let Some(page) = pages.next().await {
             out.extend(page?);

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use bytes::Bytes;
 use futures::future::join_all;
 
-use crate::{Storage, StorageError};
+use crate::{ListOptions, Storage, StorageError};
 
 /// Size of the large object of [`large_object`]: a little over 64 MiB, so neither the size
 /// nor the end falls on a power of two.
@@ -480,7 +480,7 @@ pub async fn bounded_listings_and_folders(store: &dyn Storage) {
     }
     let until = |start: Option<&'static str>, end: Option<&'static str>| async move {
         store
-            .list_until("i/", start, end)
+            .list_opts("i/", ListOptions::new().start_after(start).end(end))
             .await
             .unwrap()
             .into_iter()
@@ -519,7 +519,7 @@ pub async fn bounded_listings_and_folders(store: &dyn Storage) {
         until(Some("i/002/deep"), None).await,
         want("i/002/deep", "~")
     );
-    // The names-only listing gives exactly the keys of `list_until`.
+    // The names-only listing gives exactly the keys of the listing with sizes.
     for (start, end) in [
         (None, None),
         (Some("i/001/00990"), Some("i/001/01050")),
@@ -530,6 +530,18 @@ pub async fn bounded_listings_and_folders(store: &dyn Storage) {
             store.list_keys("i/", start, end).await.unwrap(),
             until(start, end).await,
             "list_keys after {start:?} before {end:?}"
+        );
+        let names_only = ListOptions::new().start_after(start).end(end).names_only();
+        assert_eq!(
+            store
+                .list_opts("i/", names_only)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|o| o.key)
+                .collect::<Vec<_>>(),
+            until(start, end).await,
+            "names-only list_opts after {start:?} before {end:?}"
         );
     }
 

@@ -53,37 +53,36 @@
 //! is the crate `smdebug-dump`.
 #![deny(missing_docs, unsafe_code)]
 
-mod ahead;
+// The files form layers, from the leaves up: each uses only files of the groups before it
+// (options.rs takes one default from values/open_files.rs).
+// Leaves: errors, options, the bounded map, locks, the parallel loops.
 mod bounded;
-mod cache;
-mod collections;
-mod decode;
 mod error;
-mod fetch;
-mod file_cache;
-mod names;
-mod once;
-mod open_files;
 mod options;
 pub mod parallel;
-mod range;
-mod reductions;
-mod refresh;
-mod state;
 mod sync;
+
+// The index: steps, workers and records known (state), step ranges, refreshing from the
+// index files, collections and tensor-name filters.
+mod index;
+
+// Values: the caches, open files, decoding, fetching records, read-ahead, reductions.
+mod values;
+
+// The API on top: the trial and its tensors.
 mod tensor;
 mod trial;
 
 pub use error::{Result, TrialError};
-pub use names::TensorFilter;
-pub use once::OnceValue;
+pub use index::names::TensorFilter;
+pub use index::range::StepRange;
+pub use index::state::{RecordLocation, BYTES_PER_ENTRY};
 pub use options::{PollPolicy, TrialOptions};
-pub use range::StepRange;
 pub use smdebug_config::Mode;
 pub use smdebug_exceptions::{AnalysisError, StepState};
-pub use state::{RecordLocation, BYTES_PER_ENTRY};
 pub use tensor::{ReductionValues, Tensor};
 pub use trial::{create_trial, Trial};
+pub use values::once::OnceValue;
 
 /// The storage layer the trial reads through (re-exported so users can build stores, e.g.
 /// an in-memory trial, without naming the crate themselves).

@@ -102,7 +102,7 @@ impl Default for TrialOptions {
             index_concurrency: 32,
             storage: StorageOptions::default(),
             skip_corrupt_index_files: false,
-            open_files: crate::open_files::default_open_files(),
+            open_files: crate::values::open_files::default_open_files(),
             read_ahead: true,
         }
     }

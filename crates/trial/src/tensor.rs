@@ -1,11 +1,11 @@
 //! The `Tensor` handle: one tensor's steps, values, shapes and reductions (docs/src/semantics.md §9).
 
 use crate::error::{Result, TrialError};
-use crate::once::OnceValue;
-use crate::reductions;
-use crate::state::{RecordLocation, State, StepData, StoredStep, WorkerId, Workers};
+use crate::index::state::{RecordLocation, State, StepData, StoredStep, WorkerId, Workers};
 use crate::sync::lock;
 use crate::trial::Trial;
+use crate::values::once::OnceValue;
+use crate::values::reductions;
 use smdebug_config::Mode;
 use smdebug_exceptions::{AnalysisError, StepState};
 use smdebug_record::TensorValue;
@@ -494,7 +494,7 @@ fn chosen_worker<'a>(
     }
 }
 
-/// Reading ahead ([`crate::ahead`]) as `value` calls walking a tensor start it.
+/// Reading ahead ([`crate::values::ahead`]) as `value` calls walking a tensor start it.
 #[cfg(test)]
 mod read_ahead_tests {
     use crate::options::TrialOptions;

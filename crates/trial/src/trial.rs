@@ -1,19 +1,19 @@
 //! The `Trial`: opening a trial, refreshing its index, and the trial-level queries.
 
-use crate::ahead::{ReadAhead, Shared};
-use crate::cache::{value_cache, Admit, ValueCache};
-use crate::collections::merge_collections;
 use crate::error::{Result, TrialError};
-use crate::fetch::fetch_values;
-use crate::file_cache::FileCache;
-use crate::names::{select, TensorFilter};
-use crate::once::{fetch_once, OnceValue};
+use crate::index::collections::merge_collections;
+use crate::index::names::{select, TensorFilter};
+use crate::index::range;
+use crate::index::refresh::{training_ended, Refresher};
+use crate::index::state::{RecordLocation, State};
 use crate::options::TrialOptions;
 use crate::parallel;
-use crate::range;
-use crate::refresh::{training_ended, Refresher};
-use crate::state::{RecordLocation, State};
 use crate::sync::lock;
+use crate::values::ahead::{ReadAhead, Shared};
+use crate::values::cache::{value_cache, Admit, ValueCache};
+use crate::values::fetch::fetch_values;
+use crate::values::file_cache::FileCache;
+use crate::values::once::{fetch_once, OnceValue};
 use smdebug_config::{python_strip, Collection, CollectionManager, Mode};
 use smdebug_exceptions::{AnalysisError, StepState};
 use smdebug_index::{classify_key, TrialFile};

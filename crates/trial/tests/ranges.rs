@@ -240,21 +240,13 @@ impl Storage for Counting {
     fn location(&self) -> String {
         self.inner.location()
     }
-    async fn list(
+    async fn list_opts(
         &self,
         prefix: &str,
-        start_after: Option<&str>,
-    ) -> smdebug_storage::Result<Vec<smdebug_storage::ObjectMeta>> {
-        self.list_until(prefix, start_after, None).await
-    }
-    async fn list_until(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        end: Option<&str>,
+        options: smdebug_storage::ListOptions<'_>,
     ) -> smdebug_storage::Result<Vec<smdebug_storage::ObjectMeta>> {
         self.lists.fetch_add(1, Ordering::SeqCst);
-        let out = self.inner.list_until(prefix, start_after, end).await?;
+        let out = self.inner.list_opts(prefix, options).await?;
         self.listed.fetch_add(out.len(), Ordering::SeqCst);
         Ok(out)
     }

@@ -1,7 +1,7 @@
 //! A storage wrapper for tests that watch what the reader asks of its store.
 
 use async_trait::async_trait;
-use smdebug_storage::{BlockingStore, Bytes, Location, ObjectMeta, Storage};
+use smdebug_storage::{BlockingStore, Bytes, ListOptions, Location, ObjectMeta, Storage};
 use smdebug_trial::{Trial, TrialOptions};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -61,17 +61,17 @@ impl Storage for Spy {
     fn location(&self) -> String {
         self.inner.location()
     }
-    async fn list(
+    async fn list_opts(
         &self,
         prefix: &str,
-        start_after: Option<&str>,
+        options: ListOptions<'_>,
     ) -> smdebug_storage::Result<Vec<ObjectMeta>> {
-        let out = self.inner.list(prefix, start_after).await?;
+        let out = self.inner.list_opts(prefix, options).await?;
         if prefix.starts_with("index") {
             self.listings
                 .lock()
                 .unwrap()
-                .push((start_after.map(str::to_owned), out.len()));
+                .push((options.start_after.map(str::to_owned), out.len()));
         }
         Ok(out)
     }

@@ -3,10 +3,10 @@
 //! reading overlapped), and smdebug's `maybe_refresh` around it.
 
 use crate::error::{Result, TrialError};
+use crate::index::range;
+use crate::index::state::State;
 use crate::options::TrialOptions;
 use crate::parallel;
-use crate::range;
-use crate::state::State;
 use futures::stream::{self, StreamExt};
 use smdebug_index::{
     classify_key, IndexFile, IndexFileError, TrialFile, END_OF_JOB_FILE, INDEX_DIR,

@@ -2,21 +2,21 @@
 //! summary of each (statistics, a few elements), not the values kept.
 //!
 //! [`fetch_once`] reads a record that is not cached on its own, checks it as
-//! [`crate::decode::decode_value`] does, and leaves its elements as the record holds them
+//! [`crate::values::decode::decode_value`] does, and leaves its elements as the record holds them
 //! ([`EncodedTensor`]): no array is allocated, no element copied, and nothing goes into the
 //! value cache, which a one-pass scan would only fill with values never asked for again.
 //! What the cache holds, and the small events files that `fetch_values` reads whole on
 //! their second miss, are served as `fetch_values` serves them (decoded, cached), so that
 //! a scan over many small records keeps its one read per file.
 
-use crate::cache::{cached, Admit, ValueCache};
-use crate::decode::{check_event, record_payload};
 use crate::error::{Result, TrialError};
-use crate::fetch::fetch_values;
-use crate::file_cache::FileCache;
-use crate::open_files::{read_open, Slot};
-use crate::state::RecordLocation;
+use crate::index::state::RecordLocation;
 use crate::sync::lock;
+use crate::values::cache::{cached, Admit, ValueCache};
+use crate::values::decode::{check_event, record_payload};
+use crate::values::fetch::fetch_values;
+use crate::values::file_cache::FileCache;
+use crate::values::open_files::{read_open, Slot};
 use smdebug_record::{decode_tensor_event_encoded, EncodedTensor, TensorValue};
 use smdebug_storage::{BlockingStore, Bytes};
 use std::sync::{Arc, Mutex};
@@ -151,7 +151,7 @@ pub(crate) fn fetch_once(
     decode_encoded(loc, &bytes).map(OnceValue::Encoded)
 }
 
-/// [`crate::decode::decode_value`] leaving the elements encoded: the same checks, the same
+/// [`crate::values::decode::decode_value`] leaving the elements encoded: the same checks, the same
 /// errors.
 pub(crate) fn decode_encoded(loc: &RecordLocation, bytes: &Bytes) -> Result<EncodedTensor> {
     let event = decode_tensor_event_encoded(record_payload(loc, bytes)?).map_err(|e| {

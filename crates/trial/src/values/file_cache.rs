@@ -2,7 +2,7 @@
 //! object store, the files touched once, and the local files kept open.
 
 use crate::bounded::Bounded;
-use crate::open_files::OpenFiles;
+use crate::values::open_files::OpenFiles;
 use smdebug_storage::Bytes;
 use std::collections::HashSet;
 use std::sync::Arc;

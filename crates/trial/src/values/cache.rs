@@ -2,7 +2,7 @@
 //! the main part for what is asked for again).
 
 use crate::bounded::Bounded;
-use crate::state::RecordLocation;
+use crate::index::state::RecordLocation;
 use smdebug_record::TensorValue;
 use std::sync::Arc;
 

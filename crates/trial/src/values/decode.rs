@@ -1,9 +1,9 @@
 //! Decoding tensor records as their index entries describe them: one record from its bytes,
 //! or every record of an events file read whole.
 
-use crate::cache::{Cached, DecodedFile};
 use crate::error::{Result, TrialError};
-use crate::state::RecordLocation;
+use crate::index::state::RecordLocation;
+use crate::values::cache::{Cached, DecodedFile};
 use smdebug_record::{
     decode_exact_record, decode_tensor_event_bytes, masked_crc32c, records, TensorValue, HEADER_LEN,
 };

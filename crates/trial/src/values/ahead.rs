@@ -21,11 +21,11 @@
 //! against the index entry as every cached value is; a record the thread failed to read
 //! is read again by the reader, which gets its error.
 
-use crate::cache::{Admit, ValueCache};
-use crate::fetch::fetch_values;
-use crate::file_cache::FileCache;
-use crate::state::RecordLocation;
+use crate::index::state::RecordLocation;
 use crate::sync::lock;
+use crate::values::cache::{Admit, ValueCache};
+use crate::values::fetch::fetch_values;
+use crate::values::file_cache::FileCache;
 use smdebug_config::Mode;
 use smdebug_storage::BlockingStore;
 use std::collections::VecDeque;

@@ -2,16 +2,16 @@
 //! (close ranges coalesced and files read concurrently by the storage layer), CRC-checked,
 //! decoded, and kept in a memory-bounded cache.
 
-use crate::cache::{
+use crate::error::{Result, TrialError};
+use crate::index::state::RecordLocation;
+use crate::parallel;
+use crate::sync::lock;
+use crate::values::cache::{
     cache_key, cached, Admit, CacheEntry, Cached, DecodedFile, FileKey, ValueCache, WHOLE_FILE,
 };
-use crate::decode::{decode_all, decode_value};
-use crate::error::{Result, TrialError};
-use crate::file_cache::FileCache;
-use crate::open_files::{read_open, Slot};
-use crate::parallel;
-use crate::state::RecordLocation;
-use crate::sync::lock;
+use crate::values::decode::{decode_all, decode_value};
+use crate::values::file_cache::FileCache;
+use crate::values::open_files::{read_open, Slot};
 use futures::stream::{self, StreamExt};
 use smdebug_record::TensorValue;
 use smdebug_storage::{BlockingStore, Bytes};
