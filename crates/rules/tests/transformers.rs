@@ -448,6 +448,9 @@ fn output_logit_divergence_skips_non_scalars_and_nan() {
 
 // 25. UpdateRatio
 
+/// These trials' weights are vectors: judged only with `min_ndim` 1.
+const ONE_D: [(&str, &str); 1] = [("min_ndim", "1")];
+
 /// `w` (collection `weights`) of 100 elements ≈ 1 moved by `delta[s]` per element at step s.
 fn update_trial(deltas: &[f64]) -> std::sync::Arc<smdebug_trial::Trial> {
     let mut w = TrialWriter::new();
@@ -466,7 +469,11 @@ fn update_trial(deltas: &[f64]) -> std::sync::Arc<smdebug_trial::Trial> {
 #[test]
 fn update_ratio_fires_outside_the_band() {
     // ‖ΔW‖/‖W‖ ≈ |d| (every element moves by d, ‖W‖ ≈ √100): 1e-3 is healthy.
-    let e = evaluate("UpdateRatio", &[], update_trial(&[1e-3, 1e-3, 0.05, 1e-3]));
+    let e = evaluate(
+        "UpdateRatio",
+        &ONE_D,
+        update_trial(&[1e-3, 1e-3, 0.05, 1e-3]),
+    );
     assert_eq!(steps(&e), [3]);
     assert!(
         e.firings[0].message.contains("between steps 2 and 3"),
@@ -481,18 +488,20 @@ fn update_ratio_fires_outside_the_band() {
     assert_eq!(
         steps(&evaluate(
             "UpdateRatio",
-            &[],
+            &ONE_D,
             update_trial(&[1e-3, 1e-6, 1e-3])
         )),
         [2]
     );
-    assert!(
-        evaluate("UpdateRatio", &[], update_trial(&[1e-3, 2e-3, 5e-4, 1e-3]))
-            .firings
-            .is_empty()
-    );
+    assert!(evaluate(
+        "UpdateRatio",
+        &ONE_D,
+        update_trial(&[1e-3, 2e-3, 5e-4, 1e-3])
+    )
+    .firings
+    .is_empty());
     // Warm-up is not judged.
-    let p = [("start_step", "3")];
+    let p = [("start_step", "3"), ("min_ndim", "1")];
     assert!(
         evaluate("UpdateRatio", &p, update_trial(&[1e-6, 1e-6, 1e-3]))
             .firings
@@ -501,12 +510,31 @@ fn update_ratio_fires_outside_the_band() {
 }
 
 #[test]
+fn update_ratio_judges_only_matrices_by_default() {
+    // A vector (a norm gain, a bias) moving by 0.05 of itself: not judged by default.
+    assert!(evaluate("UpdateRatio", &[], update_trial(&[1e-3, 0.05]))
+        .firings
+        .is_empty());
+    let mut w = TrialWriter::new();
+    w.collection("weights", &["m"]);
+    let m = |d: f64| {
+        shaped(
+            &[10, 10],
+            (0..100).map(|i| 1.0 + d * (i % 2) as f64).collect(),
+        )
+    };
+    w.step(0, &[("m", m(0.0))]);
+    w.step(1, &[("m", m(0.5))]);
+    assert_eq!(steps(&evaluate("UpdateRatio", &[], w.finish())), [1]);
+}
+
+#[test]
 fn update_ratio_skips_zero_weights_and_shape_changes() {
     let mut w = TrialWriter::new();
     w.collection("weights", &["bias", "w"]);
     w.step(0, &[("bias", v(&[0.0, 0.0])), ("w", v(&[1.0, 1.0]))]);
     w.step(1, &[("bias", v(&[0.1, 0.1])), ("w", v(&[1.0, 1.0, 1.0]))]);
-    let e = evaluate("UpdateRatio", &[], w.finish());
+    let e = evaluate("UpdateRatio", &ONE_D, w.finish());
     assert!(e.firings.is_empty());
     assert!(e
         .remarks
@@ -535,7 +563,7 @@ proptest! {
             w.collection("weights", &["w"]);
             w.step(0, &[("w", v(&[scale, 2.0 * scale]))]);
             w.step(1, &[("w", v(&[scale * (1.0 + d), 2.0 * scale]))]);
-            let e = evaluate("UpdateRatio", &[], w.finish());
+            let e = evaluate("UpdateRatio", &ONE_D, w.finish());
             (steps(&e), e.firings.first().map(|f| f.message.split(" between").next().unwrap().to_owned()))
         };
         let (a, b) = (run(1.0), run(c));

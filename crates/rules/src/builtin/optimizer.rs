@@ -15,6 +15,8 @@ rule_params! {
         max_ratio: f64 = "0.01"
             => "fires when ‖W_t − W_p‖/‖W_p‖ is above this (a decade over CS231n's 1e-3)",
         start_step: i64 = "0" => "global steps before this are not judged (learning-rate warm-up)",
+        min_ndim: usize = "2"
+            => "tensors of fewer dimensions are not judged: the rule of thumb is for weight matrices (norm gains and biases move by the learning rate, not in proportion)",
     }
     check |p, c| {
         if !(c.min_ratio >= 0.0 && c.min_ratio < c.max_ratio) {
@@ -29,8 +31,9 @@ builtin_rule! {
     /// `p` (TRAIN mode steps when the trial has TRAIN steps, as WeightUpdateRatio), outside
     /// `[min_ratio, max_ratio]`: CS231n's rule of thumb that an update should be about 1e-3
     /// of the weights, with a decade of slack each way. The band is for one update: with
-    /// saves `k` steps apart the ratio covers `k` updates. Weights with a zero norm, a
-    /// changed shape or non-finite values are remarked and skipped.
+    /// saves `k` steps apart the ratio covers `k` updates. Tensors of fewer than `min_ndim`
+    /// dimensions are not judged. Weights with a zero norm, a changed shape or non-finite
+    /// values are remarked and skipped.
     UpdateRatio(UpdateRatioConfig)
 }
 
@@ -62,6 +65,9 @@ impl UpdateRatio {
             ) else {
                 continue;
             };
+            if now.ndim() < c.min_ndim {
+                continue;
+            }
             if now.shape() != before.shape() {
                 let why = format!(
                     "shape changed from {:?} to {:?}: no update ratio",

@@ -170,6 +170,8 @@ class Hook(FrameworkHook):
             collection = self.get_collection(name)
             if not collection.include_regex:
                 collection.include(signals.REGEXES[name])
+        if signals.OPTIMIZER_VARIABLES in self._signals:
+            signals.keep_out_of_weights(self)
         if signals.ATTENTION in self._signals:
             signals.watch_attention(self)
         if native is not None:

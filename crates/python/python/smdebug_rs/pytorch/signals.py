@@ -33,7 +33,8 @@ import math
 import torch
 
 __all__ = ["ATTENTION", "OUTPUT_LOGITS", "OPTIMIZER_VARIABLES", "REGEXES",
-           "attention_stats", "log_partition", "optimizer_variables", "watch_attention",
+           "attention_stats", "keep_out_of_weights", "log_partition", "optimizer_variables",
+           "watch_attention",
            "unwatch_attention"]
 
 ATTENTION = "attention"
@@ -55,6 +56,16 @@ OPTIMIZER_PREFIX = "optimizer/"
 _watching = []
 _installed = []
 _TRACING_TENSORS = ("FakeTensor", "FunctionalTensor")
+
+
+def keep_out_of_weights(hook):
+    """Keeps the optimizer's state out of the ``weights`` and ``biases`` collections: it is
+    named after its parameter (``optimizer/<Root>_<p>.weight/exp_avg``), which their default
+    regexes (``^(?!gradient).*weight``) would take. A regex the user set stays."""
+    for name, word in (("weights", "weight"), ("biases", "bias")):
+        collection = hook.get_collection(name)
+        if list(collection.include_regex) == [f"^(?!gradient).*{word}"]:
+            collection.include_regex = [f"^(?!gradient|{OPTIMIZER_PREFIX}).*{word}"]
 
 
 def watch_attention(hook):
