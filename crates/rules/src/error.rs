@@ -159,4 +159,11 @@ impl RuleError {
             Some(AnalysisError::TensorUnavailableForStep { .. })
         )
     }
+
+    /// Whether the tensor has no value at the step or the step itself is not there: what
+    /// the value helpers turn into `None`.
+    pub(crate) fn is_absent_at_step(&self) -> bool {
+        self.is_tensor_unavailable_for_step()
+            || matches!(self.analysis(), Some(AnalysisError::StepUnavailable { .. }))
+    }
 }

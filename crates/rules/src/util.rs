@@ -105,18 +105,89 @@ pub fn value_at(
         Ok(v) => Ok(Some(v)),
         Err(e) => {
             let e = RuleError::from(e);
-            if e.is_tensor_unavailable_for_step()
-                || matches!(
-                    e.analysis(),
-                    Some(smdebug_exceptions::AnalysisError::StepUnavailable { .. })
-                )
-            {
+            if e.is_absent_at_step() {
                 Ok(None)
             } else {
                 Err(e)
             }
         }
     }
+}
+
+/// A weight's saved value at a step and at the earlier saved step it is compared with (the
+/// update-ratio rules: WeightUpdateRatio, UpdateRatio).
+pub(crate) struct WeightUpdate {
+    /// The tensor.
+    pub name: String,
+    /// The mode whose steps `from` and `to` are.
+    pub mode: Mode,
+    /// The earlier step.
+    pub from: i64,
+    /// The step judged.
+    pub to: i64,
+    /// The value at `from`.
+    pub before: ArrayD<f64>,
+    /// The value at `to`.
+    pub now: ArrayD<f64>,
+}
+
+/// Calls `judge` with the update of each tensor of collection `weights` saved at global
+/// `step` and returns its first finding. When the trial has TRAIN steps only TRAIN steps are
+/// judged, in TRAIN mode steps; otherwise global steps. `previous` picks the earlier step
+/// among the tensor's saved steps before the judged one (`None`: the tensor is skipped);
+/// tensors without a numeric value at either step are skipped.
+pub(crate) fn first_weight_update<T>(
+    trial: &Trial,
+    step: i64,
+    previous: impl Fn(&[i64], i64) -> Option<i64>,
+    mut judge: impl FnMut(WeightUpdate) -> Result<Option<T>>,
+) -> Result<Option<T>> {
+    let (mode, t) = if trial.modes().contains(&Mode::Train) {
+        match trial.mode_modestep(step)? {
+            Some((Mode::Train, ms)) => (Mode::Train, ms),
+            _ => return Ok(None),
+        }
+    } else {
+        (Mode::Global, step)
+    };
+    for name in collection_tensors(trial, "weights")? {
+        let steps = trial.tensor(&name)?.steps(mode, false)?;
+        if steps.binary_search(&t).is_err() {
+            continue;
+        }
+        let Some(p) = previous(&steps[..steps.partition_point(|&x| x < t)], t) else {
+            continue;
+        };
+        let (Some(now), Some(before)) = (
+            value_at(trial, &name, t, mode)?.and_then(|v| to_f64(&v)),
+            value_at(trial, &name, p, mode)?.and_then(|v| to_f64(&v)),
+        ) else {
+            continue;
+        };
+        let update = WeightUpdate {
+            name,
+            mode,
+            from: p,
+            to: t,
+            before,
+            now,
+        };
+        if let Some(found) = judge(update)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
+/// `(‖now − before‖₂, ‖before‖₂)` of two arrays of one shape.
+pub(crate) fn update_norms(now: &ArrayD<f64>, before: &ArrayD<f64>) -> (f64, f64) {
+    let diff = now
+        .iter()
+        .zip(before.iter())
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f64>()
+        .sqrt();
+    (diff, before.iter().map(|x| x * x).sum::<f64>().sqrt())
 }
 
 /// The value at a global step as float64 (`None` when absent or not numeric).

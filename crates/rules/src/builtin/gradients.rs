@@ -4,8 +4,8 @@
 use super::{first_tensor, Finding};
 use crate::error::{Result, RuleError};
 use crate::util::{
-    collection_tensors, f64_at, percentile_sorted, regex_tensors, scalar, select, to_f64, value_at,
-    variance,
+    collection_tensors, f64_at, first_weight_update, percentile_sorted, regex_tensors, scalar,
+    select, to_f64, update_norms, value_at, variance,
 };
 use smdebug_config::Mode;
 use smdebug_trial::Trial;
@@ -154,53 +154,29 @@ builtin_rule! {
 impl WeightUpdateRatio {
     fn condition(&mut self, trial: &Trial, step: i64) -> Result<Option<Finding>> {
         let c = &self.config;
-        let (mode, t) = if trial.modes().contains(&Mode::Train) {
-            match trial.mode_modestep(step)? {
-                Some((Mode::Train, ms)) => (Mode::Train, ms),
-                _ => return Ok(None),
-            }
-        } else {
-            (Mode::Global, step)
+        let previous = |earlier: &[i64], t: i64| match c.num_steps {
+            None => earlier.last().copied(),
+            Some(n) => earlier.iter().copied().find(|&p| p >= t - n),
         };
-        for name in collection_tensors(trial, "weights")? {
-            let steps = trial.tensor(&name)?.steps(mode, false)?;
-            if steps.binary_search(&t).is_err() {
-                continue;
+        first_weight_update(trial, step, previous, |u| {
+            if u.now.shape() != u.before.shape() {
+                return Ok(None);
             }
-            let earlier = &steps[..steps.partition_point(|&x| x < t)];
-            let prev = match c.num_steps {
-                None => earlier.last().copied(),
-                Some(n) => earlier.iter().copied().find(|&p| p >= t - n),
-            };
-            let Some(p) = prev else { continue };
-            let (Some(ws), Some(wp)) = (
-                value_at(trial, &name, t, mode)?.and_then(|v| to_f64(&v)),
-                value_at(trial, &name, p, mode)?.and_then(|v| to_f64(&v)),
-            ) else {
-                continue;
-            };
-            if ws.shape() != wp.shape() {
-                continue;
-            }
-            let diff = ws
-                .iter()
-                .zip(wp.iter())
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum::<f64>()
-                .sqrt();
-            let norm = wp.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let (diff, norm) = update_norms(&u.now, &u.before);
             let r = diff / (norm + c.epsilon);
             if r > c.large_threshold || r < c.small_threshold {
                 let why = format!(
-                    "update ratio {r:e} between steps {p} and {t} ({}) is outside [{:e}, {:e}]",
-                    mode.name(),
+                    "update ratio {r:e} between steps {} and {} ({}) is outside [{:e}, {:e}]",
+                    u.from,
+                    u.to,
+                    u.mode.name(),
                     c.small_threshold,
                     c.large_threshold
                 );
-                return Ok(Some(Finding::on(name, why)));
+                return Ok(Some(Finding::on(u.name, why)));
             }
-        }
-        Ok(None)
+            Ok(None)
+        })
     }
 }
 

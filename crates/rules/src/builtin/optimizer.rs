@@ -3,8 +3,7 @@
 
 use super::Finding;
 use crate::error::Result;
-use crate::util::{collection_tensors, f64_at, regex_tensors, scalar, to_f64, value_at};
-use smdebug_config::Mode;
+use crate::util::{f64_at, first_weight_update, regex_tensors, scalar, update_norms};
 use smdebug_trial::Trial;
 
 rule_params! {
@@ -43,64 +42,41 @@ impl UpdateRatio {
         if step < c.start_step {
             return Ok(None);
         }
-        let (mode, t) = if trial.modes().contains(&Mode::Train) {
-            match trial.mode_modestep(step)? {
-                Some((Mode::Train, ms)) => (Mode::Train, ms),
-                _ => return Ok(None),
+        let base = &mut self.base;
+        let previous = |earlier: &[i64], _| earlier.last().copied();
+        first_weight_update(trial, step, previous, |u| {
+            if u.now.ndim() < c.min_ndim {
+                return Ok(None);
             }
-        } else {
-            (Mode::Global, step)
-        };
-        for name in collection_tensors(trial, "weights")? {
-            let steps = trial.tensor(&name)?.steps(mode, false)?;
-            if steps.binary_search(&t).is_err() {
-                continue;
-            }
-            let Some(&p) = steps[..steps.partition_point(|&x| x < t)].last() else {
-                continue;
-            };
-            let (Some(now), Some(before)) = (
-                value_at(trial, &name, t, mode)?.and_then(|v| to_f64(&v)),
-                value_at(trial, &name, p, mode)?.and_then(|v| to_f64(&v)),
-            ) else {
-                continue;
-            };
-            if now.ndim() < c.min_ndim {
-                continue;
-            }
-            if now.shape() != before.shape() {
+            if u.now.shape() != u.before.shape() {
                 let why = format!(
                     "shape changed from {:?} to {:?}: no update ratio",
-                    before.shape(),
-                    now.shape()
+                    u.before.shape(),
+                    u.now.shape()
                 );
-                self.base.remark(step, Some(&name), why);
-                continue;
+                base.remark(step, Some(&u.name), why);
+                return Ok(None);
             }
-            let diff = now
-                .iter()
-                .zip(before.iter())
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum::<f64>()
-                .sqrt();
-            let norm = before.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let (diff, norm) = update_norms(&u.now, &u.before);
             if !(diff.is_finite() && norm.is_finite()) || norm == 0.0 {
                 let why = format!("‖ΔW‖ = {diff}, ‖W‖ = {norm}: no update ratio");
-                self.base.remark(step, Some(&name), why);
-                continue;
+                base.remark(step, Some(&u.name), why);
+                return Ok(None);
             }
             let r = diff / norm;
             if r < c.min_ratio || r > c.max_ratio {
                 let why = format!(
-                    "update ratio ‖ΔW‖/‖W‖ = {r:e} between steps {p} and {t} ({}) is outside [{:e}, {:e}]",
-                    mode.name(),
+                    "update ratio ‖ΔW‖/‖W‖ = {r:e} between steps {} and {} ({}) is outside [{:e}, {:e}]",
+                    u.from,
+                    u.to,
+                    u.mode.name(),
                     c.min_ratio,
                     c.max_ratio
                 );
-                return Ok(Some(Finding::on(name, why)));
+                return Ok(Some(Finding::on(u.name, why)));
             }
-        }
-        Ok(None)
+            Ok(None)
+        })
     }
 }
 

@@ -385,12 +385,7 @@ pub(crate) fn reduction_at(
         Ok(v) => Ok(to_f64(&v).as_ref().and_then(scalar)),
         Err(e) => {
             let e = crate::error::RuleError::from(e);
-            if e.is_tensor_unavailable_for_step()
-                || matches!(
-                    e.analysis(),
-                    Some(smdebug_exceptions::AnalysisError::StepUnavailable { .. })
-                )
-            {
+            if e.is_absent_at_step() {
                 Ok(None)
             } else {
                 Err(e)
