@@ -104,6 +104,18 @@ def _compare_params(name, tp, ours):
     return problems
 
 
+def hook_differences(theirs, ours, out, ignore=()):
+    """:func:`differences` of hook class ``ours`` against the original's ``theirs``, each
+    instance writing under folder ``out``; the original's writer machinery
+    (``HOOK_MACHINERY``) and ``ignore`` left out."""
+    a = theirs(out_dir=str(out / "theirs"))
+    b = ours(out_dir=str(out / "ours"))
+    try:
+        return differences(theirs, ours, a, b, HOOK_MACHINERY | set(ignore))
+    finally:
+        b.close()
+
+
 def differences(theirs, ours, their_obj=None, our_obj=None, ignore=()):
     """What the public surface of class ``ours`` (and instance ``our_obj``) lacks or has
     otherwise than class ``theirs`` (and instance ``their_obj``), as sorted lines."""

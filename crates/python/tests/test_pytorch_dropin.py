@@ -94,12 +94,7 @@ def test_the_hooks_api_is_the_originals(tmp_path):
     import smdebug.pytorch as theirs
 
     import smdebug_rs.pytorch as ours
-    from api_walk import HOOK_MACHINERY, differences
+    from api_walk import hook_differences
 
-    a = theirs.Hook(out_dir=str(tmp_path / "a"))
-    b = ours.Hook(out_dir=str(tmp_path / "b"))
-    try:
-        found = differences(theirs.Hook, ours.Hook, a, b, HOOK_MACHINERY | PYTORCH_MACHINERY)
-    finally:
-        b.close()
+    found = hook_differences(theirs.Hook, ours.Hook, tmp_path, PYTORCH_MACHINERY)
     assert not found, "\n".join(found)

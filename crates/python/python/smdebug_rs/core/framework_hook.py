@@ -74,9 +74,8 @@ class FrameworkHook:
         self.save_config = save_config
         self.reduction_config = reduction_config
         self.include_regex = include_regex
-        if "include_collections" not in vars(self):
-            # Keras and MXNet resolve the list themselves (defaults, save_all) before this.
-            self.include_collections = include_collections
+        # Keras and MXNet replace it with the list they resolve (defaults, save_all).
+        self.include_collections = include_collections
         self.save_all = save_all
         self.save_all_workers = self._include_workers == "all"
         self.init_step = -1

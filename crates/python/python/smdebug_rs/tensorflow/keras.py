@@ -230,8 +230,6 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self.tape = None
         self.registered_model = None
         self.mode = modes.GLOBAL
-        self.include_collections = included_collections(
-            include_collections, include_regex, save_all, DEFAULT_INCLUDE_COLLECTIONS)
         FrameworkHook.__init__(self, out_dir, export_tensorboard, tensorboard_dir, dry_run,
                                reduction_config, save_config, include_regex,
                                include_collections, save_all, include_workers,
@@ -254,6 +252,10 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
     @staticmethod
     def _framework_to_numpy(value):
         return _to_numpy(value)
+
+    def _framework_init(self, include_collections, include_regex, save_all):
+        self.include_collections = included_collections(
+            include_collections, include_regex, save_all, DEFAULT_INCLUDE_COLLECTIONS)
 
     def _framework_json_config(self, path):
         self.include_collections = json_included_collections(path, DEFAULT_INCLUDE_COLLECTIONS)
