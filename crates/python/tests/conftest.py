@@ -248,6 +248,29 @@ def smdebug_log():
     logger.removeHandler(h)
 
 
+def s3_target():
+    """``(endpoint, bucket)`` of the S3 test server; fails the test when there is none."""
+    endpoint = os.environ.get("SMDEBUG_TEST_S3_ENDPOINT")
+    bucket = os.environ.get("SMDEBUG_TEST_S3_BUCKET")
+    if not endpoint or not bucket:
+        # As the rest of the suite: a test that needs a service fails without it, never skips.
+        pytest.fail("no S3 test server (SMDEBUG_TEST_S3_ENDPOINT / SMDEBUG_TEST_S3_BUCKET): "
+                    "cargo xtask test starts one; by hand, source `cargo xtask services`")
+    return endpoint, bucket
+
+
+def upload(local, bucket, prefix, endpoint):
+    """Copies folder ``local`` to ``s3://bucket/prefix/`` on the test server."""
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=endpoint)
+    for dirpath, _, files in os.walk(local):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            key = prefix + "/" + os.path.relpath(p, local).replace(os.sep, "/")
+            s3.upload_file(p, bucket, key)
+
+
 def rule_firings(rule):
     """Runs ``rule`` over every step its trial has and returns its firings."""
     from smdebug_rs import exceptions, rules

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import smdebug_rs
+from conftest import s3_target, upload
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_SRC = os.path.dirname(os.path.dirname(os.path.abspath(smdebug_rs.__file__)))
@@ -84,21 +85,11 @@ def test_trial_classes_take_the_originals_constructors(trial_dir):
 
 
 def test_s3_trial_takes_bucket_and_prefix(trial_dir):
-    endpoint = os.environ.get("SMDEBUG_TEST_S3_ENDPOINT")
-    bucket = os.environ.get("SMDEBUG_TEST_S3_BUCKET")
-    if not endpoint or not bucket:
-        pytest.fail("no S3 test server (SMDEBUG_TEST_S3_ENDPOINT / SMDEBUG_TEST_S3_BUCKET): "
-                    "cargo xtask test starts one; by hand, source `cargo xtask services`")
-    import boto3
-
     from smdebug_rs.trials import S3Trial, create_trial
 
+    endpoint, bucket = s3_target()
     prefix = f"pytest-dropin/{os.getpid()}/trial"
-    s3 = boto3.client("s3", endpoint_url=endpoint)
-    for dirpath, _, files in os.walk(trial_dir):
-        for f in files:
-            p = os.path.join(dirpath, f)
-            s3.upload_file(p, bucket, prefix + "/" + os.path.relpath(p, trial_dir))
+    upload(trial_dir, bucket, prefix, endpoint)
     t = S3Trial("remote", bucket, prefix)
     assert (t.name, t.bucket_name, t.prefix_name) == ("remote", bucket, prefix + "/")
     local = create_trial(str(trial_dir))

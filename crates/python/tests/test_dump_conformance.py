@@ -14,6 +14,8 @@ from conftest import (
     dump_python,
     dump_rs,
     ignores_for,
+    s3_target,
+    upload,
     write_recipe,
 )
 
@@ -78,27 +80,6 @@ def test_random_recipe_dumps_equal(case, tmp_path):
     dump_rs(path, tmp_path / "rs.json")
     equal, report = compare(tmp_path / "py.json", tmp_path / "rs.json", ignores_for("random", py))
     assert equal, f"seed {seed}, recipe {recipe}:\n{report}"
-
-
-def s3_target():
-    endpoint = os.environ.get("SMDEBUG_TEST_S3_ENDPOINT")
-    bucket = os.environ.get("SMDEBUG_TEST_S3_BUCKET")
-    if not endpoint or not bucket:
-        # As the rest of the suite: a test that needs a service fails without it, never skips.
-        pytest.fail("no S3 test server (SMDEBUG_TEST_S3_ENDPOINT / SMDEBUG_TEST_S3_BUCKET): "
-                    "cargo xtask test starts one; by hand, source `cargo xtask services`")
-    return endpoint, bucket
-
-
-def upload(local, bucket, prefix, endpoint):
-    import boto3
-
-    s3 = boto3.client("s3", endpoint_url=endpoint)
-    for dirpath, _, files in os.walk(local):
-        for f in files:
-            p = os.path.join(dirpath, f)
-            key = prefix + "/" + os.path.relpath(p, local).replace(os.sep, "/")
-            s3.upload_file(p, bucket, key)
 
 
 @pytest.mark.parametrize("preset", CONFORMANCE_PRESETS)

@@ -12,6 +12,7 @@ import pytest
 
 os.environ.setdefault("SMDEBUG_LOG_LEVEL", "error")
 
+from conftest import s3_target  # noqa: E402
 from spark_helpers import KINDS, cli_verdicts, spark_fixture, write_fleet  # noqa: E402
 
 from smdebug_rs import spark as sms  # noqa: E402
@@ -139,12 +140,7 @@ def test_a_fleet_on_s3_is_discovered_and_judged_as_the_cli_does(spark, fleet):
     read by the executors with smdebug_rs, both configured by the AWS_* variables."""
     from pyarrow import fs
 
-    endpoint = os.environ.get("SMDEBUG_TEST_S3_ENDPOINT")
-    bucket = os.environ.get("SMDEBUG_TEST_S3_BUCKET")
-    if not endpoint or not bucket:
-        # As the rest of the suite: a test that needs a service fails without it, never skips.
-        pytest.fail("no S3 test server (SMDEBUG_TEST_S3_ENDPOINT / SMDEBUG_TEST_S3_BUCKET): "
-                    "cargo xtask test starts one; by hand, source `cargo xtask services`")
+    _, bucket = s3_target()
     prefix = f"{bucket}/pytest-smdebug-rs-spark/{os.getpid()}-{time.time_ns()}"
     s3, _ = fs.FileSystem.from_uri(f"s3://{prefix}")
     names = ("healthy-000", "vanishing-001", "rising-003")
