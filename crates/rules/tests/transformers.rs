@@ -149,9 +149,9 @@ fn loss_spike_leaves_out_nan_and_rejects_a_zero_window() {
 
 // 22. GradientNormSpike
 
-/// Gradients `g_a`, `g_b` (collection `gradients`) at steps 0..n with elementwise
-/// magnitude 0.1·(1 + 0.05·wobble), `jump` × that at the given step. With `l2_only`, only
-/// their `l2` reductions are written.
+/// Gradients `g_a` (4 elements) and `g_b` (a 3 × 3 matrix) (collection `gradients`) at
+/// steps 0..n with elementwise magnitude 0.1·(1 + 0.05·wobble), `jump` × that at the given
+/// step. With `l2_only`, only their `l2` reductions (of every element) are written.
 fn grad_trial(
     n: i64,
     jump: Option<(i64, f64)>,
@@ -177,7 +177,7 @@ fn grad_trial(
                 ],
             );
         } else {
-            w.step(s, &[("g_a", v(&a)), ("g_b", v(&b))]);
+            w.step(s, &[("g_a", v(&a)), ("g_b", shaped(&[3, 3], b))]);
         }
     }
     w.finish()
@@ -203,6 +203,42 @@ fn gradient_norm_spike_fires_on_raw_tensors_and_on_l2_reductions_alike() {
         assert!((shown - expected).abs() < 1e-6, "{shown} vs {expected}");
         assert!(m.contains("over the last 128 saved steps"), "{m}");
     }
+}
+
+#[test]
+fn gradient_norm_spike_takes_every_element_of_matrices_and_3d_tensors() {
+    // The norm clip_grad_norm_ clips: √Σx² over every element, whatever the rank (numpy's
+    // `l2` of a matrix is its spectral norm, and of a 3-d tensor an error).
+    let mut w = TrialWriter::new();
+    w.collection("gradients", &["conv", "fc"]);
+    let conv: Vec<f64> = (0..24).map(|i| 0.01 * (i as f64 - 11.5)).collect();
+    let fc: Vec<f64> = (0..6).map(|i| 0.02 * (i as f64 + 1.0)).collect();
+    let expected = conv.iter().chain(&fc).map(|x| x * x).sum::<f64>().sqrt();
+    for s in 0..4 {
+        let f = if s == 3 { 10.0 } else { 1.0 + 0.01 * s as f64 };
+        let scale = |x: &Vec<f64>| x.iter().map(|y| y * f).collect::<Vec<_>>();
+        w.step(
+            s,
+            &[
+                ("conv", shaped(&[2, 3, 4], scale(&conv))),
+                ("fc", shaped(&[2, 3], scale(&fc))),
+            ],
+        );
+    }
+    let e = evaluate("GradientNormSpike", &[("window_size", "3")], w.finish());
+    assert!(e.remarks.iter().all(|r| r.step != 3), "{:?}", e.remarks);
+    assert_eq!(steps(&e), [3]);
+    let m = &e.firings[0].message;
+    let shown: f64 = m
+        .strip_prefix("global gradient norm (over 2 tensors) ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("{m}"));
+    assert!(
+        (shown - 10.0 * expected).abs() < 1e-9,
+        "{shown} vs {}",
+        10.0 * expected
+    );
 }
 
 #[test]

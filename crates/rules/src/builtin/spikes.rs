@@ -11,7 +11,7 @@
 use super::Finding;
 use crate::error::Result;
 use crate::rule::RuleBase;
-use crate::util::{scalar, select, to_f64};
+use crate::util::{scalar, select, to_f64, value_at};
 use smdebug_config::Mode;
 use smdebug_trial::Trial;
 use std::collections::{BTreeMap, VecDeque};
@@ -394,6 +394,21 @@ pub(crate) fn reduction_at(
     }
 }
 
+/// The L2 norm of every element of `name` at `step` (a matrix's Frobenius norm, what
+/// `clip_grad_norm_` takes of each parameter): from the raw value when the step has one, else
+/// a saved `l2` (or `abs_l2`) reduction; `None` when neither is there. The raw value comes
+/// first because numpy's `l2` of a matrix, which the reader computes and the TensorFlow and
+/// XGBoost writers save, is its spectral norm, and of a 3-d tensor an error.
+fn elementwise_l2(trial: &Trial, name: &str, step: i64) -> Result<Option<f64>> {
+    if let Some(v) = value_at(trial, name, step, Mode::Global)? {
+        return Ok(to_f64(&v).map(|a| global_norm(a.iter().copied())));
+    }
+    match reduction_at(trial, name, step, "l2", false)? {
+        Some(n) => Ok(Some(n)),
+        None => reduction_at(trial, name, step, "l2", true),
+    }
+}
+
 rule_params! {
     /// Parameters of [`GradientNormSpike`].
     GradientNormSpikeConfig for "GradientNormSpike" {
@@ -408,8 +423,8 @@ rule_params! {
 
 builtin_rule! {
     /// GradientNormSpike (docs/src/rules.md §22): the global gradient norm of the step, from
-    /// the per-tensor L2 norms of collection `gradients` ([`global_norm`]; each a saved `l2`
-    /// reduction, else computed from the raw tensor), judged by OLMo-core's test as
+    /// the per-tensor L2 norms of collection `gradients` ([`global_norm`]; each the norm of
+    /// every element of the raw tensor, else a saved `l2` reduction), judged by OLMo-core's test as
     /// [`LossSpike`] does (OLMo-core's `StabilityMonitorCallback` watches its
     /// `optim/total grad norm` with the same defaults).
     ///
@@ -430,11 +445,7 @@ impl GradientNormSpike {
     fn condition(&mut self, trial: &Trial, step: i64) -> Result<Option<Finding>> {
         let mut norms = Vec::new();
         for name in crate::util::collection_tensors(trial, "gradients")? {
-            let norm = match reduction_at(trial, &name, step, "l2", false)? {
-                Some(n) => Some(n),
-                None => reduction_at(trial, &name, step, "l2", true)?,
-            };
-            norms.extend(norm);
+            norms.extend(elementwise_l2(trial, &name, step)?);
         }
         if norms.is_empty() {
             return Ok(None);
