@@ -7,7 +7,7 @@
 //! compression between the export and pyarrow.
 
 use crate::trial::{mode_arg, PyTrial};
-use crate::{run, NativeError};
+use crate::{run, ExceptionClass, NativeError};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::SchemaRef;
@@ -48,7 +48,7 @@ impl ArrowTable {
             .take()
             .ok_or_else(|| {
                 NativeError::Other(
-                    "SMDebugRuntimeError",
+                    ExceptionClass::SMDebugRuntimeError,
                     "this table's Arrow stream was already consumed".into(),
                 )
                 .into_pyerr(py)

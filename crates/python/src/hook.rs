@@ -10,7 +10,7 @@
 
 use crate::config::{PyCollection, PyReductionConfig, PySaveConfig};
 use crate::trial::mode_arg;
-use crate::NativeError;
+use crate::{ExceptionClass, NativeError};
 use numpy::{
     Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
 };
@@ -28,22 +28,11 @@ use std::sync::{MutexGuard, TryLockError};
 /// The Python exception for a hook failure: wrong arguments and configurations are
 /// `SMDebugValueError`, failures while writing `SMDebugRuntimeError`.
 fn hook_err(py: Python<'_>, e: HookError) -> PyErr {
-    let class = match &e {
-        HookError::InvalidSetting { .. }
-        | HookError::InvalidCollectionConfiguration { .. }
-        | HookError::NotAScalar { .. }
-        | HookError::NoStep { .. }
-        | HookError::HookConfig { .. }
-        | HookError::TensorBoardConfig { .. }
-        | HookError::SaveConfig { .. } => "SMDebugValueError",
-        HookError::NoHookConfig { .. } => "FileNotFoundError",
-        _ => "SMDebugRuntimeError",
-    };
-    NativeError::Other(class, e.to_string()).into_pyerr(py)
+    NativeError::from(e).into_pyerr(py)
 }
 
 fn value_err(py: Python<'_>, msg: impl Into<String>) -> PyErr {
-    NativeError::Other("SMDebugValueError", msg.into()).into_pyerr(py)
+    NativeError::Other(ExceptionClass::SMDebugValueError, msg.into()).into_pyerr(py)
 }
 
 /// A framework by any of its names (`smdebug_config::Framework` owns them and their
@@ -302,7 +291,7 @@ impl PyHook {
         let mut guard = self.lock(py);
         let Some(h) = guard.as_mut() else {
             return Err(NativeError::Other(
-                "SMDebugRuntimeError",
+                ExceptionClass::SMDebugRuntimeError,
                 format!("the hook writing {} is closed", self.out_dir),
             )
             .into_pyerr(py));
@@ -623,10 +612,11 @@ impl PyHook {
         }
         let mut guard = self.lock(py);
         let Some(h) = guard.as_mut() else {
-            return Err(
-                NativeError::Other("SMDebugRuntimeError", "the hook is closed".into())
-                    .into_pyerr(py),
-            );
+            return Err(NativeError::Other(
+                ExceptionClass::SMDebugRuntimeError,
+                "the hook is closed".into(),
+            )
+            .into_pyerr(py));
         };
         if !h.should_save(name).map_err(|e| hook_err(py, e))? {
             return Ok(false);

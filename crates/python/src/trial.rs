@@ -3,7 +3,7 @@
 
 use crate::classes::{mode_to_py, step_state_to_py};
 use crate::values::to_numpy;
-use crate::{run, NativeError, NativeResult};
+use crate::{run, ExceptionClass, NativeError, NativeResult};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use smdebug_config::Mode;
@@ -43,7 +43,7 @@ fn range_steps_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<(Option<i6
     };
     let (b, e): (Option<i64>, Option<i64>) = obj.extract().map_err(|_| {
         NativeError::Other(
-            "AssertionError",
+            ExceptionClass::AssertionError,
             "range_steps should be of the form (begin, end) where begin is less than end".into(),
         )
         .into_pyerr(obj.py())

@@ -162,6 +162,33 @@ def test_rust_panic_becomes_a_python_exception():
     assert smdebug_rs.__version__
 
 
+def test_every_error_kind_raises_the_class_the_dump_names():
+    """Each kind of trial failure (``smdebug_trial::ErrorKind``) is raised as a class that
+    exists, in ``smdebug_rs.exceptions`` or the builtins, and whose name is the kind's name:
+    the ``type`` the dump (``smdebug-dump``) writes for it."""
+    import builtins
+    import json
+    import re
+
+    ufunc_type_error = type(exceptions._ufunc_error("x")).__mro__[1]
+    foreign = {"JSONDecodeError": json.JSONDecodeError, "error": re.error,
+               "LinAlgError": np.linalg.LinAlgError, "UFuncTypeError": ufunc_type_error}
+    kinds = smdebug_rs._native._error_classes()
+    names = [name for name, _ in kinds]
+    assert len(set(names)) == len(names) >= 25, names
+    for name, cls in kinds:
+        if name in exceptions.__all__:
+            assert cls is getattr(exceptions, name), name
+        elif name in foreign:
+            made = cls("a message")
+            assert isinstance(made, foreign[name]) and type(made).__name__ == name, name
+            assert "a message" in str(made)
+        else:
+            assert cls is getattr(builtins, name), name
+            assert issubclass(cls, Exception)
+    assert {"KeyError", "OSError", "StepUnavailable", "SMDebugRuntimeError"} <= set(names)
+
+
 def test_bad_arguments_raise_python_exceptions(trial_path):
     tr = create_trial(trial_path)
     with pytest.raises(exceptions.SMDebugValueError, match="Invalid reduction type nope"):

@@ -2,6 +2,8 @@
 
 from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Set, Tuple, Union
 
+from types import ModuleType
+
 import numpy as np
 
 from smdebug_rs.core.tensor import StepState
@@ -129,8 +131,9 @@ def _init(
     reduction_config: type,
     save_config: type,
     save_config_mode: type,
-    exceptions: Dict[str, Any],
+    exceptions: ModuleType,
 ) -> None: ...
+def _error_classes() -> List[Tuple[str, Any]]: ...
 
 # Trial diagnosis (smdebug_diagnose): each report as the dicts of its JSON form.
 def trial_health(trial: Trial, context: int = 5, growth: float = 10.0) -> Dict[str, Any]: ...

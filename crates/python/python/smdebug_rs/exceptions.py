@@ -1,13 +1,15 @@
 """The exceptions of smdebug (``smdebug.exceptions``): the same classes, names, hierarchy,
 constructor arguments and attributes, raised where the original raises them.
 
-This module is where the classes are defined. The native module raises them by name: each
-Rust error names its class and, for the analysis conditions, the constructor arguments
-(``smdebug_exceptions::AnalysisError::python_args``); :func:`_raisable` is the table it
-looks the name up in, handed to it once by ``smdebug_rs._bind``.
+This module is where the classes are defined. ``smdebug_rs._bind`` hands the module to the
+native module once, which finds here every class it raises (``ExceptionClass`` in
+``crates/python/src/errors.rs``; a missing one fails the import) and, for the analysis
+conditions, calls it with the constructor arguments
+(``smdebug_exceptions::AnalysisError::python_args``). The exceptions of other modules that
+the original lets through are here too, under private names: ``json.JSONDecodeError`` and
+numpy's ``UFuncTypeError`` as functions making one from a message.
 """
 
-import builtins
 import json
 import re
 
@@ -227,6 +229,10 @@ def _ufunc_error(message):
     return e
 
 
+_regex_error = re.error
+_linalg_error = numpy.linalg.LinAlgError
+
+
 def _is_exception_class(obj):
     return isinstance(obj, type) and issubclass(obj, Exception)
 
@@ -234,21 +240,3 @@ def _is_exception_class(obj):
 # The classes defined above, in their order.
 __all__ = [n for n, c in list(globals().items())
            if _is_exception_class(c) and issubclass(c, SMDebugError)]
-
-
-def _raisable():
-    """``{class name: class or constructor}`` of every exception the native module raises:
-    this module's classes, Python's builtin exceptions, and those of other modules that the
-    original lets through (``json.JSONDecodeError``, ``re.error``,
-    ``numpy.linalg.LinAlgError``, numpy's ``UFuncTypeError``). A constructor takes the
-    message; this module's classes take their own arguments.
-
-    Internal: handed to the native module by ``smdebug_rs._bind``.
-    """
-    table = {n: c for n, c in vars(builtins).items() if _is_exception_class(c)}
-    for cls, make in ((json.JSONDecodeError, _json_decode_error), (re.error, re.error),
-                      (numpy.linalg.LinAlgError, numpy.linalg.LinAlgError),
-                      (_UFuncTypeError, _ufunc_error)):
-        table[cls.__name__] = make
-    table.update((n, globals()[n]) for n in __all__)
-    return table

@@ -1,5 +1,5 @@
 //! What the config wrappers share: errors in the original's exception types, argument conversion, and where a wrapper's value lives.
-use crate::NativeError;
+use crate::{ExceptionClass, NativeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -10,11 +10,11 @@ use std::sync::{Mutex, MutexGuard};
 pub(super) static WEAKREF: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub(super) fn value_error(msg: impl Into<String>) -> NativeError {
-    NativeError::Other("SMDebugValueError", msg.into())
+    NativeError::Other(ExceptionClass::SMDebugValueError, msg.into())
 }
 
 pub(super) fn type_error(msg: impl Into<String>) -> NativeError {
-    NativeError::Other("SMDebugTypeError", msg.into())
+    NativeError::Other(ExceptionClass::SMDebugTypeError, msg.into())
 }
 
 pub(super) fn config_error(e: ConfigError) -> NativeError {

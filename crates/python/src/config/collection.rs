@@ -3,7 +3,7 @@ use super::args::*;
 use super::types::*;
 use crate::classes;
 use crate::hook::PyHook;
-use crate::NativeError;
+use crate::{ExceptionClass, NativeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PySet, PyString, PyType};
 use smdebug_config::Collection;
@@ -31,7 +31,7 @@ impl PyCollection {
         let hook = hook.bind(py).call0()?;
         let hook = hook.cast::<PyHook>().map_err(|_| {
             NativeError::Other(
-                "SMDebugRuntimeError",
+                ExceptionClass::SMDebugRuntimeError,
                 format!("collection {name:?} belongs to a hook that no longer exists"),
             )
             .into_pyerr(py)

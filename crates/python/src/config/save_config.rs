@@ -3,7 +3,7 @@ use super::args::*;
 use super::types::*;
 use crate::classes::{self, mode_to_py};
 use crate::trial::mode_arg;
-use crate::NativeError;
+use crate::{ExceptionClass, NativeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 use smdebug_config::{Mode, SaveConfig, SaveConfigMode, ShouldSaveError};
@@ -187,9 +187,10 @@ fn mode_config(
 
 fn should_save_error(e: ShouldSaveError) -> NativeError {
     match e {
-        ShouldSaveError::ZeroInterval(_) => {
-            NativeError::Other("ZeroDivisionError", "integer modulo by zero".into())
-        }
+        ShouldSaveError::ZeroInterval(_) => NativeError::Other(
+            ExceptionClass::ZeroDivisionError,
+            "integer modulo by zero".into(),
+        ),
         other => value_error(other.to_string()),
     }
 }
