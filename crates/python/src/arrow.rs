@@ -6,7 +6,8 @@
 //! over as they are made (`smdebug_export::export_batches`): no file, no encoding, no
 //! compression between the export and pyarrow.
 
-use crate::trial::{mode_arg, PyTrial};
+use crate::convert::mode_arg;
+use crate::trial::PyTrial;
 use crate::{run, ExceptionClass, NativeError};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};

@@ -8,8 +8,6 @@
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use smdebug_config::Mode;
-use smdebug_exceptions::StepState;
 
 /// What `_init` was given.
 pub(crate) struct Classes {
@@ -40,16 +38,6 @@ pub(crate) fn get(py: Python<'_>) -> PyResult<&'static Classes> {
              classes (smdebug_rs._native._init)",
         )
     })
-}
-
-/// `ModeKeys[mode]`.
-pub(crate) fn mode_to_py(py: Python<'_>, mode: Mode) -> PyResult<Bound<'_, PyAny>> {
-    get(py)?.mode_keys.bind(py).get_item(mode.name())
-}
-
-/// `StepState[state]`.
-pub(crate) fn step_state_to_py(py: Python<'_>, state: StepState) -> PyResult<Bound<'_, PyAny>> {
-    get(py)?.step_state.bind(py).get_item(state.name())
 }
 
 /// Hands the native module the package's classes and the module `smdebug_rs.exceptions`

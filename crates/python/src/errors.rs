@@ -8,7 +8,8 @@
 //! diagnosis's here. For smdebug's analysis conditions the exception is made from its
 //! constructor's keyword arguments (`AnalysisError::python_args`).
 
-use crate::classes::{self, mode_to_py};
+use crate::classes;
+use crate::convert::mode_to_py;
 use pyo3::exceptions::{
     PyAssertionError, PyFileNotFoundError, PyKeyError, PyOSError, PyRuntimeError, PyTimeoutError,
     PyTypeError, PyValueError, PyZeroDivisionError,

@@ -25,13 +25,13 @@
 mod arrow;
 mod classes;
 mod config;
+mod convert;
 mod diagnose;
 mod errors;
 mod fleet;
 mod hook;
 mod rules;
 mod trial;
-mod values;
 
 use pyo3::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};

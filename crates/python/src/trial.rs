@@ -1,41 +1,15 @@
 //! `Trial` and `Tensor`: smdebug's analysis API over `smdebug_trial::Trial`, with the
 //! original's method names, keywords and defaults (docs/src/semantics.md §8–10).
 
-use crate::classes::{mode_to_py, step_state_to_py};
-use crate::values::to_numpy;
+use crate::convert::{mode_arg, mode_to_py, step_state_to_py, to_numpy};
 use crate::{run, ExceptionClass, NativeError, NativeResult};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString, PyTuple};
-use smdebug_config::Mode;
+use pyo3::types::{PyDict, PyTuple};
 use smdebug_index::END_OF_JOB_FILE;
 use smdebug_storage::{BlockingStore, Location};
 use smdebug_trial::{TensorFilter, Trial, TrialOptions};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A mode argument: a `ModeKeys` member (ours or the original's: matched by name), a mode
-/// name, or smdebug's integer value.
-pub(crate) fn mode_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Mode> {
-    let Some(obj) = obj.filter(|o| !o.is_none()) else {
-        return Ok(Mode::Global);
-    };
-    let parsed = if let Ok(s) = obj.cast::<PyString>() {
-        s.to_cow()?.parse::<Mode>().ok()
-    } else if let Ok(name) = obj.getattr("name") {
-        name.extract::<String>()
-            .ok()
-            .and_then(|n| n.parse::<Mode>().ok())
-    } else {
-        obj.extract::<i64>().ok().and_then(Mode::from_int)
-    };
-    parsed.ok_or_else(|| {
-        NativeError::value(format!(
-            "invalid mode {}: expected a ModeKeys member (TRAIN, EVAL, PREDICT, GLOBAL)",
-            obj.repr().map(|r| r.to_string()).unwrap_or_default()
-        ))
-        .into_pyerr(obj.py())
-    })
-}
 
 fn range_steps_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<(Option<i64>, Option<i64>)>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
@@ -547,7 +521,7 @@ fn has_training_ended(py: Python<'_>, path: String) -> PyResult<bool> {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTrial>()?;
     m.add_class::<PyTensor>()?;
-    m.add_class::<crate::values::ValueOwner>()?;
+    m.add_class::<crate::convert::ValueOwner>()?;
     m.add_function(wrap_pyfunction!(has_training_ended, m)?)?;
     Ok(())
 }
