@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use smdebug_export::{export_batches, ExportOptions, StepRange, Table, ValuesMode};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// The tables an export writes, in `docs/src/export.md` order.
 const TABLES: [&str; 4] = ["tensors", "reductions", "scalars", "steps"];
@@ -115,7 +115,7 @@ fn export_tables<'py>(
         strict: true,
         ..ExportOptions::default()
     };
-    let inner = Arc::clone(&trial.get().inner);
+    let inner = trial.get().trial(py)?;
     let out = run(py, move || {
         // The user's own trial, refreshed as any query of it would be: the tables hold the
         // steps `tensor_names()` would show, and a trial on object storage is not listed and

@@ -35,7 +35,7 @@ fn trial_health<'py>(
     context: usize,
     growth: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let t = std::sync::Arc::clone(&trial.get().inner);
+    let t = trial.get().trial(py)?;
     let options = HealthOptions { context, growth };
     report(py, move || smdebug_diagnose::health(&t, &options))
 }

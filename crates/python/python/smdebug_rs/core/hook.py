@@ -11,10 +11,10 @@ docs/src/python.md.
                     include_collections=["weights", "losses"])
     hook.set_mode(smd.modes.TRAIN)
     for step in range(100):
-        with hook.step():
-            hook.save("fc1.weight", w)          # saved when a collection of it is due
-            hook.save_tensor("loss", loss, "losses")
-            hook.save_scalar("lr", 0.01)
+        hook.step()
+        hook.save("fc1.weight", w)          # saved when a collection of it is due
+        hook.save_tensor("loss", loss, "losses")
+        hook.save_scalar("lr", 0.01)
         if hook.should_stop():
             break
     hook.close()
@@ -67,22 +67,6 @@ def _reduction_config(obj):
     if isinstance(obj, dict):
         return ReductionConfig.from_dict(obj)
     raise TypeError(f"expected a ReductionConfig, got {type(obj).__name__}")
-
-
-class _Step:
-    """What ``hook.step()`` returns: usable as ``with hook.step():`` (nothing happens at the
-    end of the block; the next step's start publishes this one)."""
-
-    __slots__ = ()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-_STEP = _Step()
 
 
 class Hook(_native.Hook):
@@ -211,9 +195,10 @@ class Hook(_native.Hook):
     # -- steps -------------------------------------------------------------------------
 
     def step(self):
-        """Starts the next step; returns a context manager (``with hook.step(): ...``)."""
+        """Starts the next step, ending the previous one (its ``save_tensor`` values and
+        cached scalars are written, its files published). A call, not a context manager:
+        a step lasts until the next ``step()`` or ``close()``."""
         self._step()
-        return _STEP
 
     def __enter__(self):
         return self

@@ -83,6 +83,13 @@ class Trial(_native.Trial):
     index_mode = True
     cache = False
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
     @property
     def collection_manager(self):
         """The trial's collections, as the original's ``CollectionManager``."""
