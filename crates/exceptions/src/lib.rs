@@ -4,10 +4,9 @@
 //! rule fired" and so on with exceptions from `smdebug.exceptions`. Here they are the variants
 //! of one enum, [`AnalysisError`], which the trial reader and the rule engine return. Each
 //! variant's `Display` text is the message of the Python exception, word for word, and
-//! [`AnalysisError::python_name`] gives the Python class name, so a dump written by either
-//! implementation names the same condition the same way; [`AnalysisError::python_args`]
-//! gives the arguments of that class's constructor, from which the Python binding makes
-//! the exception.
+//! [`AnalysisError::python_args`] gives the arguments of that class's constructor, from
+//! which the Python binding makes the exception. (Which kind of failure a condition is, by
+//! its stable name, is `smdebug_trial::ErrorKind`.)
 //!
 //! [`StepState`] is the answer of `Trial::has_passed_step`.
 //!
@@ -17,7 +16,6 @@
 //!
 //! let e = AnalysisError::StepNotYetAvailable { step: 7, mode: Mode::Train };
 //! assert_eq!(e.to_string(), "Step 7 of mode TRAIN not yet available");
-//! assert_eq!(e.python_name(), "StepNotYetAvailable");
 //! assert_eq!(StepState::NotYetAvailable.as_int(), 2);
 //! ```
 #![deny(missing_docs, unsafe_code)]
@@ -68,8 +66,10 @@ impl fmt::Display for StepState {
 /// Steps are `i64` because the original allows any integer where a step is expected (a
 /// query for a negative step is answered, not rejected). Messages match the original's,
 /// including its missing space before the reductions hint.
+///
+/// Not `#[non_exhaustive]`: the trial reader sorts every condition into a kind of failure
+/// (`smdebug_trial::ErrorKind`), so a new condition must fail to compile there.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum AnalysisError {
     /// `trial.tensor(name)` for a name the trial has never seen.
     #[error("Tensor {tensor} was not saved.")]
@@ -185,30 +185,8 @@ pub enum PythonArg<'a> {
 }
 
 impl AnalysisError {
-    /// The name of the Python exception class this condition corresponds to.
-    pub fn python_name(&self) -> &'static str {
-        match self {
-            AnalysisError::TensorUnavailable { .. } => "TensorUnavailable",
-            AnalysisError::TensorUnavailableForStep { .. } => "TensorUnavailableForStep",
-            AnalysisError::ShapeUnavailableForStep { .. } => "ShapeUnavailableForStep",
-            AnalysisError::StepUnavailable { .. } => "StepUnavailable",
-            AnalysisError::StepNotYetAvailable { .. } => "StepNotYetAvailable",
-            AnalysisError::NoMoreData { .. } => "NoMoreData",
-            AnalysisError::MissingCollectionFiles => "MissingCollectionFiles",
-            AnalysisError::IndexReaderException { .. } => "IndexReaderException",
-            AnalysisError::InvalidWorker { .. } => "InvalidWorker",
-            AnalysisError::InvalidCollectionConfiguration { .. } => {
-                "InvalidCollectionConfiguration"
-            }
-            AnalysisError::RuleEvaluationConditionMet { .. } => "RuleEvaluationConditionMet",
-            AnalysisError::InsufficientInformationForRuleInvocation { .. } => {
-                "InsufficientInformationForRuleInvocation"
-            }
-        }
-    }
-
-    /// The keyword arguments of the constructor of the Python class
-    /// ([`python_name`](Self::python_name)) that make the exception of this condition: the
+    /// The keyword arguments of the constructor of the Python class of this condition (the
+    /// variant's name) that make the exception of this condition: the
     /// original's parameter names (`tname`, `step`, `mode`, …), which are also the
     /// attributes it sets. The Python binding builds its exceptions from these alone.
     pub fn python_args(&self) -> Vec<(&'static str, PythonArg<'_>)> {
@@ -357,11 +335,7 @@ mod tests {
     }
 
     #[test]
-    fn python_names_and_states() {
-        assert_eq!(
-            AnalysisError::MissingCollectionFiles.python_name(),
-            "MissingCollectionFiles"
-        );
+    fn step_states() {
         assert_eq!(
             AnalysisError::StepNotYetAvailable {
                 step: 1,

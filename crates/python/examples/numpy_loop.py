@@ -28,20 +28,20 @@ hook = smd.Hook(
 )
 hook.set_mode(smd.modes.TRAIN)
 for step in range(50):
-    with hook.step():
-        err = x @ w + b - y
-        loss = np.float32((err ** 2).mean())
-        gw = 2 * x.T @ err / len(x)
-        gb = np.array([2 * err.mean()], np.float32)
-        # Named as the default collections' regexes expect (weights: "weight",
-        # gradients: "^gradient", losses: ".*loss._(?!input).*output").
-        hook.save("linear0_weight", w)
-        hook.save("linear0_bias", b)
-        hook.save("gradient/linear0_weight", gw)
-        hook.save("mseloss0_output_0", loss)
-        hook.save_scalar("learning_rate", 0.1)
-        w -= 0.1 * gw
-        b -= 0.1 * gb
+    hook.step()
+    err = x @ w + b - y
+    loss = np.float32((err ** 2).mean())
+    gw = 2 * x.T @ err / len(x)
+    gb = np.array([2 * err.mean()], np.float32)
+    # Named as the default collections' regexes expect (weights: "weight",
+    # gradients: "^gradient", losses: ".*loss._(?!input).*output").
+    hook.save("linear0_weight", w)
+    hook.save("linear0_bias", b)
+    hook.save("gradient/linear0_weight", gw)
+    hook.save("mseloss0_output_0", loss)
+    hook.save_scalar("learning_rate", 0.1)
+    w -= 0.1 * gw
+    b -= 0.1 * gb
     if hook.should_stop():  # a rule (or a person) asked to stop
         break
 hook.close()

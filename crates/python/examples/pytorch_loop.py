@@ -25,16 +25,16 @@ hook = smd.Hook(out, framework="pytorch", save_config=smd.SaveConfig(save_interv
                 include_collections=["weights", "gradients", "losses"])
 hook.set_mode(smd.modes.TRAIN)
 for step in range(100):
-    with hook.step():
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        for name, p in model.named_parameters():
-            if hook.should_save_tensor(name):
-                hook.save(name, p.detach().cpu())
-                hook.save(f"gradient/{name}", p.grad.detach().cpu())
-        hook.save("MSELoss_output_0", loss.detach().cpu())
-        opt.step()
+    hook.step()
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    for name, p in model.named_parameters():
+        if hook.should_save_tensor(name):
+            hook.save(name, p.detach().cpu())
+            hook.save(f"gradient/{name}", p.grad.detach().cpu())
+    hook.save("MSELoss_output_0", loss.detach().cpu())
+    opt.step()
     if hook.should_stop():
         break
 hook.close()

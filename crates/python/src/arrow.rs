@@ -6,8 +6,9 @@
 //! over as they are made (`smdebug_export::export_batches`): no file, no encoding, no
 //! compression between the export and pyarrow.
 
-use crate::trial::{mode_arg, PyTrial};
-use crate::{run, NativeError};
+use crate::convert::mode_arg;
+use crate::trial::PyTrial;
+use crate::{run, ExceptionClass, NativeError};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::SchemaRef;
@@ -15,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use smdebug_export::{export_batches, ExportOptions, StepRange, Table, ValuesMode};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// The tables an export writes, in `docs/src/export.md` order.
 const TABLES: [&str; 4] = ["tensors", "reductions", "scalars", "steps"];
@@ -48,7 +49,7 @@ impl ArrowTable {
             .take()
             .ok_or_else(|| {
                 NativeError::Other(
-                    "SMDebugRuntimeError",
+                    ExceptionClass::SMDebugRuntimeError,
                     "this table's Arrow stream was already consumed".into(),
                 )
                 .into_pyerr(py)
@@ -114,7 +115,7 @@ fn export_tables<'py>(
         strict: true,
         ..ExportOptions::default()
     };
-    let inner = Arc::clone(&trial.get().inner);
+    let inner = trial.get().trial(py)?;
     let out = run(py, move || {
         // The user's own trial, refreshed as any query of it would be: the tables hold the
         // steps `tensor_names()` would show, and a trial on object storage is not listed and

@@ -8,9 +8,6 @@
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyDict;
-use smdebug_config::Mode;
-use smdebug_exceptions::StepState;
 
 /// What `_init` was given.
 pub(crate) struct Classes {
@@ -26,10 +23,9 @@ pub(crate) struct Classes {
     pub(crate) save_config: Py<PyAny>,
     /// `smdebug_rs.core.save_config.SaveConfigMode`.
     pub(crate) save_config_mode: Py<PyAny>,
-    /// The exception classes (or their constructors) by class name: those of
-    /// `smdebug_rs.exceptions`, Python's builtins and the few of other modules that smdebug
-    /// lets through. The names they are looked up by are the Rust errors' `python_name`s.
-    pub(crate) exceptions: Py<PyDict>,
+    /// The exception classes (or their constructors), in the order of
+    /// `errors::ExceptionClass` (see `errors::find_classes`).
+    pub(crate) exceptions: Vec<Py<PyAny>>,
 }
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
@@ -44,17 +40,9 @@ pub(crate) fn get(py: Python<'_>) -> PyResult<&'static Classes> {
     })
 }
 
-/// `ModeKeys[mode]`.
-pub(crate) fn mode_to_py(py: Python<'_>, mode: Mode) -> PyResult<Bound<'_, PyAny>> {
-    get(py)?.mode_keys.bind(py).get_item(mode.name())
-}
-
-/// `StepState[state]`.
-pub(crate) fn step_state_to_py(py: Python<'_>, state: StepState) -> PyResult<Bound<'_, PyAny>> {
-    get(py)?.step_state.bind(py).get_item(state.name())
-}
-
-/// Hands the native module the package's classes (called once, by `smdebug_rs._bind`).
+/// Hands the native module the package's classes and the module `smdebug_rs.exceptions`
+/// (called once, by `smdebug_rs._bind`); fails if an exception class the native module
+/// raises is missing there.
 ///
 /// A second call (the package imported again, `importlib.reload`) keeps the first classes:
 /// the objects made so far are instances of those.
@@ -69,8 +57,8 @@ fn _init(
     reduction_config: Py<PyAny>,
     save_config: Py<PyAny>,
     save_config_mode: Py<PyAny>,
-    exceptions: Py<PyDict>,
-) {
+    exceptions: Bound<'_, PyModule>,
+) -> PyResult<()> {
     let classes = Classes {
         mode_keys,
         step_state,
@@ -78,10 +66,11 @@ fn _init(
         reduction_config,
         save_config,
         save_config_mode,
-        exceptions,
+        exceptions: crate::errors::find_classes(&exceptions)?,
     };
     // Err means an earlier call won; its classes stay (see above).
     let _ = CLASSES.set(py, classes);
+    Ok(())
 }
 
 /// Registers `_init`.

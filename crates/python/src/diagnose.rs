@@ -3,30 +3,10 @@
 //! (`serde::Serialize`), so a finding reads the same as in `smdebug doctor --json`.
 
 use crate::trial::PyTrial;
-use crate::{run, NativeError, NativeResult};
+use crate::{run, ExceptionClass, NativeError, NativeResult};
 use pyo3::prelude::*;
 use serde::Serialize;
 use smdebug_diagnose::{DiagnoseError, HealthOptions, SealOptions};
-use std::error::Error as _;
-
-impl From<DiagnoseError> for NativeError {
-    fn from(e: DiagnoseError) -> Self {
-        // The message with its causes, as the CLI prints it (`a: b: c`).
-        let mut message = e.to_string();
-        let mut source = e.source();
-        while let Some(s) = source {
-            message.push_str(": ");
-            message.push_str(&s.to_string());
-            source = s.source();
-        }
-        match e {
-            DiagnoseError::Trial(t) => NativeError::Trial(t),
-            DiagnoseError::Location { .. } => NativeError::Other("ValueError", message),
-            DiagnoseError::NotSealed { .. } => NativeError::Other("SMDebugRuntimeError", message),
-            _ => NativeError::Other("OSError", message),
-        }
-    }
-}
 
 /// Runs `diagnose` without the GIL; its report as Python dicts and lists (through its JSON
 /// text and `json.loads`).
@@ -37,7 +17,11 @@ where
 {
     let report = run(py, move || -> NativeResult<R> { Ok(diagnose()?) })?;
     let text = serde_json::to_string(&report).map_err(|e| {
-        NativeError::Other("SMDebugRuntimeError", format!("report to JSON: {e}")).into_pyerr(py)
+        NativeError::Other(
+            ExceptionClass::SMDebugRuntimeError,
+            format!("report to JSON: {e}"),
+        )
+        .into_pyerr(py)
     })?;
     py.import("json")?.getattr("loads")?.call1((text,))
 }
@@ -51,7 +35,7 @@ fn trial_health<'py>(
     context: usize,
     growth: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let t = std::sync::Arc::clone(&trial.get().inner);
+    let t = trial.get().trial(py)?;
     let options = HealthOptions { context, growth };
     report(py, move || smdebug_diagnose::health(&t, &options))
 }

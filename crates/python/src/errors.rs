@@ -1,23 +1,197 @@
 //! Rust failures as the Python exceptions smdebug raises.
 //!
-//! The Rust errors name their Python class (`AnalysisError::python_name`,
-//! `TrialError::python_name`; the rule engine's and the export's own failures here) and, for
-//! smdebug's analysis conditions, the arguments of its constructor
-//! (`AnalysisError::python_args`). The classes themselves are defined once, in
-//! `smdebug_rs.exceptions`, and reach this module by name through [`crate::classes`].
+//! [`ExceptionClass`] is every exception class the native module raises: the package's own
+//! (defined once, in `smdebug_rs.exceptions`, and found there by `_native._init`, which fails
+//! if one is missing) and Python's builtins. Each failure is sorted into one by a `match`:
+//! the trial reader's by its [`ErrorKind`] ([`class_of`], exhaustive, so a new kind does not
+//! compile until it has a class), the rule engine's, the export's, the hook's and the
+//! diagnosis's here. For smdebug's analysis conditions the exception is made from its
+//! constructor's keyword arguments (`AnalysisError::python_args`).
 
-use crate::classes::{self, mode_to_py};
-use pyo3::exceptions::PyRuntimeError;
+use crate::classes;
+use crate::convert::mode_to_py;
+use pyo3::exceptions::{
+    PyAssertionError, PyFileNotFoundError, PyKeyError, PyOSError, PyRuntimeError, PyTimeoutError,
+    PyTypeError, PyValueError, PyZeroDivisionError,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use smdebug_diagnose::DiagnoseError;
 use smdebug_exceptions::{AnalysisError, PythonArg};
 use smdebug_export::ExportError;
+use smdebug_hook::HookError;
 use smdebug_rules::RuleError;
-use smdebug_trial::TrialError;
+use smdebug_trial::{ErrorKind, TrialError};
 use std::any::Any;
+use std::error::Error as _;
 
-/// The class of failures no other class fits (a panic, a damaged record).
-const RUNTIME_ERROR: &str = "SMDebugRuntimeError";
+/// Defines [`ExceptionClass`], its list of every class and how each is found, from one list.
+macro_rules! exception_classes {
+    (
+        package: { $($(#[$pdoc:meta])* $package:ident => $attr:literal,)* }
+        builtin: { $($(#[$bdoc:meta])* $builtin:ident => $ty:ty,)* }
+    ) => {
+        /// An exception class the native module raises.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum ExceptionClass {
+            $($(#[$pdoc])* $package,)*
+            $($(#[$bdoc])* $builtin,)*
+        }
+
+        impl ExceptionClass {
+            /// Every class, in declaration order (the order of [`Self::index`]).
+            const ALL: &'static [ExceptionClass] =
+                &[$(ExceptionClass::$package,)* $(ExceptionClass::$builtin,)*];
+
+            /// The class (or, for classes of other modules whose constructor wants more
+            /// than a message, a function making one) in `smdebug_rs.exceptions`, or the
+            /// builtin.
+            fn find<'py>(self, exceptions: &Bound<'py, PyModule>) -> PyResult<Bound<'py, PyAny>> {
+                let py = exceptions.py();
+                match self {
+                    $(ExceptionClass::$package => exceptions.getattr($attr).map_err(|_| {
+                        PyRuntimeError::new_err(format!(
+                            "smdebug_rs.exceptions has no {} (the native module raises it)",
+                            $attr
+                        ))
+                    }),)*
+                    $(ExceptionClass::$builtin => Ok(py.get_type::<$ty>().into_any()),)*
+                }
+            }
+        }
+    };
+}
+
+exception_classes! {
+    package: {
+        /// `SMDebugRuntimeError`: the class of failures no other class fits (a panic, a
+        /// damaged record, a closed hook).
+        SMDebugRuntimeError => "SMDebugRuntimeError",
+        /// `SMDebugValueError`.
+        SMDebugValueError => "SMDebugValueError",
+        /// `SMDebugTypeError`.
+        SMDebugTypeError => "SMDebugTypeError",
+        /// `TensorUnavailable`.
+        TensorUnavailable => "TensorUnavailable",
+        /// `TensorUnavailableForStep`.
+        TensorUnavailableForStep => "TensorUnavailableForStep",
+        /// `ShapeUnavailableForStep`.
+        ShapeUnavailableForStep => "ShapeUnavailableForStep",
+        /// `StepUnavailable`.
+        StepUnavailable => "StepUnavailable",
+        /// `StepNotYetAvailable`.
+        StepNotYetAvailable => "StepNotYetAvailable",
+        /// `NoMoreData`.
+        NoMoreData => "NoMoreData",
+        /// `MissingCollectionFiles`.
+        MissingCollectionFiles => "MissingCollectionFiles",
+        /// `IndexReaderException`.
+        IndexReaderException => "IndexReaderException",
+        /// `InvalidWorker`.
+        InvalidWorker => "InvalidWorker",
+        /// `InvalidCollectionConfiguration`.
+        InvalidCollectionConfiguration => "InvalidCollectionConfiguration",
+        /// `RuleEvaluationConditionMet`.
+        RuleEvaluationConditionMet => "RuleEvaluationConditionMet",
+        /// `InsufficientInformationForRuleInvocation`.
+        InsufficientInformationForRuleInvocation => "InsufficientInformationForRuleInvocation",
+        /// `json.JSONDecodeError`.
+        JsonDecodeError => "_json_decode_error",
+        /// `re.error`.
+        RegexError => "_regex_error",
+        /// `numpy.linalg.LinAlgError`.
+        LinAlgError => "_linalg_error",
+        /// numpy's `UFuncTypeError`.
+        UfuncTypeError => "_ufunc_error",
+    }
+    builtin: {
+        /// `KeyError`.
+        KeyError => PyKeyError,
+        /// `ValueError`.
+        ValueError => PyValueError,
+        /// `TypeError`.
+        TypeError => PyTypeError,
+        /// `AssertionError`.
+        AssertionError => PyAssertionError,
+        /// `OSError`.
+        OSError => PyOSError,
+        /// `FileNotFoundError`.
+        FileNotFoundError => PyFileNotFoundError,
+        /// `RuntimeError`.
+        RuntimeError => PyRuntimeError,
+        /// `TimeoutError`.
+        TimeoutError => PyTimeoutError,
+        /// `ZeroDivisionError`.
+        ZeroDivisionError => PyZeroDivisionError,
+    }
+}
+
+impl ExceptionClass {
+    /// The class's place in [`Self::ALL`] (and in the table `_init` builds).
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The class of every kind of trial failure. The name of the class is the kind's
+/// [`ErrorKind::as_str`], which is what the dump writes (the test `test_error_kinds` checks
+/// them against each other through [`_error_classes`]).
+pub(crate) fn class_of(kind: ErrorKind) -> ExceptionClass {
+    use ExceptionClass as C;
+    match kind {
+        ErrorKind::TensorUnavailable => C::TensorUnavailable,
+        ErrorKind::TensorUnavailableForStep => C::TensorUnavailableForStep,
+        ErrorKind::ShapeUnavailableForStep => C::ShapeUnavailableForStep,
+        ErrorKind::StepUnavailable => C::StepUnavailable,
+        ErrorKind::StepNotYetAvailable => C::StepNotYetAvailable,
+        ErrorKind::NoMoreData => C::NoMoreData,
+        ErrorKind::MissingCollectionFiles => C::MissingCollectionFiles,
+        ErrorKind::UnusableIndex => C::IndexReaderException,
+        ErrorKind::InvalidWorker => C::InvalidWorker,
+        ErrorKind::UnconfiguredCollection => C::InvalidCollectionConfiguration,
+        ErrorKind::RuleConditionMet => C::RuleEvaluationConditionMet,
+        ErrorKind::InsufficientInformation => C::InsufficientInformationForRuleInvocation,
+        ErrorKind::MissingKey => C::KeyError,
+        ErrorKind::InvalidValue => C::ValueError,
+        ErrorKind::FailedAssertion => C::AssertionError,
+        ErrorKind::InvalidOption => C::SMDebugValueError,
+        ErrorKind::Storage => C::OSError,
+        ErrorKind::DamagedRecord => C::SMDebugRuntimeError,
+        ErrorKind::MalformedJson => C::JsonDecodeError,
+        ErrorKind::InvalidRegex => C::RegexError,
+        ErrorKind::NoConvergence => C::LinAlgError,
+        ErrorKind::UnsupportedType => C::TypeError,
+        ErrorKind::NoUfuncLoop => C::UfuncTypeError,
+        ErrorKind::FrameworkRefused => C::RuntimeError,
+        ErrorKind::Timeout => C::TimeoutError,
+    }
+}
+
+/// Every [`ExceptionClass`] found in `smdebug_rs.exceptions` or the builtins, in the order
+/// of [`ExceptionClass::ALL`]; the first one missing is the error (called by `_init`, so
+/// `import smdebug_rs` fails rather than a raise finding no class).
+pub(crate) fn find_classes(exceptions: &Bound<'_, PyModule>) -> PyResult<Vec<Py<PyAny>>> {
+    ExceptionClass::ALL
+        .iter()
+        .map(|c| c.find(exceptions).map(Bound::unbind))
+        .collect()
+}
+
+/// `[(kind name, class)]` for every kind of trial failure: the name the dump writes and the
+/// class (or constructor) the binding raises. Internal: for the tests.
+#[pyfunction]
+fn _error_classes(py: Python<'_>) -> PyResult<Vec<(&'static str, Py<PyAny>)>> {
+    let table = &classes::get(py)?.exceptions;
+    Ok(ErrorKind::ALL
+        .iter()
+        .map(|&k| (k.as_str(), table[class_of(k).index()].clone_ref(py)))
+        .collect())
+}
+
+/// Registers `_error_classes`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_error_classes, m)?)
+}
 
 /// A failure of a native call, before it becomes a Python exception.
 #[derive(Debug)]
@@ -28,8 +202,8 @@ pub(crate) enum NativeError {
     Rule(RuleError),
     /// From the export.
     Export(ExportError),
-    /// An argument or condition met in this crate: the Python class name and the message.
-    Other(&'static str, String),
+    /// An argument or condition met in this crate: the Python class and the message.
+    Other(ExceptionClass, String),
 }
 
 /// Result of the native calls.
@@ -62,14 +236,14 @@ impl NativeError {
             .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
             .unwrap_or_else(|| "unknown panic payload".to_owned());
         NativeError::Other(
-            RUNTIME_ERROR,
+            ExceptionClass::SMDebugRuntimeError,
             format!("internal error in smdebug_rs (a Rust panic): {text}"),
         )
     }
 
     /// A `ValueError` naming a bad argument.
     pub(crate) fn value(message: impl Into<String>) -> Self {
-        NativeError::Other("ValueError", message.into())
+        NativeError::Other(ExceptionClass::ValueError, message.into())
     }
 
     fn analysis(&self) -> Option<&AnalysisError> {
@@ -81,13 +255,14 @@ impl NativeError {
         }
     }
 
-    fn class_name(&self) -> &'static str {
+    fn class(&self) -> ExceptionClass {
         if let Some(a) = self.analysis() {
-            return a.python_name();
+            return class_of(ErrorKind::from(a));
         }
         match self {
-            NativeError::Trial(e) | NativeError::Export(ExportError::Trial(e)) => e.python_name(),
-            NativeError::Rule(RuleError::Trial(e)) => e.python_name(),
+            NativeError::Trial(e)
+            | NativeError::Export(ExportError::Trial(e))
+            | NativeError::Rule(RuleError::Trial(e)) => class_of(e.kind()),
             NativeError::Rule(
                 RuleError::UnknownRule { .. }
                 | RuleError::UnknownParameter { .. }
@@ -96,14 +271,14 @@ impl NativeError {
                 | RuleError::InvalidConfiguration { .. }
                 | RuleError::InvalidRuleConfiguration { .. }
                 | RuleError::InvalidRuleArgument { .. },
-            ) => "SMDebugValueError",
-            NativeError::Rule(_) => RUNTIME_ERROR,
-            NativeError::Export(ExportError::InvalidOption(_)) => "SMDebugValueError",
+            ) => ExceptionClass::SMDebugValueError,
+            NativeError::Rule(_) => ExceptionClass::SMDebugRuntimeError,
+            NativeError::Export(ExportError::InvalidOption(_)) => ExceptionClass::SMDebugValueError,
             NativeError::Export(ExportError::Write { .. } | ExportError::Output { .. }) => {
-                "OSError"
+                ExceptionClass::OSError
             }
-            NativeError::Export(_) => RUNTIME_ERROR,
-            NativeError::Other(class, _) => class,
+            NativeError::Export(_) => ExceptionClass::SMDebugRuntimeError,
+            NativeError::Other(class, _) => *class,
         }
     }
 
@@ -116,17 +291,10 @@ impl NativeError {
         }
     }
 
-    /// The Python exception: the class of [`Self::class_name`] (`SMDebugRuntimeError` if the
-    /// package has none of that name), made from the condition's constructor arguments, or
-    /// else from the message.
+    /// The Python exception: [`Self::class`] called with the condition's constructor
+    /// arguments, or else with the message.
     fn to_exception<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let table = classes::get(py)?.exceptions.bind(py);
-        let class = match table.get_item(self.class_name())? {
-            Some(class) => class,
-            None => table.get_item(RUNTIME_ERROR)?.ok_or_else(|| {
-                PyRuntimeError::new_err(format!("smdebug_rs._native._init: no {RUNTIME_ERROR}"))
-            })?,
-        };
+        let class = classes::get(py)?.exceptions[self.class().index()].bind(py);
         let exc = match self.analysis() {
             Some(a) => {
                 let kwargs = PyDict::new(py);
@@ -138,8 +306,8 @@ impl NativeError {
                         PythonArg::Mode(m) => kwargs.set_item(name, mode_to_py(py, m)?)?,
                         _ => {
                             return Err(PyRuntimeError::new_err(format!(
-                                "{name} of {}: a kind of argument this build cannot convert",
-                                a.python_name()
+                                "{name} of {:?}: a kind of argument this build cannot convert",
+                                self.class()
                             )))
                         }
                     }
@@ -159,5 +327,45 @@ impl NativeError {
     /// The Python exception (see [`Self::to_exception`]).
     pub(crate) fn into_pyerr(self, py: Python<'_>) -> PyErr {
         self.to_exception(py).map_or_else(|e| e, PyErr::from_value)
+    }
+}
+
+impl From<DiagnoseError> for NativeError {
+    fn from(e: DiagnoseError) -> Self {
+        // The message with its causes, as the CLI prints it (`a: b: c`).
+        let mut message = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        match e {
+            DiagnoseError::Trial(t) => NativeError::Trial(t),
+            DiagnoseError::Location { .. } => {
+                NativeError::Other(ExceptionClass::ValueError, message)
+            }
+            DiagnoseError::NotSealed { .. } => {
+                NativeError::Other(ExceptionClass::SMDebugRuntimeError, message)
+            }
+            _ => NativeError::Other(ExceptionClass::OSError, message),
+        }
+    }
+}
+
+impl From<HookError> for NativeError {
+    fn from(e: HookError) -> Self {
+        let class = match &e {
+            HookError::InvalidSetting { .. }
+            | HookError::InvalidCollectionConfiguration { .. }
+            | HookError::NotAScalar { .. }
+            | HookError::NoStep { .. }
+            | HookError::HookConfig { .. }
+            | HookError::TensorBoardConfig { .. }
+            | HookError::SaveConfig { .. } => ExceptionClass::SMDebugValueError,
+            HookError::NoHookConfig { .. } => ExceptionClass::FileNotFoundError,
+            _ => ExceptionClass::SMDebugRuntimeError,
+        };
+        NativeError::Other(class, e.to_string())
     }
 }

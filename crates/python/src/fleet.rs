@@ -2,7 +2,7 @@
 //! and reading rule arguments, with the same code `smdebug rules` uses, so that Spark and the
 //! command line agree on what a fleet and a rule are.
 
-use crate::{run, NativeError, NativeResult};
+use crate::{run, ExceptionClass, NativeError, NativeResult};
 use pyo3::prelude::*;
 use smdebug_rules::{RuleArg, RuleError};
 use smdebug_storage::Location;
@@ -23,7 +23,7 @@ fn discover_trials(py: Python<'_>, root: String) -> PyResult<Vec<(String, usize)
         }
         let base = base.to_string();
         let found = smdebug_fleet::discover(&[root.as_str()])
-            .map_err(|e| NativeError::Other("OSError", e.to_string()))?;
+            .map_err(|e| NativeError::Other(ExceptionClass::OSError, e.to_string()))?;
         let mut out: Vec<(String, usize)> = found
             .into_iter()
             .map(|t| {

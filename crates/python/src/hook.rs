@@ -8,19 +8,16 @@
 //! array whose raw value is all that is due is lent instead (`save_lent`): the writer
 //! encodes the record from its buffer, with the GIL released, before `save` returns.
 
-use crate::config::{PyCollection, PyReductionConfig, PySaveConfig};
-use crate::trial::mode_arg;
-use crate::NativeError;
-use numpy::{
-    Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
-};
+use crate::config::{PyCollection, PyReductionConfig, PySaveConfig, Wrapper};
+use crate::convert::{mode_arg, tensor_value};
+use crate::{ExceptionClass, NativeError};
+use numpy::{Element, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyString};
+use pyo3::types::PyDict;
 use smdebug_config::{
     Collection, CollectionManager, Framework, IncludeWorkers, ReductionConfig, SaveConfig,
 };
 use smdebug_hook::{Bytes, DType, Hook, HookBuilder, HookError, Saved};
-use smdebug_record::TensorValue;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
 use std::sync::{MutexGuard, TryLockError};
@@ -28,22 +25,11 @@ use std::sync::{MutexGuard, TryLockError};
 /// The Python exception for a hook failure: wrong arguments and configurations are
 /// `SMDebugValueError`, failures while writing `SMDebugRuntimeError`.
 fn hook_err(py: Python<'_>, e: HookError) -> PyErr {
-    let class = match &e {
-        HookError::InvalidSetting { .. }
-        | HookError::InvalidCollectionConfiguration { .. }
-        | HookError::NotAScalar { .. }
-        | HookError::NoStep { .. }
-        | HookError::HookConfig { .. }
-        | HookError::TensorBoardConfig { .. }
-        | HookError::SaveConfig { .. } => "SMDebugValueError",
-        HookError::NoHookConfig { .. } => "FileNotFoundError",
-        _ => "SMDebugRuntimeError",
-    };
-    NativeError::Other(class, e.to_string()).into_pyerr(py)
+    NativeError::from(e).into_pyerr(py)
 }
 
 fn value_err(py: Python<'_>, msg: impl Into<String>) -> PyErr {
-    NativeError::Other("SMDebugValueError", msg.into()).into_pyerr(py)
+    NativeError::Other(ExceptionClass::SMDebugValueError, msg.into()).into_pyerr(py)
 }
 
 /// A framework by any of its names (`smdebug_config::Framework` owns them and their
@@ -62,24 +48,6 @@ fn include_workers_arg(py: Python<'_>, s: &str) -> PyResult<IncludeWorkers> {
             format!("include_workers={other:?}: expected \"one\" or \"all\""),
         )),
     }
-}
-
-/// Copies a typed numpy array into a tensor value owned by the writer.
-fn copy_typed<T: Element + Clone>(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Option<TensorValue>>
-where
-    TensorValue: From<ndarray::ArrayD<T>>,
-{
-    let Ok(a) = arr.cast::<PyArrayDyn<T>>() else {
-        return Ok(None);
-    };
-    // SAFETY: the view lives only for the copy, which runs with the GIL held and calls no
-    // Python code, so nothing can resize or free the array meanwhile; a writer elsewhere
-    // (another thread's Rust code holding a numpy `readwrite` borrow without the GIL) would
-    // at worst make us copy values mid-update, as any copy in Python would. The checked
-    // `try_readonly` costs about a microsecond per call in numpy's borrow table, a fifth of
-    // a small save.
-    let view = unsafe { a.as_array() };
-    Ok(Some(TensorValue::from(view.to_owned())))
 }
 
 /// Arrays from this size on are lent to the writer rather than copied (see [`save_lent`]):
@@ -185,81 +153,6 @@ fn save_lent(
     .map_err(|e| hook_err(py, e))
 }
 
-/// A value as a numpy array: numpy arrays as they are, objects with `__array__` (torch,
-/// jax, tensorflow on CPU, lists, Python numbers) through `numpy.asarray`, objects with only
-/// `__dlpack__` through `numpy.from_dlpack`.
-///
-/// A scalar (a Python number, bool or str, or a numpy scalar) becomes an array of shape
-/// `[1]`, as the original's `make_numpy_array` makes it (`np.array([x])`).
-fn as_numpy<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
-    if let Ok(a) = value.cast::<PyUntypedArray>() {
-        return Ok(a.clone());
-    }
-    let py = value.py();
-    let np = py.import("numpy")?;
-    let scalar = value.is_instance_of::<PyFloat>()
-        || value.is_instance_of::<PyInt>()
-        || value.is_instance_of::<PyString>()
-        || value.is_instance_of::<PyComplex>()
-        || value.is_instance(&np.getattr("generic")?)?;
-    let arr = if scalar {
-        np.call_method1("array", (PyList::new(py, [value])?,))?
-    } else if !value.hasattr("__array__")? && value.hasattr("__dlpack__")? {
-        np.call_method1("from_dlpack", (value,))?
-    } else {
-        np.call_method1("asarray", (value,))?
-    };
-    Ok(arr.cast_into::<PyUntypedArray>()?)
-}
-
-/// The tensor value of a Python value (one copy; two for a byte-swapped array, which numpy
-/// first turns into native order).
-pub(crate) fn tensor_value(value: &Bound<'_, PyAny>) -> PyResult<TensorValue> {
-    let mut arr = as_numpy(value)?;
-    if arr.dtype().is_native_byteorder() == Some(false) {
-        let native = arr.dtype().call_method1("newbyteorder", ("=",))?;
-        arr = arr
-            .call_method1("astype", (native,))?
-            .cast_into::<PyUntypedArray>()?;
-    }
-    if arr.dtype().kind() == b'U' {
-        // Text (the XGBoost hook's tree tables): a string tensor, as the original writes it.
-        let items: Vec<String> = arr
-            .call_method0("ravel")?
-            .call_method0("tolist")?
-            .extract()?;
-        let shape = arr.shape().to_vec();
-        let a = ndarray::ArrayD::from_shape_vec(shape, items)
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-        return Ok(TensorValue::from(a));
-    }
-    macro_rules! try_types {
-        ($($t:ty),*) => {
-            $(if let Some(v) = copy_typed::<$t>(&arr)? { return Ok(v); })*
-        };
-    }
-    try_types!(
-        f32,
-        f64,
-        half::f16,
-        i64,
-        i32,
-        i16,
-        i8,
-        u8,
-        u16,
-        u32,
-        u64,
-        bool,
-        num_complex::Complex32,
-        num_complex::Complex64
-    );
-    Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "cannot save an array of dtype {}: expected a numeric, bool or str dtype",
-        arr.dtype().str()?
-    )))
-}
-
 /// The native hook. `smdebug_rs.Hook` (python/smdebug_rs/core/hook.py) subclasses it with the
 /// original's constructor and the collection objects.
 // `weakref`: collection handles refer to their hook weakly (see `config::InHook`).
@@ -302,7 +195,7 @@ impl PyHook {
         let mut guard = self.lock(py);
         let Some(h) = guard.as_mut() else {
             return Err(NativeError::Other(
-                "SMDebugRuntimeError",
+                ExceptionClass::SMDebugRuntimeError,
                 format!("the hook writing {} is closed", self.out_dir),
             )
             .into_pyerr(py));
@@ -623,10 +516,11 @@ impl PyHook {
         }
         let mut guard = self.lock(py);
         let Some(h) = guard.as_mut() else {
-            return Err(
-                NativeError::Other("SMDebugRuntimeError", "the hook is closed".into())
-                    .into_pyerr(py),
-            );
+            return Err(NativeError::Other(
+                ExceptionClass::SMDebugRuntimeError,
+                "the hook is closed".into(),
+            )
+            .into_pyerr(py));
         };
         if !h.should_save(name).map_err(|e| hook_err(py, e))? {
             return Ok(false);

@@ -25,18 +25,18 @@
 mod arrow;
 mod classes;
 mod config;
+mod convert;
 mod diagnose;
 mod errors;
 mod fleet;
 mod hook;
 mod rules;
 mod trial;
-mod values;
 
 use pyo3::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-pub(crate) use errors::{NativeError, NativeResult};
+pub(crate) use errors::{ExceptionClass, NativeError, NativeResult};
 
 // The extension's own allocations (decoded values, index state, record buffers) go to
 // mimalloc, as in the CLI and the Rust benchmarks: glibc's malloc hands the buffers of freed
@@ -72,6 +72,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     classes::register(m)?;
+    errors::register(m)?;
     trial::register(m)?;
     rules::register(m)?;
     arrow::register(m)?;

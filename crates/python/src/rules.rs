@@ -45,8 +45,11 @@ impl PyBuiltinRule {
         params: BTreeMap<String, String>,
         trials: Vec<PyRef<'_, PyTrial>>,
     ) -> PyResult<Self> {
-        let base = Arc::clone(&base_trial.inner);
-        let known: Vec<Arc<Trial>> = trials.iter().map(|t| Arc::clone(&t.inner)).collect();
+        let base = base_trial.trial(py)?;
+        let known: Vec<Arc<Trial>> = trials
+            .iter()
+            .map(|t| t.trial(py))
+            .collect::<PyResult<_>>()?;
         let rule = run(py, move || {
             let open = |path: &str| -> Result<Arc<Trial>, RuleError> {
                 if let Some(t) = known.iter().find(|t| t.path() == path) {

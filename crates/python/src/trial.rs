@@ -1,41 +1,15 @@
 //! `Trial` and `Tensor`: smdebug's analysis API over `smdebug_trial::Trial`, with the
 //! original's method names, keywords and defaults (docs/src/semantics.md §8–10).
 
-use crate::classes::{mode_to_py, step_state_to_py};
-use crate::values::to_numpy;
-use crate::{run, NativeError, NativeResult};
+use crate::convert::{mode_arg, mode_to_py, step_state_to_py, to_numpy};
+use crate::{run, ExceptionClass, NativeError, NativeResult};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString, PyTuple};
-use smdebug_config::Mode;
+use pyo3::types::{PyDict, PyTuple};
 use smdebug_index::END_OF_JOB_FILE;
 use smdebug_storage::{BlockingStore, Location};
 use smdebug_trial::{TensorFilter, Trial, TrialOptions};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// A mode argument: a `ModeKeys` member (ours or the original's: matched by name), a mode
-/// name, or smdebug's integer value.
-pub(crate) fn mode_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Mode> {
-    let Some(obj) = obj.filter(|o| !o.is_none()) else {
-        return Ok(Mode::Global);
-    };
-    let parsed = if let Ok(s) = obj.cast::<PyString>() {
-        s.to_cow()?.parse::<Mode>().ok()
-    } else if let Ok(name) = obj.getattr("name") {
-        name.extract::<String>()
-            .ok()
-            .and_then(|n| n.parse::<Mode>().ok())
-    } else {
-        obj.extract::<i64>().ok().and_then(Mode::from_int)
-    };
-    parsed.ok_or_else(|| {
-        NativeError::value(format!(
-            "invalid mode {}: expected a ModeKeys member (TRAIN, EVAL, PREDICT, GLOBAL)",
-            obj.repr().map(|r| r.to_string()).unwrap_or_default()
-        ))
-        .into_pyerr(obj.py())
-    })
-}
 
 fn range_steps_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<(Option<i64>, Option<i64>)>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
@@ -43,7 +17,7 @@ fn range_steps_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<(Option<i6
     };
     let (b, e): (Option<i64>, Option<i64>) = obj.extract().map_err(|_| {
         NativeError::Other(
-            "AssertionError",
+            ExceptionClass::AssertionError,
             "range_steps should be of the form (begin, end) where begin is less than end".into(),
         )
         .into_pyerr(obj.py())
@@ -78,7 +52,28 @@ fn collection_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
 /// unless `dynamic_refresh` is off. Every read runs with the GIL released.
 #[pyclass(frozen, subclass, module = "smdebug_rs._native", name = "Trial")]
 pub(crate) struct PyTrial {
-    pub(crate) inner: Arc<Trial>,
+    /// The reader; `None` once closed.
+    inner: Mutex<Option<Arc<Trial>>>,
+    /// The trial's name and path, kept for the error of a call after `close`.
+    name: String,
+    path: String,
+}
+
+impl PyTrial {
+    /// The reader, or the error of a call after `close`.
+    pub(crate) fn trial(&self, py: Python<'_>) -> PyResult<Arc<Trial>> {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.as_ref().map(Arc::clone).ok_or_else(|| {
+            NativeError::Other(
+                ExceptionClass::SMDebugRuntimeError,
+                format!(
+                    "trial {} ({}) is closed: Trial.close() released its reader",
+                    self.name, self.path
+                ),
+            )
+            .into_pyerr(py)
+        })
+    }
 }
 
 #[pymethods]
@@ -114,60 +109,80 @@ impl PyTrial {
         }
         let trial = run(py, move || Ok(Trial::open(&path, options)?))?;
         Ok(PyTrial {
-            inner: Arc::new(trial),
+            name: trial.name().to_owned(),
+            path: trial.path().to_owned(),
+            inner: Mutex::new(Some(Arc::new(trial))),
         })
+    }
+
+    /// Releases the reader (its index, caches, open files and read-ahead thread, once the
+    /// calls running on other threads return); any later call on the trial or its tensors
+    /// raises `SMDebugRuntimeError`. Closing twice does nothing.
+    fn close(&self) {
+        let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(taken);
+    }
+
+    /// Whether `close` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
     }
 
     /// The trial's name (by default the last component of its path).
     #[getter]
     fn name(&self) -> &str {
-        self.inner.name()
+        &self.name
     }
 
     /// The trial's path, as given.
     #[getter]
     fn path(&self) -> &str {
-        self.inner.path()
+        &self.path
     }
 
     /// Whether queries refresh the index first (smdebug's `dynamic_refresh`).
     #[getter]
-    fn get_dynamic_refresh(&self) -> bool {
-        self.inner.dynamic_refresh()
+    fn get_dynamic_refresh(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.trial(py)?.dynamic_refresh())
     }
 
     #[setter]
-    fn set_dynamic_refresh(&self, on: bool) {
-        self.inner.set_dynamic_refresh(on)
+    fn set_dynamic_refresh(&self, py: Python<'_>, on: bool) -> PyResult<()> {
+        self.trial(py)?.set_dynamic_refresh(on);
+        Ok(())
     }
 
     /// Number of workers the job declared in its collections file.
     #[getter]
-    fn num_workers(&self) -> usize {
-        self.inner.num_workers()
+    fn num_workers(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.trial(py)?.num_workers())
     }
 
     /// Whether every step of a finished job has been loaded.
     #[getter]
-    fn loaded_all_steps(&self) -> bool {
-        self.inner.loaded_all_steps()
+    fn loaded_all_steps(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.trial(py)?.loaded_all_steps())
     }
 
     /// The last step every worker has written.
     #[getter]
-    fn last_complete_step(&self) -> i64 {
-        self.inner.last_complete_step()
+    fn last_complete_step(&self, py: Python<'_>) -> PyResult<i64> {
+        Ok(self.trial(py)?.last_complete_step())
     }
 
     /// The key of the last index file read.
     #[getter]
-    fn last_index_token(&self) -> Option<String> {
-        self.inner.last_index_token()
+    fn last_index_token(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.trial(py)?.last_index_token())
     }
 
     /// Reads the index files written since the last refresh.
     fn refresh_data(&self, py: Python<'_>) -> PyResult<()> {
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         run(py, move || Ok(t.refresh_data()?))
     }
 
@@ -176,13 +191,13 @@ impl PyTrial {
     #[pyo3(signature = (name=None))]
     fn maybe_refresh(&self, py: Python<'_>, name: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let _ = name;
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         run(py, move || Ok(t.maybe_refresh()?))
     }
 
     /// Whether the job wrote its end-of-training marker.
     fn has_training_ended(&self, py: Python<'_>) -> PyResult<bool> {
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         run(py, move || Ok(t.has_training_ended()?))
     }
 
@@ -206,24 +221,24 @@ impl PyTrial {
             regex: regex_arg(regex)?,
             collection: collection_arg(collection)?,
         };
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         run(py, move || Ok(t.tensor_names_filtered(&filter)?))
     }
 
     /// The tensor `tname` (raises `TensorUnavailable` if it was never saved).
-    fn tensor(&self, py: Python<'_>, tname: String) -> PyResult<PyTensor> {
-        let t = Arc::clone(&self.inner);
+    fn tensor(slf: &Bound<'_, Self>, py: Python<'_>, tname: String) -> PyResult<PyTensor> {
+        let t = slf.get().trial(py)?;
         let name = tname.clone();
         run(py, move || t.tensor(&name).map(|_| ()).map_err(Into::into))?;
         Ok(PyTensor {
-            trial: Arc::clone(&self.inner),
+            trial: slf.clone().unbind(),
             name: tname,
         })
     }
 
     /// Whether a tensor of this name was saved.
     fn has_tensor(&self, py: Python<'_>, tname: String) -> PyResult<bool> {
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         run(py, move || Ok(t.has_tensor(&tname)?))
     }
 
@@ -237,20 +252,20 @@ impl PyTrial {
         show_incomplete_steps: bool,
     ) -> PyResult<Vec<i64>> {
         let mode = mode_arg(mode)?;
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         run(py, move || Ok(t.steps(mode, show_incomplete_steps)?))
     }
 
     /// The modes the trial has steps of.
     fn modes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let modes = self.inner.modes();
+        let modes = self.trial(py)?.modes();
         modes.into_iter().map(|m| mode_to_py(py, m)).collect()
     }
 
     /// `(mode, mode_step)` of a global step, or `(None, None)`... as smdebug: the pair is
     /// `None` when the step is unknown.
     fn mode_modestep<'py>(&self, py: Python<'py>, global_step: i64) -> PyResult<Bound<'py, PyAny>> {
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         let r = run(py, move || Ok(t.mode_modestep(global_step)?))?;
         match r {
             Some((m, s)) => Ok(PyTuple::new(
@@ -264,14 +279,14 @@ impl PyTrial {
 
     /// The mode of a global step (`None` if unknown).
     fn mode<'py>(&self, py: Python<'py>, global_step: i64) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         let r = run(py, move || Ok(t.mode(global_step)?))?;
         r.map(|m| mode_to_py(py, m)).transpose()
     }
 
     /// The mode step of a global step (`None` if unknown).
     fn mode_step(&self, py: Python<'_>, global_step: i64) -> PyResult<Option<i64>> {
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         run(py, move || Ok(t.mode_step(global_step)?))
     }
 
@@ -283,20 +298,20 @@ impl PyTrial {
         mode_step: i64,
     ) -> PyResult<Option<i64>> {
         let mode = mode_arg(Some(mode))?;
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         run(py, move || Ok(t.global_step(mode, mode_step)?))
     }
 
     /// Sorted names of the workers that wrote steps.
     fn workers(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         run(py, move || Ok(t.workers()?))
     }
 
     /// The collections, by name (`smdebug_rs.core.collection.Collection` objects).
     fn collections<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (name, c) in self.inner.collections() {
+        for (name, c) in self.trial(py)?.collections() {
             d.set_item(name, crate::config::collection_to_py(py, c)?)?;
         }
         Ok(d)
@@ -304,7 +319,7 @@ impl PyTrial {
 
     /// The collection `coll_name` (an empty one if the trial has none of that name).
     fn collection<'py>(&self, py: Python<'py>, coll_name: &str) -> PyResult<Bound<'py, PyAny>> {
-        crate::config::collection_to_py(py, self.inner.collection(coll_name))
+        crate::config::collection_to_py(py, self.trial(py)?.collection(coll_name))
     }
 
     /// Whether `step` of `mode` has been written: a `StepState`.
@@ -316,7 +331,7 @@ impl PyTrial {
         mode: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mode = mode_arg(mode)?;
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         let s = run(py, move || Ok(t.has_passed_step(step, mode)?))?;
         step_state_to_py(py, s)
     }
@@ -332,27 +347,28 @@ impl PyTrial {
         mode: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let mode = mode_arg(mode)?;
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         run(py, move || Ok(t.wait_for_steps(&required_steps, mode)?))
     }
 
     /// Drops the cached values (values already returned stay valid).
-    fn clear_cache(&self) {
-        self.inner.clear_cache()
+    fn clear_cache(&self, py: Python<'_>) -> PyResult<()> {
+        self.trial(py)?.clear_cache();
+        Ok(())
     }
 
     /// Reads every value and saved reduction into the cache, concurrently; returns how many
     /// records were read.
     fn prefetch_all(&self, py: Python<'_>) -> PyResult<usize> {
-        let t = Arc::clone(&self.inner);
+        let t = self.trial(py)?;
         run(py, move || Ok(t.prefetch_all()?))
     }
 
     fn __repr__(&self) -> String {
+        let closed = if self.closed() { " (closed)" } else { "" };
         format!(
-            "<smdebug_rs Trial {:?} at {:?}>",
-            self.inner.name(),
-            self.inner.path()
+            "<smdebug_rs Trial {:?} at {:?}{closed}>",
+            self.name, self.path
         )
     }
 }
@@ -360,7 +376,8 @@ impl PyTrial {
 /// A tensor of a trial (`smdebug.core.tensor.Tensor`).
 #[pyclass(frozen, module = "smdebug_rs._native", name = "Tensor")]
 pub(crate) struct PyTensor {
-    trial: Arc<Trial>,
+    /// The trial it belongs to (its reader is gone once the trial is closed).
+    trial: Py<PyTrial>,
     name: String,
 }
 
@@ -370,7 +387,7 @@ impl PyTensor {
         py: Python<'_>,
         f: impl FnOnce(&smdebug_trial::Tensor<'_>) -> NativeResult<T> + Send,
     ) -> PyResult<T> {
-        let t = &self.trial;
+        let t = self.trial.get().trial(py)?;
         let name = &self.name;
         run(py, move || f(&t.tensor(name)?))
     }
@@ -547,7 +564,7 @@ fn has_training_ended(py: Python<'_>, path: String) -> PyResult<bool> {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTrial>()?;
     m.add_class::<PyTensor>()?;
-    m.add_class::<crate::values::ValueOwner>()?;
+    m.add_class::<crate::convert::ValueOwner>()?;
     m.add_function(wrap_pyfunction!(has_training_ended, m)?)?;
     Ok(())
 }

@@ -15,9 +15,9 @@ hook = smd.Hook(out, save_config=smd.SaveConfig(save_interval=1), include_worker
 rank = int(hook.worker.split("_")[1])
 hook.set_mode(smd.modes.TRAIN)
 for s in range(steps):
-    with hook.step():
-        hook.save("fc.weight", np.full((3, 4), rank * 1000 + s, dtype=np.float32))
-        hook.save_tensor("loss", np.float64(rank + s / 10), "losses")
+    hook.step()
+    hook.save("fc.weight", np.full((3, 4), rank * 1000 + s, dtype=np.float32))
+    hook.save_tensor("loss", np.float64(rank + s / 10), "losses")
 # Every worker has started before any closes: the first close ends the trial, and a hook
 # refuses to start in a finished trial.
 ready = os.path.join(os.path.dirname(out), f"ready_{rank}")

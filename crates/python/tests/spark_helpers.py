@@ -81,21 +81,21 @@ def write_run(out, kind, steps=12, seed=0, layers=("dense1", "dense2")):
     hook.set_mode(smd.modes.TRAIN)
     weights = {layer: rng.standard_normal((4, 3)).astype(np.float32) for layer in layers}
     for s in range(steps):
-        with hook.step():
-            for i, layer in enumerate(layers):
-                g = rng.uniform(0.1, 1.0, (4, 3)).astype(np.float32) * (i + 1)
-                if kind == "vanishing" and s >= 4:
-                    g *= np.float32(1e-9)
-                if kind == "exploding" and s == 5 and i == 0:
-                    g[1, 2] = np.nan
-                weights[layer] = weights[layer] - np.float32(0.01) * g
-                hook.save_tensor(f"{layer}/weight", weights[layer], "weights")
-                hook.save_tensor(f"gradient/{layer}/weight", g, "gradients")
-            if kind == "rising":
-                loss = 1.0 + 0.1 * s
-            else:
-                loss = 2.0 / (s + 1) + float(rng.uniform(0, 0.01))
-            hook.save_tensor("loss", np.float32(loss), "losses")
+        hook.step()
+        for i, layer in enumerate(layers):
+            g = rng.uniform(0.1, 1.0, (4, 3)).astype(np.float32) * (i + 1)
+            if kind == "vanishing" and s >= 4:
+                g *= np.float32(1e-9)
+            if kind == "exploding" and s == 5 and i == 0:
+                g[1, 2] = np.nan
+            weights[layer] = weights[layer] - np.float32(0.01) * g
+            hook.save_tensor(f"{layer}/weight", weights[layer], "weights")
+            hook.save_tensor(f"gradient/{layer}/weight", g, "gradients")
+        if kind == "rising":
+            loss = 1.0 + 0.1 * s
+        else:
+            loss = 2.0 / (s + 1) + float(rng.uniform(0, 0.01))
+        hook.save_tensor("loss", np.float32(loss), "losses")
     hook.close()
     return str(out)
 

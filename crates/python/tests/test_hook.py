@@ -45,15 +45,15 @@ def test_calls_are_read_by_smdebug_as_written(tmp_path):
     for s in range(5):
         if s == 3:
             hook.set_mode(smd.modes.EVAL)
-        with hook.step():
-            w = rng.standard_normal((4, 3)).astype(np.float32)
-            a = np.arange(6, dtype=np.int64).reshape(2, 3).T  # not C-contiguous
-            # TRAIN steps 0-2, then EVAL mode steps 0-1 (global 3-4): every 2nd mode step.
-            assert hook.save("fc1.weight", w) == (s in (0, 2, 3))
-            assert hook.save("act/relu", a)
-            hook.save_tensor("loss", np.float32(1.0 / (s + 1)), "losses")
-            hook.save_scalar("lr", 0.1 * s)
-            written[s] = (w, a.copy())
+        hook.step()
+        w = rng.standard_normal((4, 3)).astype(np.float32)
+        a = np.arange(6, dtype=np.int64).reshape(2, 3).T  # not C-contiguous
+        # TRAIN steps 0-2, then EVAL mode steps 0-1 (global 3-4): every 2nd mode step.
+        assert hook.save("fc1.weight", w) == (s in (0, 2, 3))
+        assert hook.save("act/relu", a)
+        hook.save_tensor("loss", np.float32(1.0 / (s + 1)), "losses")
+        hook.save_scalar("lr", 0.1 * s)
+        written[s] = (w, a.copy())
     hook.close()
     t = smdebug_trial(out)
     assert t.steps() == [0, 1, 2, 3, 4]

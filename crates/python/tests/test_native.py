@@ -162,6 +162,59 @@ def test_rust_panic_becomes_a_python_exception():
     assert smdebug_rs.__version__
 
 
+def test_every_error_kind_raises_the_class_the_dump_names():
+    """Each kind of trial failure (``smdebug_trial::ErrorKind``) is raised as a class that
+    exists, in ``smdebug_rs.exceptions`` or the builtins, and whose name is the kind's name:
+    the ``type`` the dump (``smdebug-dump``) writes for it."""
+    import builtins
+    import json
+    import re
+
+    ufunc_type_error = type(exceptions._ufunc_error("x")).__mro__[1]
+    foreign = {"JSONDecodeError": json.JSONDecodeError, "error": re.error,
+               "LinAlgError": np.linalg.LinAlgError, "UFuncTypeError": ufunc_type_error}
+    kinds = smdebug_rs._native._error_classes()
+    names = [name for name, _ in kinds]
+    assert len(set(names)) == len(names) >= 25, names
+    for name, cls in kinds:
+        if name in exceptions.__all__:
+            assert cls is getattr(exceptions, name), name
+        elif name in foreign:
+            made = cls("a message")
+            assert isinstance(made, foreign[name]) and type(made).__name__ == name, name
+            assert "a message" in str(made)
+        else:
+            assert cls is getattr(builtins, name), name
+            assert issubclass(cls, Exception)
+    assert {"KeyError", "OSError", "StepUnavailable", "SMDebugRuntimeError"} <= set(names)
+
+
+def test_close_releases_the_reader_and_later_calls_raise(trial_path):
+    with create_trial(trial_path) as tr:
+        assert not tr.closed
+        t = tr.tensor("w/f32")
+        before = t.value(0)
+        assert tr.steps()
+    assert tr.closed and "(closed)" in repr(tr)
+    assert tr.name and tr.path == str(trial_path)
+    for call in (tr.steps, tr.tensor_names, lambda: tr.tensor("w/f32"),
+                 lambda: tr.num_workers, lambda: t.value(0), t.steps):
+        with pytest.raises(exceptions.SMDebugRuntimeError, match="is closed"):
+            call()
+    tr.close()  # a second close does nothing
+    # Values returned before the close stay valid.
+    assert before.shape and np.isfinite(before).all()
+
+
+def test_hook_step_is_not_a_context_manager(tmp_path):
+    hook = smdebug_rs.Hook(str(tmp_path / "run"))
+    assert hook.step() is None
+    with pytest.raises((TypeError, AttributeError)):
+        with hook.step():
+            pass
+    hook.close()
+
+
 def test_bad_arguments_raise_python_exceptions(trial_path):
     tr = create_trial(trial_path)
     with pytest.raises(exceptions.SMDebugValueError, match="Invalid reduction type nope"):
@@ -265,8 +318,8 @@ def test_to_arrow_is_the_trial_as_opened_and_refreshed(trial_path, tmp_path):
 
     def steps(n):
         for _ in range(n):
-            with hook.step():
-                hook.save("w", np.ones((2, 2), dtype=np.float32))
+            hook.step()
+            hook.save("w", np.ones((2, 2), dtype=np.float32))
 
     steps(2)
     hook.flush()

@@ -190,3 +190,27 @@ def test_builtin_rules_take_the_original_parameter_names(trials):
     with pytest.raises(smdebug_rs.exceptions.RuleEvaluationConditionMet) as e:
         rules.invoke_rule(r, raise_eval_cond=True)
     assert e.value.step == 0 and e.value.rule_name == "SimilarAcrossRuns"
+
+
+def test_builtin_rules_declared_for_type_checkers_are_the_native_ones():
+    """The built-in rule classes are made at import from the native rule table; the block
+    of ``rules/builtin_rules.py`` that declares them for type checkers names the same
+    classes with the same parameters, in the same order."""
+    import ast
+    import inspect
+
+    from smdebug_rs import _native
+    from smdebug_rs.rules import builtin_rules
+
+    tree = ast.parse(inspect.getsource(builtin_rules))
+    declared = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for cls in node.body:
+                if isinstance(cls, ast.ClassDef):
+                    init = next(f for f in cls.body if isinstance(f, ast.FunctionDef))
+                    declared[cls.name] = [a.arg for a in init.args.args[2:]]
+    native = {name: [p[0] for p in params] + ["action_str"]
+              for name, _doc, params in _native.builtin_rule_specs()}
+    assert declared == native
+    assert sorted(declared) == sorted(builtin_rules.BUILTIN_RULES)

@@ -27,6 +27,7 @@ from conftest import (
 tf, keras = import_tensorflow("TensorFlow hook tests")
 
 import smdebug_rs.tensorflow as smd  # noqa: E402
+from smdebug_rs.core.faults import fail  # noqa: E402
 from smdebug_rs.tensorflow import keras as keras_module  # noqa: E402
 from smdebug_rs.tensorflow import singleton_utils  # noqa: E402
 from smdebug_rs.trials import create_trial  # noqa: E402
@@ -611,7 +612,7 @@ def test_a_fault_in_the_gradient_tap_does_not_break_training(tmp_path, smdebug_l
                                                             monkeypatch):
 
     def failing(self, opt, grads, variables):
-        keras_module.fail(self, "optimizer.apply", ValueError("tap failed (injected)"))
+        fail(self, "optimizer.apply", ValueError("tap failed (injected)"))
 
     monkeypatch.setattr(keras_module.KerasHook, "_tap_gradients", failing)
     hook = smd.KerasHook(out_dir=str(tmp_path / "t"), include_collections=ALL_PARAMS,

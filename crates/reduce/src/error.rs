@@ -2,10 +2,12 @@
 
 use crate::{DType, Flavor, ReductionRequest};
 
-/// Why a requested reduction could not be computed. Each variant mirrors an exception the
-/// original raises in the same situation; [`ReduceError::python_class`] names it.
+/// Why a requested reduction could not be computed. Each variant mirrors a failure numpy
+/// (or PyTorch) has in the same situation.
+///
+/// Not `#[non_exhaustive]`: the trial reader sorts every variant into a kind of failure
+/// (`smdebug_trial::ErrorKind`), so a new variant must fail to compile there.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ReduceError {
     /// min/max (or the matrix norms' final maximum) of zero elements (numpy `ValueError`).
     #[error("{request}: zero-size array to reduction operation {operation} which has no identity")]
@@ -74,22 +76,15 @@ impl ReduceError {
         }
     }
 
-    /// The Python exception class the original raises here: `"ValueError"`, `"LinAlgError"`,
-    /// `"TypeError"` or `"RuntimeError"`.
-    pub fn python_class(&self) -> &'static str {
-        match self {
-            ReduceError::EmptyArray { .. } | ReduceError::ImproperDimensions { .. } => "ValueError",
-            ReduceError::SvdDidNotConverge { .. } => "LinAlgError",
-            ReduceError::UnsupportedLinalgDtype { .. } => "TypeError",
-            ReduceError::UnsupportedDtype { .. } | ReduceError::EmptyTensor { .. } => {
-                "RuntimeError"
-            }
-        }
-    }
-
-    /// Whether the Python class is `ValueError` or a subclass of it (`LinAlgError`): smdebug's
-    /// writer skips such reductions with a warning, and lets any other exception through.
+    /// Whether numpy fails with a `ValueError` or a subclass of it (`LinAlgError`): an empty
+    /// array, a norm of improper dimensions, an SVD that did not converge. smdebug's writer
+    /// skips such reductions with a warning, and lets any other failure through.
     pub fn is_value_error(&self) -> bool {
-        matches!(self.python_class(), "ValueError" | "LinAlgError")
+        matches!(
+            self,
+            ReduceError::EmptyArray { .. }
+                | ReduceError::ImproperDimensions { .. }
+                | ReduceError::SvdDidNotConverge { .. }
+        )
     }
 }

@@ -116,7 +116,7 @@ fn nan_inf_and_signed_zero() {
 fn empty_arrays() {
     let e = Array::<f32, _>::zeros(0);
     let err = np(&e, "min").unwrap_err();
-    assert_eq!(err.python_class(), "ValueError");
+    assert!(matches!(err, ReduceError::EmptyArray { .. }), "{err}");
     assert!(err.is_value_error());
     assert!(err.to_string().contains("minimum"), "{err}");
     assert!(np(&e, "max").unwrap_err().to_string().contains("maximum"));
@@ -129,9 +129,9 @@ fn empty_arrays() {
     assert!(np(&e, "median").unwrap().to_f64().is_nan());
     let e = Array::<i32, _>::zeros((0, 3));
     assert_eq!(np(&e, "l1"), Ok(Scalar::F64(0.0)));
-    assert_eq!(np(&e, "l2").unwrap_err().python_class(), "ValueError");
+    assert!(matches!(np(&e, "l2"), Err(ReduceError::EmptyArray { .. })));
     let e = Array::<i32, _>::zeros((3, 0));
-    assert_eq!(np(&e, "l1").unwrap_err().python_class(), "ValueError");
+    assert!(matches!(np(&e, "l1"), Err(ReduceError::EmptyArray { .. })));
     let e = Array::<f32, _>::zeros((2, 0, 2));
     assert!(matches!(
         np(&e, "l2"),
@@ -156,7 +156,7 @@ fn zero_d_and_one_element() {
             err,
             ReduceError::ImproperDimensions { ndim: 0, .. }
         ));
-        assert_eq!(err.python_class(), "ValueError");
+        assert!(err.is_value_error(), "{err}");
         assert_eq!(np(&s, &format!("abs_{name}")), Ok(Scalar::F32(3.0)));
     }
     let one = array![7u16];
@@ -179,10 +179,16 @@ fn matrix_norms_are_not_elementwise() {
     assert!((t - 30f64.sqrt()).abs() < 1e-12);
     // numpy's linalg errors.
     let h = array![[f16::ONE, f16::ZERO], [f16::ONE, f16::ONE]];
-    assert_eq!(np(&h, "l2").unwrap_err().python_class(), "TypeError");
+    assert!(matches!(
+        np(&h, "l2"),
+        Err(ReduceError::UnsupportedLinalgDtype { .. })
+    ));
     assert_eq!(np(&h, "l1"), Ok(Scalar::F16(f16::from_f32(2.0))));
     let n = array![[f32::NAN, 1.0], [2.0, 3.0]];
-    assert_eq!(np(&n, "l2").unwrap_err().python_class(), "LinAlgError");
+    assert!(matches!(
+        np(&n, "l2"),
+        Err(ReduceError::SvdDidNotConverge { .. })
+    ));
     assert!(np(&n, "l2").unwrap_err().is_value_error());
     assert!(np(&n, "l1").unwrap().to_f64().is_nan());
     let i = array![[f32::INFINITY, 1.0], [2.0, 3.0]];
@@ -231,7 +237,10 @@ fn pytorch_flavour() {
     let i = array![1i32, 2];
     for name in ["mean", "std", "variance", "l1", "l2"] {
         let err = torch(&i, name).unwrap_err();
-        assert_eq!(err.python_class(), "RuntimeError", "{name}");
+        assert!(
+            matches!(err, ReduceError::UnsupportedDtype { .. }),
+            "{name}"
+        );
         assert!(!err.is_value_error());
     }
     assert_eq!(torch(&i, "sum"), Ok(Scalar::I64(3)));

@@ -189,7 +189,7 @@ impl Rule for LooksAhead {
             t.tensor("x")?
                 .value(step + 1, Mode::Global, None)
                 .map(|_| ())
-                .map_err(|e| e.python_name().to_owned()),
+                .map_err(|e| e.kind().as_str().to_owned()),
         );
         Ok(false)
     }

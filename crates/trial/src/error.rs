@@ -1,5 +1,6 @@
 //! The one error type of the crate.
 
+use crate::ErrorKind;
 use smdebug_config::{ConfigError, Mode};
 use smdebug_exceptions::AnalysisError;
 use smdebug_index::{IndexFileError, LayoutError};
@@ -13,8 +14,8 @@ use std::time::Duration;
 /// tensor not saved, …) are [`TrialError::Analysis`]; the places where Python raises a
 /// builtin exception (`KeyError`, `ValueError`) have their own variants; damaged or
 /// unreadable files give typed errors naming the file (and the byte offset of the record).
-/// [`TrialError::python_name`] gives the class name the Python original raises in the same
-/// situation, which is what the dump schema records.
+/// [`TrialError::kind`] says what kind of failure it is, by the name of the exception the
+/// Python original raises in the same situation, which is what the dump schema records.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TrialError {
@@ -118,8 +119,8 @@ pub enum TrialError {
         reduction: String,
         /// The value's dtype name.
         dtype: &'static str,
-        /// The exception numpy raises.
-        python: &'static str,
+        /// What numpy's failure is ([`ErrorKind::NoUfuncLoop`], [`ErrorKind::UnsupportedType`]).
+        kind: ErrorKind,
     },
     /// A bounded wait ended before the condition was met.
     #[error("gave up waiting for {what} after {waited:?}")]
@@ -135,26 +136,25 @@ pub enum TrialError {
 pub type Result<T, E = TrialError> = std::result::Result<T, E>;
 
 impl TrialError {
-    /// The class name of the exception Python smdebug raises in the same situation (for
-    /// damaged files, the closest smdebug exception).
-    pub fn python_name(&self) -> &'static str {
+    /// What kind of failure this is; its [`ErrorKind::as_str`] is what the dump records.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            TrialError::Analysis(a) => a.python_name(),
-            TrialError::KeyError { .. } => "KeyError",
-            TrialError::ValueError { .. } => "ValueError",
-            TrialError::InvalidArgument { .. } => "AssertionError",
-            TrialError::InvalidReduction { .. } => "SMDebugValueError",
-            TrialError::Storage(_) => "OSError",
-            TrialError::Layout(_) => "IndexReaderException",
-            TrialError::IndexFile(IndexFileError::UnknownMode { .. }) => "KeyError",
-            TrialError::IndexFile(_) => "IndexReaderException",
-            TrialError::Collections { source, .. } => config_python_name(source),
+            TrialError::Analysis(a) => a.into(),
+            TrialError::KeyError { .. } => ErrorKind::MissingKey,
+            TrialError::ValueError { .. } => ErrorKind::InvalidValue,
+            TrialError::InvalidArgument { .. } => ErrorKind::FailedAssertion,
+            TrialError::InvalidReduction { .. } => ErrorKind::InvalidOption,
+            TrialError::Storage(_) => ErrorKind::Storage,
+            TrialError::Layout(_) => ErrorKind::UnusableIndex,
+            TrialError::IndexFile(IndexFileError::UnknownMode { .. }) => ErrorKind::MissingKey,
+            TrialError::IndexFile(_) => ErrorKind::UnusableIndex,
+            TrialError::Collections { source, .. } => source.into(),
             TrialError::Record(_)
             | TrialError::WrongRecord { .. }
-            | TrialError::WrongStep { .. } => "SMDebugRuntimeError",
-            TrialError::Reduce { source, .. } => source.python_class(),
-            TrialError::UnsupportedReduction { python, .. } => python,
-            TrialError::Timeout { .. } => "TimeoutError",
+            | TrialError::WrongStep { .. } => ErrorKind::DamagedRecord,
+            TrialError::Reduce { source, .. } => source.into(),
+            TrialError::UnsupportedReduction { kind, .. } => *kind,
+            TrialError::Timeout { .. } => ErrorKind::Timeout,
         }
     }
 
@@ -178,16 +178,5 @@ impl TrialError {
             mode,
             has_reductions,
         })
-    }
-}
-
-fn config_python_name(e: &ConfigError) -> &'static str {
-    // smdebug's loader: `json.loads` fails with JSONDecodeError (a ValueError), a missing
-    // top-level key is a KeyError, anything else it validates is SMDebugValueError.
-    match e {
-        ConfigError::Json(_) => "JSONDecodeError",
-        ConfigError::MissingKey { .. } => "KeyError",
-        ConfigError::Regex { .. } => "error",
-        _ => "SMDebugValueError",
     }
 }

@@ -47,8 +47,8 @@
 //!
 //! Main pieces: [`create_trial`] / [`Trial::open`] ([`TrialOptions`]), [`Trial`] (steps,
 //! modes, workers, collections, `has_passed_step`, `wait_for_steps`, refresh control),
-//! [`Tensor`] (values, shapes, reductions), [`TrialError`] (with the Python exception name
-//! of every failure), [`parallel::for_each_ordered`] (the ordered parallel loop the reader
+//! [`Tensor`] (values, shapes, reductions), [`TrialError`] (with the [`ErrorKind`] of
+//! every failure), [`parallel::for_each_ordered`] (the ordered parallel loop the reader
 //! and `smdebug-export` share). The `smdebug-trial-dump/v1` document behind `smdebug dump`
 //! is the crate `smdebug-dump`.
 #![deny(missing_docs, unsafe_code)]
@@ -58,6 +58,7 @@
 // Leaves: errors, options, the bounded map, locks, the parallel loops.
 mod bounded;
 mod error;
+mod error_kind;
 mod options;
 pub mod parallel;
 mod sync;
@@ -74,6 +75,7 @@ mod tensor;
 mod trial;
 
 pub use error::{Result, TrialError};
+pub use error_kind::ErrorKind;
 pub use index::names::TensorFilter;
 pub use index::range::StepRange;
 pub use index::state::{RecordLocation, BYTES_PER_ENTRY};

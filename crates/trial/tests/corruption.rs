@@ -123,7 +123,7 @@ fn deleted_event_file() {
     let t = open(d.path(), false).unwrap();
     // smdebug's condition for an indexed record whose event file is missing.
     let e = value_err(&t, 4, "a");
-    assert_eq!(e.python_name(), "TensorUnavailableForStep");
+    assert_eq!(e.kind().as_str(), "TensorUnavailableForStep");
     others_readable(&t, &[(4, "*")]);
 }
 
@@ -148,7 +148,7 @@ fn truncated_index_file() {
     std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
     // smdebug's behaviour: the refresh fails, naming the file.
     let e = open(d.path(), false).unwrap_err();
-    assert_eq!(e.python_name(), "IndexReaderException");
+    assert_eq!(e.kind().as_str(), "IndexReaderException");
     assert_names(&e, "000000000002_worker_0.json", "column");
     // Skipping it: the step's queries report it, everything else reads.
     let t = open(d.path(), true).unwrap();
@@ -181,7 +181,7 @@ fn deleted_index_file() {
     std::fs::remove_file(index(d.path(), 3)).unwrap();
     let t = open(d.path(), false).unwrap();
     let e = value_err(&t, 3, "a");
-    assert_eq!(e.python_name(), "StepUnavailable");
+    assert_eq!(e.kind().as_str(), "StepUnavailable");
     others_readable(&t, &[(3, "*")]);
 }
 
@@ -229,7 +229,7 @@ fn damaged_collections_files() {
     std::fs::remove_file(&p).unwrap();
     // No collections file and the job ended: MissingCollectionFiles.
     assert_eq!(
-        open(d.path(), false).unwrap_err().python_name(),
+        open(d.path(), false).unwrap_err().kind().as_str(),
         "MissingCollectionFiles"
     );
     // A duplicate under another worker's name: one more worker, every step readable.
@@ -301,7 +301,7 @@ fn event_file_deleted_while_held_open() {
     others_readable(&t, &[]);
     t.refresh_data().unwrap();
     let e = value_err(&t, 4, "a");
-    assert_eq!(e.python_name(), "TensorUnavailableForStep");
+    assert_eq!(e.kind().as_str(), "TensorUnavailableForStep");
     others_readable(&t, &[(4, "*")]);
     // Put back, it reads again.
     write_trial(d.path());

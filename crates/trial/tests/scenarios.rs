@@ -341,7 +341,7 @@ fn i61_i62_range_steps() {
         ..TrialOptions::default()
     };
     let e = Trial::open(&f.url, bad).unwrap_err();
-    assert_eq!(e.python_name(), "AssertionError");
+    assert_eq!(e.kind().as_str(), "AssertionError");
 }
 
 #[test]
@@ -428,7 +428,7 @@ fn k74_to_k77_name_filters() {
         ..Default::default()
     };
     assert_eq!(
-        t.tensor_names_filtered(&both).unwrap_err().python_name(),
+        t.tensor_names_filtered(&both).unwrap_err().kind().as_str(),
         "ValueError"
     );
 
@@ -466,7 +466,7 @@ fn k74_to_k77_name_filters() {
             ..Default::default()
         })
         .unwrap_err();
-    assert_eq!(e.python_name(), "KeyError");
+    assert_eq!(e.kind().as_str(), "KeyError");
     assert!(by(None, Mode::Predict).is_empty());
 }
 
@@ -575,7 +575,7 @@ fn n105_to_n107_many_collection_files() {
     }
     write_end_marker(&store).unwrap();
     let e = Trial::open(&url, TrialOptions::default()).unwrap_err();
-    assert_eq!(e.python_name(), "MissingCollectionFiles");
+    assert_eq!(e.kind().as_str(), "MissingCollectionFiles");
 }
 
 #[test]
@@ -628,13 +628,15 @@ fn s151_raw_value_and_shape_both_kept_and_reductions() {
         y.reduction_value(0, "median", Mode::Train, None, false)
             .map(|_| ())
             .unwrap_err()
-            .python_name(),
+            .kind()
+            .as_str(),
         "TensorUnavailableForStep"
     );
     assert_eq!(
         x.reduction_value(0, "median", Mode::Train, None, false)
             .unwrap_err()
-            .python_name(),
+            .kind()
+            .as_str(),
         "SMDebugValueError"
     );
     assert_eq!(x.prev_steps(0, None, Mode::Train).unwrap(), [0]);

@@ -195,6 +195,6 @@ fn damaged_records_fail_as_value_fails() {
     // A missing events file: the value is unavailable, as smdebug says.
     std::fs::remove_file(event(d.path(), 0)).unwrap();
     let (once, plain) = errors(d.path(), 0, "a");
-    assert_eq!(once.python_name(), "TensorUnavailableForStep");
+    assert_eq!(once.kind().as_str(), "TensorUnavailableForStep");
     assert_eq!(once.to_string(), plain.to_string());
 }

@@ -5,12 +5,11 @@
 module runs it before anything can call the native module.
 """
 
-from smdebug_rs import _native
+from smdebug_rs import _native, exceptions
 from smdebug_rs.core.collection import Collection
 from smdebug_rs.core.reduction_config import ReductionConfig
 from smdebug_rs.core.save_config import SaveConfig, SaveConfigMode
 from smdebug_rs.core.tensor import StepState
-from smdebug_rs.exceptions import _raisable
 from smdebug_rs.modes import ModeKeys
 
 _native._init(
@@ -20,5 +19,5 @@ _native._init(
     reduction_config=ReductionConfig,
     save_config=SaveConfig,
     save_config_mode=SaveConfigMode,
-    exceptions=_raisable(),
+    exceptions=exceptions,
 )

@@ -1,6 +1,10 @@
 """Type stubs of the native module (the Rust half of smdebug_rs)."""
 
-from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, ClassVar, Dict, List, Literal, Mapping, Optional, Sequence, Set, Tuple, Union
+
+from types import ModuleType
+
+from typing_extensions import Self, disjoint_base, final
 
 import numpy as np
 
@@ -18,9 +22,10 @@ FrameworkName = Literal[
 ]
 FRAMEWORKS: List[str]
 
+@disjoint_base
 class Trial:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: str,
         name: Optional[str] = None,
         range_steps: Optional[Tuple[Optional[int], Optional[int]]] = None,
@@ -28,7 +33,7 @@ class Trial:
         collections_timeout: Optional[float] = None,
         cache_bytes: Optional[int] = None,
         skip_corrupt_index_files: bool = False,
-    ) -> None: ...
+    ) -> Self: ...
     @property
     def name(self) -> str: ...
     @property
@@ -69,7 +74,11 @@ class Trial:
     def wait_for_steps(self, required_steps: Sequence[int], mode: _Mode = ModeKeys.GLOBAL) -> None: ...
     def clear_cache(self) -> None: ...
     def prefetch_all(self) -> int: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
 
+@final
 class Tensor:
     @property
     def name(self) -> str: ...
@@ -94,14 +103,17 @@ class Tensor:
     def prev_steps(self, step: int, n: Optional[int] = None, mode: _Mode = ModeKeys.GLOBAL) -> List[int]: ...
     def prefetch(self) -> None: ...
 
+@final
 class ValueOwner: ...
 
+@final
 class ArrowTable:
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any: ...
     def num_rows(self) -> int: ...
 
+@final
 class BuiltinRule:
-    def __init__(self, name: str, base_trial: Trial, params: Dict[str, str], trials: List[Trial] = ...) -> None: ...
+    def __new__(cls, name: str, base_trial: Trial, params: Dict[str, str], trials: List[Trial] = ...) -> Self: ...
     @property
     def rule_name(self) -> str: ...
     def invoke(self, step: int) -> None: ...
@@ -129,8 +141,9 @@ def _init(
     reduction_config: type,
     save_config: type,
     save_config_mode: type,
-    exceptions: Dict[str, Any],
+    exceptions: ModuleType,
 ) -> None: ...
+def _error_classes() -> List[Tuple[str, Any]]: ...
 
 # Trial diagnosis (smdebug_diagnose): each report as the dicts of its JSON form.
 def trial_health(trial: Trial, context: int = 5, growth: float = 10.0) -> Dict[str, Any]: ...
@@ -138,6 +151,7 @@ def doctor(path: str) -> Dict[str, Any]: ...
 def verify(path: str) -> Dict[str, Any]: ...
 def seal(path: str, dry_run: bool = False) -> Dict[str, Any]: ...
 
+@disjoint_base
 class Hook:
     """The native writer hook (``smdebug_rs.Hook`` subclasses it)."""
 
@@ -161,9 +175,11 @@ class Hook:
         from_json_file: bool = False,
         json_file_path: Optional[str] = None,
         stop_check_interval: Optional[float] = None,
-    ) -> "Hook": ...
+    ) -> Self: ...
     @property
     def out_dir(self) -> str: ...
+    @property
+    def tensorboard_dir(self) -> Optional[str]: ...
     @property
     def worker(self) -> str: ...
     @property
@@ -203,35 +219,39 @@ class Hook:
     def flush(self) -> None: ...
     def close(self) -> Dict[str, int]: ...
 
+@disjoint_base
 class SaveConfigMode:
     """The save rule of one mode (``smdebug_config::SaveConfigMode``)."""
+
+    DEFAULT_SAVE_INTERVAL: ClassVar[int]
 
     save_interval: int
     start_step: int
     end_step: Optional[int]
     save_steps: List[int]
-    def __init__(
-        self,
+    def __new__(
+        cls,
         save_interval: Optional[int] = None,
         start_step: Optional[int] = None,
         end_step: Optional[int] = None,
         save_steps: Optional[List[int]] = None,
-    ) -> None: ...
+    ) -> Self: ...
     def should_save_step(self, step_num: int) -> bool: ...
     def to_json_dict(self) -> Dict[str, Any]: ...
 
+@disjoint_base
 class SaveConfig:
     """The save rules of the four modes (``smdebug_config::SaveConfig``)."""
 
     mode_save_configs: Dict[ModeKeys, Optional[SaveConfigMode]]
-    def __init__(
-        self,
+    def __new__(
+        cls,
         mode_save_configs: Optional[Mapping[Any, Optional[SaveConfigMode]]] = None,
         save_interval: Optional[int] = None,
         start_step: Optional[int] = None,
         end_step: Optional[int] = None,
         save_steps: Optional[List[int]] = None,
-    ) -> None: ...
+    ) -> Self: ...
     def get_save_config(self, mode: _Mode) -> Optional[SaveConfigMode]: ...
     def set_save_config(self, mode: _Mode, save_config_mode: SaveConfigMode) -> None: ...
     def should_save_step(self, mode: _Mode, step_num: int) -> bool: ...
@@ -241,8 +261,12 @@ class SaveConfig:
     @classmethod
     def from_json(cls, json_str: str) -> "SaveConfig": ...
 
+@disjoint_base
 class ReductionConfig:
     """Which reductions of a tensor are saved (``smdebug_config::ReductionConfig``)."""
+
+    ALLOWED_REDUCTIONS: ClassVar[List[str]]
+    ALLOWED_NORMS: ClassVar[List[str]]
 
     reductions: List[str]
     abs_reductions: List[str]
@@ -250,15 +274,15 @@ class ReductionConfig:
     abs_norms: List[str]
     save_raw_tensor: bool
     save_shape: bool
-    def __init__(
-        self,
+    def __new__(
+        cls,
         reductions: Optional[List[str]] = None,
         abs_reductions: Optional[List[str]] = None,
         norms: Optional[List[str]] = None,
         abs_norms: Optional[List[str]] = None,
-        save_raw_tensor: bool = False,
-        save_shape: bool = False,
-    ) -> None: ...
+        save_raw_tensor: Optional[bool] = None,
+        save_shape: Optional[bool] = None,
+    ) -> Self: ...
     def to_json_dict(self) -> Dict[str, Any]: ...
     def to_json(self) -> str: ...
     @classmethod
@@ -266,6 +290,7 @@ class ReductionConfig:
     @classmethod
     def from_json(cls, json_str: str) -> "ReductionConfig": ...
 
+@disjoint_base
 class Collection:
     """A named group of tensors (``smdebug_config::Collection``); a hook's are handles of
     the hook's own."""
@@ -277,15 +302,15 @@ class Collection:
     reduction_config: Optional[ReductionConfig]
     save_config: Optional[SaveConfig]
     save_histogram: bool
-    def __init__(
-        self,
+    def __new__(
+        cls,
         name: str,
         include_regex: Optional[List[str]] = None,
         tensor_names: Union[List[str], Set[str], None] = None,
         reduction_config: Optional[ReductionConfig] = None,
         save_config: Union[SaveConfig, Dict[Any, SaveConfigMode], None] = None,
         save_histogram: bool = True,
-    ) -> None: ...
+    ) -> Self: ...
     def include(self, t: Union[str, List[str]]) -> None: ...
     def add_tensor_name(self, tname: str) -> None: ...
     def remove_tensor_name(self, tname: str) -> None: ...
@@ -296,3 +321,9 @@ class Collection:
     @classmethod
     def from_json(cls, json_str: str) -> "Collection": ...
     def __hash__(self) -> int: ...
+
+# Fleets (smdebug_fleet), for smdebug_rs.spark.
+def discover_trials(root: str) -> List[Tuple[str, int]]: ...
+def rule_arg(
+    spec: str, parameters: Optional[Dict[str, str]] = None
+) -> Tuple[str, Dict[str, str]]: ...

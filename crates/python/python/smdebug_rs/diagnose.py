@@ -7,12 +7,17 @@ as Python dicts (``Trial.health()`` is on the trial).
 step, worker, tensor), the lagging workers or the missing steps behind its ``what``.
 """
 
+import os
+from typing import Any, Dict, Union
+
 from smdebug_rs import _native
+
+_Path = Union[str, "os.PathLike[str]"]
 
 __all__ = ["doctor", "verify", "seal"]
 
 
-def doctor(path):
+def doctor(path: _Path) -> Dict[str, Any]:
     """Diagnoses the trial at ``path`` (a local folder or ``s3://bucket/prefix``): missing
     collections files, lagging workers, no end marker, corrupt index files and records,
     CRC mismatches, orphan events files, skipped steps, gradient accumulation. Returns a
@@ -20,7 +25,7 @@ def doctor(path):
     return _native.doctor(str(path))
 
 
-def verify(path):
+def verify(path: _Path) -> Dict[str, Any]:
     """Checks every record the trial's index files list against its events file. Returns a
     dict: ``entries``, ``with_crc``, ``corrupt_index``, ``bad_records`` (each with
     ``events_file``, ``offset``, ``step``, ``worker``, ``tensor`` and ``problem``) and
@@ -28,7 +33,7 @@ def verify(path):
     return _native.verify(str(path))
 
 
-def seal(path, dry_run=False):
+def seal(path: _Path, dry_run: bool = False) -> Dict[str, Any]:
     """Adds the payload CRC to every index entry of the trial at ``path``, so copies of it
     can be verified (smdebug ignores the key). Returns a dict: ``files`` rewritten,
     ``entries`` given a CRC, ``already`` sealed files. Raises ``SMDebugRuntimeError``

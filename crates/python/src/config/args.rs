@@ -1,38 +1,23 @@
-//! What the config wrappers share: errors in the original's exception types, argument conversion, and where a wrapper's value lives.
-use crate::NativeError;
+//! What the config wrappers' methods share: errors in the original's exception types and argument conversion.
+use crate::{ExceptionClass, NativeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString};
 use smdebug_config::{ConfigError, PyValue};
-use std::sync::{Mutex, MutexGuard};
 
 /// `weakref.ref`, by which a hook's collection refers to its hook.
 pub(super) static WEAKREF: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub(super) fn value_error(msg: impl Into<String>) -> NativeError {
-    NativeError::Other("SMDebugValueError", msg.into())
+    NativeError::Other(ExceptionClass::SMDebugValueError, msg.into())
 }
 
 pub(super) fn type_error(msg: impl Into<String>) -> NativeError {
-    NativeError::Other("SMDebugTypeError", msg.into())
+    NativeError::Other(ExceptionClass::SMDebugTypeError, msg.into())
 }
 
 pub(super) fn config_error(e: ConfigError) -> NativeError {
     value_error(e.to_string())
-}
-
-/// Locks a wrapper's place; a poisoned lock still holds a whole value (every change is
-/// one assignment), so it is used as it is.
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Where a wrapper's value lives.
-pub(super) enum Place<T, P> {
-    /// The wrapper's own value.
-    Own(T),
-    /// A part of another wrapper's value (`P` says which), reached through it.
-    Part(P),
 }
 
 /// An argument that was given and is not None.

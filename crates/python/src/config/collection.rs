@@ -1,49 +1,96 @@
 //! `Collection`, on its own or as a handle of a hook's collection.
 use super::args::*;
 use super::types::*;
+use super::wrapper::*;
 use crate::classes;
 use crate::hook::PyHook;
-use crate::NativeError;
+use crate::{ExceptionClass, NativeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PySet, PyString, PyType};
-use smdebug_config::Collection;
+use smdebug_config::{Collection, ReductionConfig, SaveConfig};
 use std::sync::Mutex;
 
-impl PyCollection {
-    /// Runs `f` on the collection, wherever it lives.
-    pub(crate) fn with<R>(
-        &self,
+impl Parent<Collection> for InHook {
+    fn clone_ref(&self, py: Python<'_>) -> Self {
+        InHook {
+            hook: self.hook.clone_ref(py),
+            name: self.name.clone(),
+        }
+    }
+
+    fn with_part<R>(
+        self,
         py: Python<'_>,
         f: impl FnOnce(&mut Collection) -> Result<R, NativeError>,
     ) -> PyResult<R> {
-        let (hook, name) = {
-            let mut g = lock(&self.place);
-            match &mut *g {
-                Place::Own(v) => {
-                    let r = f(v);
-                    // The error becomes a Python exception without the lock held.
-                    drop(g);
-                    return r.map_err(|e| e.into_pyerr(py));
-                }
-                Place::Part(h) => (h.hook.clone_ref(py), h.name.clone()),
-            }
-        };
+        let InHook { hook, name } = self;
         let hook = hook.bind(py).call0()?;
         let hook = hook.cast::<PyHook>().map_err(|_| {
             NativeError::Other(
-                "SMDebugRuntimeError",
+                ExceptionClass::SMDebugRuntimeError,
                 format!("collection {name:?} belongs to a hook that no longer exists"),
             )
             .into_pyerr(py)
         })?;
         hook.borrow().with_collection(py, &name, f)
     }
+}
 
-    /// A copy of the value.
-    pub(crate) fn value(&self, py: Python<'_>) -> PyResult<Collection> {
-        self.with(py, |v| Ok(v.clone()))
+/// A config a collection may hold, which a wrapper can be a view of.
+trait CollectionPart: Sized {
+    /// What it is, for the error when the collection no longer holds one.
+    const WHAT: &'static str;
+    /// The collection's own config of this kind, if it has one.
+    fn of(c: &mut Collection) -> Option<&mut Self>;
+}
+
+impl CollectionPart for SaveConfig {
+    const WHAT: &'static str = "save config";
+    fn of(c: &mut Collection) -> Option<&mut Self> {
+        c.save_config.as_mut()
+    }
+}
+
+impl CollectionPart for ReductionConfig {
+    const WHAT: &'static str = "reduction config";
+    fn of(c: &mut Collection) -> Option<&mut Self> {
+        c.reduction_config.as_mut()
+    }
+}
+
+impl<T: CollectionPart> Parent<T> for Py<PyCollection> {
+    fn clone_ref(&self, py: Python<'_>) -> Self {
+        Py::clone_ref(self, py)
     }
 
+    fn with_part<R>(
+        self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut T) -> Result<R, NativeError>,
+    ) -> PyResult<R> {
+        self.get().with(py, |c| {
+            let name = c.name.clone();
+            match T::of(c) {
+                Some(part) => f(part),
+                None => Err(value_error(format!(
+                    "collection {name:?} has no {} any more",
+                    T::WHAT
+                ))),
+            }
+        })
+    }
+}
+
+impl Wrapper for PyCollection {
+    type Value = Collection;
+    type Parent = InHook;
+
+    fn place(&self) -> &Mutex<Place<Collection, InHook>> {
+        &self.place
+    }
+}
+
+impl PyCollection {
     /// Makes this object a handle of collection `name` of `hook` (whose value it no longer
     /// keeps).
     pub(crate) fn bind_to(&self, hook: &Bound<'_, PyHook>, name: String) -> PyResult<()> {
@@ -64,8 +111,7 @@ pub(crate) fn collection_to_py(py: Python<'_>, c: Collection) -> PyResult<Bound<
         .collection
         .bind(py)
         .call1((c.name.as_str(),))?;
-    *lock(&obj.cast::<PyCollection>()?.get().place) = Place::Own(c);
-    Ok(obj)
+    PyCollection::install(obj, Place::Own(c))
 }
 
 /// A `smdebug_rs.core.collection.Collection` that is a handle of collection `name` of
@@ -168,8 +214,7 @@ impl PyCollection {
             return Ok(py.None().into_bound(py));
         }
         let obj = classes::get(py)?.reduction_config.bind(py).call0()?;
-        *lock(&obj.cast::<PyReductionConfig>()?.get().place) = Place::Part(slf.clone().unbind());
-        Ok(obj)
+        PyReductionConfig::install(obj, Place::Part(slf.clone().unbind()))
     }
 
     /// Sets the collection's own reduction config (a copy), or None for the hook's.
@@ -271,7 +316,7 @@ impl PyCollection {
 
     /// The JSON object form, as the collections file holds it.
     fn to_json_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.with(py, |c| Ok(c.to_json_value()))?)
+        self.json_dict(py, Collection::to_json_value)
     }
 
     /// `json.dumps(to_json_dict())`.
@@ -282,19 +327,13 @@ impl PyCollection {
     /// A collection from `to_json()` text.
     #[classmethod]
     fn from_json<'py>(cls: &Bound<'py, PyType>, json_str: &str) -> PyResult<Bound<'py, PyAny>> {
-        let py = cls.py();
-        let c = Collection::from_json(json_str).map_err(|e| config_error(e).into_pyerr(py))?;
-        let obj = cls.call1((c.name.as_str(),))?;
-        *lock(&obj.cast::<PyCollection>()?.get().place) = Place::Own(c);
-        Ok(obj)
+        Self::from_json_text(cls, json_str, Collection::from_json, |c| {
+            vec![c.name.clone()]
+        })
     }
 
     fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let Ok(o) = other.cast::<PyCollection>() else {
-            return Ok(false);
-        };
-        let theirs = o.get().value(py)?;
-        self.with(py, |c| Ok(*c == theirs))
+        self.equals(py, other)
     }
 
     fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {

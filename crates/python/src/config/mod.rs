@@ -19,9 +19,11 @@ mod collection;
 mod reduction_config;
 mod save_config;
 mod types;
+mod wrapper;
 
 pub(crate) use collection::{collection_to_py, hook_collection_to_py};
 pub(crate) use types::{PyCollection, PyReductionConfig, PySaveConfig, PySaveConfigMode};
+pub(crate) use wrapper::Wrapper;
 
 use pyo3::prelude::*;
 

@@ -1,7 +1,7 @@
 //! `ReductionConfig`.
 use super::args::*;
 use super::types::*;
-use crate::NativeError;
+use super::wrapper::*;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 use smdebug_config::{Reduction, ReductionConfig};
@@ -77,40 +77,16 @@ fn flag_arg(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
     Err(value_error(format!("{name}={obj} must be a boolean")).into_pyerr(obj.py()))
 }
 
+impl Wrapper for PyReductionConfig {
+    type Value = ReductionConfig;
+    type Parent = Py<PyCollection>;
+
+    fn place(&self) -> &Mutex<Place<ReductionConfig, Py<PyCollection>>> {
+        &self.place
+    }
+}
+
 impl PyReductionConfig {
-    fn with<R>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut ReductionConfig) -> Result<R, NativeError>,
-    ) -> PyResult<R> {
-        let parent = {
-            let mut g = lock(&self.place);
-            match &mut *g {
-                Place::Own(v) => {
-                    let r = f(v);
-                    // The error becomes a Python exception without the lock held.
-                    drop(g);
-                    return r.map_err(|e| e.into_pyerr(py));
-                }
-                Place::Part(p) => p.clone_ref(py),
-            }
-        };
-        parent
-            .get()
-            .with(py, |c| match c.reduction_config.as_mut() {
-                Some(r) => f(r),
-                None => Err(value_error(format!(
-                    "collection {:?} has no reduction config any more",
-                    c.name
-                ))),
-            })
-    }
-
-    /// A copy of the value.
-    pub(crate) fn value(&self, py: Python<'_>) -> PyResult<ReductionConfig> {
-        self.with(py, |v| Ok(v.clone()))
-    }
-
     /// A reduction config from a Python value: a ReductionConfig or its JSON form (a dict).
     pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<ReductionConfig> {
         let py = obj.py();
@@ -268,7 +244,7 @@ impl PyReductionConfig {
 
     /// The JSON object form, as smdebug writes it (one comma-separated string).
     fn to_json_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.with(py, |v| Ok(v.to_json_value()))?)
+        self.json_dict(py, ReductionConfig::to_json_value)
     }
 
     /// `json.dumps(to_json_dict())`.
@@ -291,27 +267,17 @@ impl PyReductionConfig {
         }
         let v = ReductionConfig::from_json_value(&json_value(params)?, "reduction_config")
             .map_err(|e| config_error(e).into_pyerr(py))?;
-        let obj = cls.call0()?;
-        *lock(&obj.cast::<PyReductionConfig>()?.get().place) = Place::Own(v);
-        Ok(obj)
+        Self::install(cls.call0()?, Place::Own(v))
     }
 
     /// A config from `to_json()` text.
     #[classmethod]
     fn from_json<'py>(cls: &Bound<'py, PyType>, json_str: &str) -> PyResult<Bound<'py, PyAny>> {
-        let py = cls.py();
-        let v = ReductionConfig::from_json(json_str).map_err(|e| config_error(e).into_pyerr(py))?;
-        let obj = cls.call0()?;
-        *lock(&obj.cast::<PyReductionConfig>()?.get().place) = Place::Own(v);
-        Ok(obj)
+        Self::from_json_text(cls, json_str, ReductionConfig::from_json, |_| vec![])
     }
 
     fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let Ok(o) = other.cast::<PyReductionConfig>() else {
-            return Ok(false);
-        };
-        let theirs = o.get().value(py)?;
-        self.with(py, |v| Ok(*v == theirs))
+        self.equals(py, other)
     }
 }
 

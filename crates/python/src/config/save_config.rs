@@ -1,32 +1,26 @@
 //! `SaveConfigMode` and `SaveConfig`.
 use super::args::*;
 use super::types::*;
-use crate::classes::{self, mode_to_py};
-use crate::trial::mode_arg;
-use crate::NativeError;
+use super::wrapper::*;
+use crate::classes;
+use crate::convert::{mode_arg, mode_to_py};
+use crate::{ExceptionClass, NativeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 use smdebug_config::{Mode, SaveConfig, SaveConfigMode, ShouldSaveError};
 use std::sync::Mutex;
 
-impl PySaveConfigMode {
-    fn with<R>(
-        &self,
+impl Parent<SaveConfigMode> for (Py<PySaveConfig>, Mode) {
+    fn clone_ref(&self, py: Python<'_>) -> Self {
+        (self.0.clone_ref(py), self.1)
+    }
+
+    fn with_part<R>(
+        self,
         py: Python<'_>,
         f: impl FnOnce(&mut SaveConfigMode) -> Result<R, NativeError>,
     ) -> PyResult<R> {
-        let (parent, mode) = {
-            let mut g = lock(&self.place);
-            match &mut *g {
-                Place::Own(v) => {
-                    let r = f(v);
-                    // The error becomes a Python exception without the lock held.
-                    drop(g);
-                    return r.map_err(|e| e.into_pyerr(py));
-                }
-                Place::Part((p, m)) => (p.clone_ref(py), *m),
-            }
-        };
+        let (parent, mode) = self;
         parent.get().with(py, |sc| match sc.get_mut(mode) {
             Some(m) => f(m),
             None => Err(value_error(format!(
@@ -35,20 +29,24 @@ impl PySaveConfigMode {
             ))),
         })
     }
+}
 
-    /// A copy of the value.
-    pub(crate) fn value(&self, py: Python<'_>) -> PyResult<SaveConfigMode> {
-        self.with(py, |v| Ok(v.clone()))
+impl Wrapper for PySaveConfigMode {
+    type Value = SaveConfigMode;
+    type Parent = (Py<PySaveConfig>, Mode);
+
+    fn place(&self) -> &Mutex<Place<SaveConfigMode, Self::Parent>> {
+        &self.place
     }
+}
 
+impl PySaveConfigMode {
     /// A `smdebug_rs.core.save_config.SaveConfigMode` in `place`.
     pub(super) fn wrap(
         py: Python<'_>,
         place: Place<SaveConfigMode, (Py<PySaveConfig>, Mode)>,
     ) -> PyResult<Bound<'_, PyAny>> {
-        let obj = classes::get(py)?.save_config_mode.bind(py).call0()?;
-        *lock(&obj.cast::<PySaveConfigMode>()?.get().place) = place;
-        Ok(obj)
+        Self::install(classes::get(py)?.save_config_mode.bind(py).call0()?, place)
     }
 }
 
@@ -151,15 +149,11 @@ impl PySaveConfigMode {
 
     /// The JSON object form (`save_interval`, `save_steps`, `start_step`, `end_step`).
     fn to_json_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.with(py, |v| Ok(v.to_json_value()))?)
+        self.json_dict(py, SaveConfigMode::to_json_value)
     }
 
     fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let Ok(o) = other.cast::<PySaveConfigMode>() else {
-            return Ok(false);
-        };
-        let theirs = o.get().value(py)?;
-        self.with(py, |v| Ok(*v == theirs))
+        self.equals(py, other)
     }
 }
 
@@ -187,55 +181,32 @@ fn mode_config(
 
 fn should_save_error(e: ShouldSaveError) -> NativeError {
     match e {
-        ShouldSaveError::ZeroInterval(_) => {
-            NativeError::Other("ZeroDivisionError", "integer modulo by zero".into())
-        }
+        ShouldSaveError::ZeroInterval(_) => NativeError::Other(
+            ExceptionClass::ZeroDivisionError,
+            "integer modulo by zero".into(),
+        ),
         other => value_error(other.to_string()),
     }
 }
 
 // -- SaveConfig -------------------------------------------------------------------------
 
+impl Wrapper for PySaveConfig {
+    type Value = SaveConfig;
+    type Parent = Py<PyCollection>;
+
+    fn place(&self) -> &Mutex<Place<SaveConfig, Py<PyCollection>>> {
+        &self.place
+    }
+}
+
 impl PySaveConfig {
-    fn with<R>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut SaveConfig) -> Result<R, NativeError>,
-    ) -> PyResult<R> {
-        let parent = {
-            let mut g = lock(&self.place);
-            match &mut *g {
-                Place::Own(v) => {
-                    let r = f(v);
-                    // The error becomes a Python exception without the lock held.
-                    drop(g);
-                    return r.map_err(|e| e.into_pyerr(py));
-                }
-                Place::Part(p) => p.clone_ref(py),
-            }
-        };
-        parent.get().with(py, |c| match c.save_config.as_mut() {
-            Some(sc) => f(sc),
-            None => Err(value_error(format!(
-                "collection {:?} has no save config any more",
-                c.name
-            ))),
-        })
-    }
-
-    /// A copy of the value.
-    pub(crate) fn value(&self, py: Python<'_>) -> PyResult<SaveConfig> {
-        self.with(py, |v| Ok(v.clone()))
-    }
-
     /// A `smdebug_rs.core.save_config.SaveConfig` in `place`.
     pub(super) fn wrap(
         py: Python<'_>,
         place: Place<SaveConfig, Py<PyCollection>>,
     ) -> PyResult<Bound<'_, PyAny>> {
-        let obj = classes::get(py)?.save_config.bind(py).call0()?;
-        *lock(&obj.cast::<PySaveConfig>()?.get().place) = place;
-        Ok(obj)
+        Self::install(classes::get(py)?.save_config.bind(py).call0()?, place)
     }
 
     /// A save config from a Python value: a SaveConfig, or a dict of the constructor's
@@ -410,7 +381,7 @@ impl PySaveConfig {
 
     /// The JSON object form: mode names to mode configs (or None).
     fn to_json_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.with(py, |v| Ok(v.to_json_value()))?)
+        self.json_dict(py, SaveConfig::to_json_value)
     }
 
     /// `json.dumps(to_json_dict())`.
@@ -421,19 +392,11 @@ impl PySaveConfig {
     /// A config from `to_json()` text.
     #[classmethod]
     fn from_json<'py>(cls: &Bound<'py, PyType>, json_str: &str) -> PyResult<Bound<'py, PyAny>> {
-        let py = cls.py();
-        let v = SaveConfig::from_json(json_str).map_err(|e| config_error(e).into_pyerr(py))?;
-        let obj = cls.call0()?;
-        *lock(&obj.cast::<PySaveConfig>()?.get().place) = Place::Own(v);
-        Ok(obj)
+        Self::from_json_text(cls, json_str, SaveConfig::from_json, |_| vec![])
     }
 
     fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let Ok(o) = other.cast::<PySaveConfig>() else {
-            return Ok(false);
-        };
-        let theirs = o.get().value(py)?;
-        self.with(py, |v| Ok(*v == theirs))
+        self.equals(py, other)
     }
 }
 

@@ -2,7 +2,7 @@
 //! collection's (a collection's save and reduction configs) or of a hook's (a hook's
 //! collection), so the types refer to each other. Their methods are in the files named
 //! after them.
-use super::args::*;
+use super::wrapper::Place;
 use pyo3::prelude::*;
 use smdebug_config::{Collection, Mode, ReductionConfig, SaveConfig, SaveConfigMode};
 use std::sync::Mutex;
@@ -45,7 +45,7 @@ pub(crate) struct PyReductionConfig {
 
 /// A collection held by a hook: the hook (weakly, so that the hook's own cache of
 /// collection objects keeps no cycle) and the collection's name.
-pub(super) struct InHook {
+pub(crate) struct InHook {
     pub(super) hook: Py<PyAny>,
     pub(super) name: String,
 }

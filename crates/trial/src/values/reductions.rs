@@ -3,6 +3,7 @@
 //! complex and string cases that crate does not cover.
 
 use crate::error::{Result, TrialError};
+use crate::ErrorKind;
 use ndarray::{ArrayD, IxDyn};
 use smdebug_record::{Complex64, TensorValue};
 use smdebug_reduce::{Flavor, Reduction, ReductionRequest, Scalar, TensorView};
@@ -79,11 +80,11 @@ pub(crate) fn compute(
             }),
         };
     }
-    let unsupported = |python: &'static str| TrialError::UnsupportedReduction {
+    let unsupported = |kind: ErrorKind| TrialError::UnsupportedReduction {
         tensor: tensor.to_owned(),
         reduction: request.name(),
         dtype: value.dtype().name(),
-        python,
+        kind,
     };
     let complex: ArrayD<Complex64> = match value {
         TensorValue::Complex64(a) => a.mapv(|c| Complex64::new(f64::from(c.re), f64::from(c.im))),
@@ -96,7 +97,7 @@ pub(crate) fn compute(
             return compute(tensor, &TensorValue::Float64(floats), op, false);
         }
         // np.absolute and the ufunc reductions reject strings (UFuncTypeError).
-        _ => return Err(unsupported("UFuncTypeError")),
+        _ => return Err(unsupported(ErrorKind::NoUfuncLoop)),
     };
     if abs {
         // |z| is a float64 array: the ordinary numpy path applies.
@@ -104,7 +105,8 @@ pub(crate) fn compute(
         let v = TensorValue::Float64(magnitudes);
         return compute(tensor, &v, op, false);
     }
-    complex_reduction(tensor, &complex, reduction, value).map_err(|()| unsupported("TypeError"))
+    complex_reduction(tensor, &complex, reduction, value)
+        .map_err(|()| unsupported(ErrorKind::UnsupportedType))
 }
 
 /// `a.astype(float)` of a numpy string array: every element through [`python_float`]; the
@@ -282,18 +284,21 @@ mod tests {
         assert!((l1.as_array::<f64>().unwrap().iter().next().unwrap() - want).abs() < 1e-12);
         let s = TensorValue::Str(arr1(&["a".to_owned()]).into_dyn());
         let e = compute("s", &s, "min", false).unwrap_err();
-        assert_eq!(e.python_name(), "UFuncTypeError");
+        assert_eq!(e.kind().as_str(), "UFuncTypeError");
         assert_eq!(
-            compute("s", &s, "l2", false).unwrap_err().python_name(),
+            compute("s", &s, "l2", false).unwrap_err().kind().as_str(),
             "ValueError"
         );
         // np.absolute rejects strings before the norm sees them.
         assert_eq!(
-            compute("s", &s, "l2", true).unwrap_err().python_name(),
+            compute("s", &s, "l2", true).unwrap_err().kind().as_str(),
             "UFuncTypeError"
         );
         assert_eq!(
-            compute("s", &s, "median", false).unwrap_err().python_name(),
+            compute("s", &s, "median", false)
+                .unwrap_err()
+                .kind()
+                .as_str(),
             "SMDebugValueError"
         );
     }
@@ -323,12 +328,12 @@ mod tests {
         assert_eq!(f64_of(&compute("m", &m, "l1", false).unwrap()), 6.0);
         // The other reductions still reject strings, as numpy's ufuncs do.
         assert_eq!(
-            compute("v", &v, "sum", false).unwrap_err().python_name(),
+            compute("v", &v, "sum", false).unwrap_err().kind().as_str(),
             "UFuncTypeError"
         );
         let bad = strings(&["1", "abc"]);
         let e = compute("t", &bad, "l1", false).unwrap_err();
-        assert_eq!(e.python_name(), "ValueError");
+        assert_eq!(e.kind().as_str(), "ValueError");
         assert!(e.to_string().contains("\"abc\""), "{e}");
     }
 

@@ -9,142 +9,143 @@ assigns it back (the native setter checks it).
 """
 
 from collections.abc import MutableMapping, MutableSequence, MutableSet
+from typing import Any, Iterator
 
 __all__ = ["ListView", "SetView", "ModeMapView", "live"]
 
 
-class ListView(MutableSequence):
+class ListView(MutableSequence[Any]):
     """A list attribute of a native object, changed in place."""
 
     __slots__ = ("_owner", "_attr")
 
-    def __init__(self, owner, attr):
+    def __init__(self, owner: Any, attr: Any) -> None:
         self._owner = owner
         self._attr = attr
 
-    def _get(self):
+    def _get(self) -> Any:
         return self._attr.__get__(self._owner)
 
-    def _set(self, value):
+    def _set(self, value: Any) -> None:
         self._attr.__set__(self._owner, value)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: Any) -> Any:
         return self._get()[i]
 
-    def __setitem__(self, i, value):
+    def __setitem__(self, i: Any, value: Any) -> None:
         items = self._get()
         items[i] = value
         self._set(items)
 
-    def __delitem__(self, i):
+    def __delitem__(self, i: Any) -> None:
         items = self._get()
         del items[i]
         self._set(items)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._get())
 
-    def insert(self, i, value):
+    def insert(self, i: Any, value: Any) -> Any:
         items = self._get()
         items.insert(i, value)
         self._set(items)
 
-    def extend(self, values):
+    def extend(self, values: Any) -> Any:
         self._set(self._get() + list(values))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._get())
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> bool:
         if isinstance(other, ListView):
             other = other._get()
-        return self._get() == other
+        return bool(self._get() == other)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]
 
-    def copy(self):
+    def copy(self) -> Any:
         return self._get()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return repr(self._get())
 
 
-class SetView(MutableSet):
+class SetView(MutableSet[Any]):
     """A set attribute of a native object, changed in place."""
 
     __slots__ = ("_owner", "_attr")
 
-    def __init__(self, owner, attr):
+    def __init__(self, owner: Any, attr: Any) -> None:
         self._owner = owner
         self._attr = attr
 
-    def _get(self):
+    def _get(self) -> Any:
         return self._attr.__get__(self._owner)
 
-    def __contains__(self, x):
+    def __contains__(self, x: Any) -> bool:
         return x in self._get()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._get())
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._get())
 
-    def add(self, x):
+    def add(self, x: Any) -> Any:
         self._attr.__set__(self._owner, self._get() | {x})
 
-    def discard(self, x):
+    def discard(self, x: Any) -> Any:
         self._attr.__set__(self._owner, self._get() - {x})
 
-    def update(self, *others):
+    def update(self, *others: Any) -> Any:
         self._attr.__set__(self._owner, self._get().union(*others))
 
-    def copy(self):
+    def copy(self) -> Any:
         return self._get()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return repr(self._get())
 
 
-class ModeMapView(MutableMapping):
+class ModeMapView(MutableMapping[Any, Any]):
     """``SaveConfig.mode_save_configs``: ``{ModeKeys: SaveConfigMode or None}``, changed in
     place. Its values are views of the save config's own (see ``smdebug_rs._native``)."""
 
     __slots__ = ("_owner", "_attr")
 
-    def __init__(self, owner, attr):
+    def __init__(self, owner: Any, attr: Any) -> None:
         self._owner = owner
         self._attr = attr
 
-    def _get(self):
+    def _get(self) -> Any:
         return self._attr.__get__(self._owner)
 
-    def __getitem__(self, mode):
+    def __getitem__(self, mode: Any) -> Any:
         return self._get()[_mode_key(mode)]
 
-    def __setitem__(self, mode, value):
+    def __setitem__(self, mode: Any, value: Any) -> None:
         items = self._get()
         items[_mode_key(mode)] = value
         self._attr.__set__(self._owner, items)
 
-    def __delitem__(self, mode):
+    def __delitem__(self, mode: Any) -> None:
         # A mode always has an entry: removing it leaves it without a config.
         self[mode] = None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._get())
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._get())
 
-    def copy(self):
+    def copy(self) -> Any:
         return self._get()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return repr(self._get())
 
 
-def _mode_key(m):
+def _mode_key(m: Any) -> Any:
     from smdebug_rs.modes import ModeKeys
 
     if isinstance(m, ModeKeys):
@@ -157,13 +158,13 @@ def _mode_key(m):
     return ModeKeys(m)
 
 
-def live(native_attr, view):
+def live(native_attr: Any, view: Any) -> Any:
     """A property that reads ``native_attr`` as a ``view`` and assigns through it."""
 
-    def get(self):
+    def get(self: Any) -> Any:
         return view(self, native_attr)
 
-    def set(self, value):
+    def set(self: Any, value: Any) -> None:
         if isinstance(value, (ListView, SetView, ModeMapView)):
             value = value.copy()
         native_attr.__set__(self, value)

@@ -9,6 +9,9 @@ change the collection when changed; ``reduction_config`` and ``save_config`` rea
 of the collection's (or None) and are copied in when assigned.
 """
 
+import json
+from typing import Any, Dict
+
 from smdebug_rs import _native
 from smdebug_rs.core._views import ListView, SetView, live
 
@@ -48,18 +51,18 @@ class Collection(_native.Collection):
     include_regex = live(_native.Collection.include_regex, ListView)
     tensor_names = live(_native.Collection.tensor_names, SetView)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         # The native constructor did the work; subclasses call this with its arguments.
         pass
 
     @classmethod
-    def from_dict(cls, params):
+    def from_dict(cls, params: Dict[str, Any]) -> "Collection":
         """A collection from its JSON object form."""
-        import json
+        c = cls.from_json(json.dumps(params))
+        assert isinstance(c, Collection)
+        return c
 
-        return cls.from_json(json.dumps(params))
-
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"<Collection: name={self.name}, include_regex={list(self.include_regex)}, "
             f"tensor_names={sorted(self.tensor_names)}>"

@@ -20,6 +20,8 @@ and the class attribute ``_LOG_NAME`` (the module named in the log, e.g.
 ``smdebug_rs.pytorch``).
 """
 
+from typing import Any, Callable, TypeVar, cast
+
 import functools
 
 from smdebug_rs.core.logger import get_logger
@@ -32,15 +34,15 @@ class HookFault:
 
     __slots__ = ("where", "error")
 
-    def __init__(self, where, error):
+    def __init__(self, where: Any, error: Any) -> None:
         self.where = where
         self.error = error
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"HookFault({self.where!r}, {self.error!r})"
 
 
-def fail(hook, where, error):
+def fail(hook: Any, where: Any, error: Any) -> Any:
     """Records ``error`` as ``hook``'s fault (only the first one is logged) and switches the
     hook off."""
     if hook._fault is not None:
@@ -62,15 +64,18 @@ def fail(hook, where, error):
             pass
 
 
-def guarded(default=None):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def guarded(default: Any = None) -> Callable[[_F], _F]:
     """Wraps a hook method in the fault policy (module docstring): returns ``default`` when
     the hook is off or the body raises."""
 
-    def wrap(method):
+    def wrap(method: _F) -> _F:
         where = method.__name__
 
         @functools.wraps(method)
-        def call(self, *args, **kwargs):
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
             if self._fault is not None:
                 return default
             try:
@@ -79,6 +84,6 @@ def guarded(default=None):
                 fail(self, where, e)
                 return default
 
-        return call
+        return cast(_F, call)
 
     return wrap

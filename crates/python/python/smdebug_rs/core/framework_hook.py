@@ -31,6 +31,8 @@ Every public method is ``@guarded``: a failure is logged once and switches the h
 (:mod:`smdebug_rs.core.faults`); the training goes on.
 """
 
+from typing import Any, Dict, List, Optional, Tuple, Union
+
 from smdebug_rs.core.faults import fail, guarded
 from smdebug_rs.core.singleton import json_config_path
 from smdebug_rs.core.hook import Hook as _NativeHook
@@ -47,26 +49,40 @@ class FrameworkHook:
     ``_framework_*`` methods below."""
 
     #: The native framework name (``smdebug_rs.Hook(framework=...)``).
-    FRAMEWORK = None
+    FRAMEWORK: Any = None
     #: The logger label of this hook's messages.
     _LOG_NAME = "smdebug_rs"
     #: The framework's ``Collection`` class (``Collection._adopt`` wraps a native one).
-    _COLLECTION = None
+    _COLLECTION: Any = None
+    #: The mode of the next steps (each subclass sets it in its constructor).
+    mode: Any
 
-    def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
-                 dry_run=False, reduction_config=None, save_config=None, include_regex=None,
-                 include_collections=None, save_all=False, include_workers="one", *,
-                 _json_file=None):
-        self._fault = None
-        self._saving = None
-        self._native = None
+    def __init__(
+        self,
+        out_dir: Optional[str] = None,
+        export_tensorboard: bool = False,
+        tensorboard_dir: Optional[str] = None,
+        dry_run: bool = False,
+        reduction_config: Any = None,
+        save_config: Any = None,
+        include_regex: Union[str, List[str], None] = None,
+        include_collections: Optional[List[str]] = None,
+        save_all: bool = False,
+        include_workers: str = "one",
+        *,
+        _json_file: Optional[Tuple[Optional[str]]] = None,
+    ) -> None:
+        self._fault: Any = None
+        self._saving: Optional[str] = None
+        # The native hook: None once the fault policy switched the hook off.
+        self._native: Any = None
         self._closed = False
         self._started = False
-        self._written = {}
+        self._written: Dict[Any, Any] = {}
         self._due = False        # anything_due() of the step in progress
-        self._handles = []       # registrations kept while the hook is on
-        self._tensor_hooks = []  # functions attaching the callbacks that save tensors
-        self._attached = []      # what takes those callbacks off, while a step is due
+        self._handles: List[Any] = []       # registrations kept while the hook is on
+        self._tensor_hooks: List[Any] = []  # functions attaching the callbacks that save tensors
+        self._attached: List[Any] = []      # what takes those callbacks off, while a step is due
         self._kept = False       # callbacks kept on until close (_keep_tensor_hooks)
         self._include_workers = str(include_workers).lower()  # the JSON config may change it
         # The settings as given (the original keeps them as attributes); None where a
@@ -80,9 +96,9 @@ class FrameworkHook:
         self.save_all_workers = self._include_workers == "all"
         self.init_step = -1
         self._framework_init(include_collections, include_regex, save_all)
-        self.out_dir = None if out_dir is None else str(out_dir)
+        self.out_dir: Optional[str] = None if out_dir is None else str(out_dir)
         self.worker = "worker_0"
-        self.tensorboard_dir = None
+        self.tensorboard_dir: Optional[str] = None
         self._build(out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
                     save_config, include_regex, include_collections, save_all,
                     include_workers, _json_file)
@@ -91,51 +107,53 @@ class FrameworkHook:
 
     # -- what a framework supplies -------------------------------------------------------
 
-    def _framework_init(self, include_collections, include_regex, save_all):
+    def _framework_init(self, include_collections: Any, include_regex: Any, save_all: Any) -> Any:
         """Sets the framework hook's own state, before the native hook is built (which may
         call the other ``_framework_*`` methods); the constructor's collection arguments
         are given for a hook that derives its own list from them (nothing by default)."""
 
-    def _framework_built(self):
+    def _framework_built(self) -> Any:
         """Runs once the native hook is built and the singleton set (nothing by default)."""
 
     @staticmethod
-    def _framework_worker():
+    def _framework_worker() -> Any:
         """``(worker name, number of workers)`` of this process."""
         raise NotImplementedError
 
     @staticmethod
-    def _framework_singleton():
+    def _framework_singleton() -> Any:
         """The framework's ``singleton_utils`` module (``set_hook``)."""
         raise NotImplementedError
 
     @staticmethod
-    def _framework_is_tensor(value):
+    def _framework_is_tensor(value: Any) -> Any:
         """Whether ``value`` is one of the framework's tensors."""
         raise NotImplementedError
 
     @staticmethod
-    def _framework_to_numpy(value):
+    def _framework_to_numpy(value: Any) -> Any:
         """The numpy value of a framework tensor (copied off its device)."""
         raise NotImplementedError
 
-    def _framework_detach(self):
+    def _framework_detach(self) -> Any:
         """Takes the hook's registrations (module hooks, wrappers) off the framework."""
         raise NotImplementedError
 
-    def _framework_json_config(self, path):
+    def _framework_json_config(self, path: Any) -> Any:
         """Reads what the framework's hook takes from the JSON configuration at ``path``
         besides what the native hook reads (nothing by default)."""
 
-    def _framework_end_step(self):
+    def _framework_end_step(self) -> Any:
         """Finishes the open step before a change of mode or the end (nothing by default)."""
 
     # -- construction --------------------------------------------------------------------
 
     @guarded()
-    def _build(self, out_dir, export_tensorboard, tensorboard_dir, dry_run, reduction_config,
-               save_config, include_regex, include_collections, save_all, include_workers,
-               json_file):
+    def _build(self, out_dir: Optional[str], export_tensorboard: bool,
+               tensorboard_dir: Optional[str], dry_run: bool, reduction_config: Any,
+               save_config: Any, include_regex: Union[str, List[str], None],
+               include_collections: Optional[List[str]], save_all: bool, include_workers: str,
+               json_file: Optional[Tuple[Optional[str]]]) -> None:
         worker, num_workers = self._framework_worker()
         if json_file is not None:
             self._framework_json_config(json_file[0])
@@ -156,7 +174,7 @@ class FrameworkHook:
         self.tensorboard_dir = native.tensorboard_dir
 
     @classmethod
-    def create_from_json_file(cls, json_file_path=None):
+    def create_from_json_file(cls, json_file_path: Any = None) -> Any:
         """The hook of a SageMaker job, from ``json_file_path``, else
         ``$SMDEBUG_CONFIG_FILE_PATH``, else ``/opt/ml/input/config/debughookconfig.json``.
         ``FileNotFoundError`` if there is no such file (``get_hook`` relies on it); any other
@@ -171,17 +189,17 @@ class FrameworkHook:
     # -- state ---------------------------------------------------------------------------
 
     @property
-    def enabled(self):
+    def enabled(self) -> Any:
         """False once closed or switched off by a fault."""
         return self._native is not None and not self._closed
 
     @property
-    def fault(self):
+    def fault(self) -> Any:
         """The first failure (``.where``, ``.error``) that switched the hook off, or None."""
         return self._fault
 
     @property
-    def step(self):
+    def step(self) -> Any:
         """The global step (-1 before the first step)."""
         native = self._native
         if native is None or native.closed:
@@ -189,13 +207,13 @@ class FrameworkHook:
         return native.step_num
 
     @property
-    def dry_run(self):
+    def dry_run(self) -> Any:
         """Whether the hook only logs what it would write."""
         return self._native is not None and self._native.dry_run
 
     # -- collections ---------------------------------------------------------------------
 
-    def get_collection(self, name, create=True):
+    def get_collection(self, name: Any, create: Any = True) -> Any:
         """Collection ``name`` (created if missing), of the framework's ``Collection``
         class. Change it before the first step. With the hook off, a detached collection."""
         if self._native is not None:
@@ -205,20 +223,20 @@ class FrameworkHook:
                 fail(self, "get_collection", e)
         return self._COLLECTION(name)
 
-    def get_collections(self):
+    def get_collections(self) -> Any:
         """``{name: Collection}`` of the collections touched through this hook."""
         if self._native is None:
             return {}
         return {k: self._COLLECTION._adopt(c) for k, c in self._native._collections.items()}
 
     @guarded()
-    def add_collection(self, collection):
+    def add_collection(self, collection: Any) -> Any:
         """Adds (or replaces) a collection object (before the first step)."""
         self._native.add_collection(self._COLLECTION._adopt(collection))
 
     # -- steps ---------------------------------------------------------------------------
 
-    def _start_step(self):
+    def _start_step(self) -> Any:
         """Starts the next native step (the previous one's files are published) and returns
         whether anything can be saved in it, kept in ``self._due`` until the next step."""
         native = self._native
@@ -227,7 +245,7 @@ class FrameworkHook:
         self._set_due(native.anything_due())
         return self._due
 
-    def _set_due(self, due):
+    def _set_due(self, due: Any) -> Any:
         # The tensor callbacks follow `_due`: attached when it turns true, off whenever it
         # is false (also what an attach that failed half-way left); kept ones stay.
         if self._kept:
@@ -242,7 +260,7 @@ class FrameworkHook:
                 remove()
         self._due = due
 
-    def _add_tensor_hooks(self, attach):
+    def _add_tensor_hooks(self, attach: Any) -> Any:
         """Keeps ``attach``: a function that registers callbacks saving a module's tensors
         and returns, for each registration, the function that takes it off. It runs at
         once if the step in progress has something due (a module registered during a
@@ -251,7 +269,7 @@ class FrameworkHook:
         if self._due or self._kept:
             self._attached.extend(attach())
 
-    def _keep_tensor_hooks(self):
+    def _keep_tensor_hooks(self) -> Any:
         """From now until close the tensor callbacks stay on (attached now if they are
         not), whether or not a step has something due."""
         if self._kept:
@@ -263,7 +281,7 @@ class FrameworkHook:
 
     # -- saving a module's tensors -------------------------------------------------------
 
-    def _offer(self, name, tensor):
+    def _offer(self, name: Any, tensor: Any) -> Any:
         # The conversion (and any device → host copy) happens only when the name is due.
         native = self._native
         if native.should_save_tensor(name):
@@ -271,11 +289,11 @@ class FrameworkHook:
             native.save(name, self._framework_to_numpy(tensor))
             self._saving = None
 
-    def _write_all(self, name, suffix, value):
+    def _write_all(self, name: Any, suffix: Any, value: Any) -> Any:
         key = name + suffix
         self._written[key] = self._write(key, value, self._written.get(key, 0))
 
-    def _write(self, prefix, value, idx):
+    def _write(self, prefix: Any, value: Any, idx: Any) -> Any:
         # The original's CallbackHook._write: tensors take the next index; tuples and lists
         # are walked in order; anything else is passed over.
         if self._framework_is_tensor(value):
@@ -289,7 +307,8 @@ class FrameworkHook:
     # -- calls from the training script --------------------------------------------------
 
     @guarded()
-    def save_scalar(self, name, value, sm_metric=False, timestamp=None):
+    def save_scalar(self, name: str, value: Any, sm_metric: bool = False,
+                    timestamp: Optional[float] = None) -> None:
         """``scalar/<name>``: a number or a one-element tensor (its dtype and shape kept)."""
         if self._closed:
             return
@@ -298,7 +317,7 @@ class FrameworkHook:
         self._native.save_scalar(name, value, sm_metric, timestamp)
 
     @guarded()
-    def set_mode(self, mode):
+    def set_mode(self, mode: Any) -> Any:
         """``smd.modes.TRAIN`` / ``EVAL`` / ``PREDICT`` / ``GLOBAL`` for the next steps."""
         if self._closed:
             return
@@ -308,18 +327,18 @@ class FrameworkHook:
         self.mode = mode
 
     @guarded(default=False)
-    def should_stop(self):
+    def should_stop(self) -> Any:
         """True once a rule (or a person) put the stop signal into the trial."""
         return not self._closed and self._native.should_stop()
 
     @guarded()
-    def flush(self):
+    def flush(self) -> Any:
         """Waits until everything given so far is written."""
         if not self._closed:
             self._native.flush()
 
     @guarded()
-    def close(self):
+    def close(self) -> Any:
         """Ends the trial (the open step finished and published, collections file, end
         marker) and removes the hook's registrations. A second call does nothing."""
         if self._closed:
@@ -333,7 +352,7 @@ class FrameworkHook:
         self._framework_detach()
         self._native.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "on" if self.enabled else ("off: " + repr(self._fault) if self._fault
                                            else "closed")
         return (f"<{self._LOG_NAME}.{type(self).__name__} out_dir={self.out_dir!r} "

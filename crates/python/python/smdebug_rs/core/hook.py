@@ -11,30 +11,39 @@ docs/src/python.md.
                     include_collections=["weights", "losses"])
     hook.set_mode(smd.modes.TRAIN)
     for step in range(100):
-        with hook.step():
-            hook.save("fc1.weight", w)          # saved when a collection of it is due
-            hook.save_tensor("loss", loss, "losses")
-            hook.save_scalar("lr", 0.01)
+        hook.step()
+        hook.save("fc1.weight", w)          # saved when a collection of it is due
+        hook.save_tensor("loss", loss, "losses")
+        hook.save_scalar("lr", 0.01)
         if hook.should_stop():
             break
     hook.close()
 """
 
+from __future__ import annotations
+
 import atexit
 import json
 import os
 import weakref
+from typing import (
+    TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union,
+)
 
 from smdebug_rs import _native
 from smdebug_rs.core.reduction_config import ReductionConfig
 from smdebug_rs.core.save_config import SaveConfig
 
+if TYPE_CHECKING:
+    # A name of the stub only: the framework names the native module accepts.
+    from smdebug_rs._native import FrameworkName
+
 __all__ = ["Hook", "get_hook", "get_collection", "worker_from_env"]
 
-_CURRENT = None
+_CURRENT: Optional[Hook] = None
 
 
-def worker_from_env(environ=None):
+def worker_from_env(environ: Optional[Mapping[str, str]] = None) -> Tuple[str, int]:
     """``(worker name, number of workers)`` of this process, from the launcher's environment:
     ``RANK``/``WORLD_SIZE`` (torchrun, torch.distributed's env://), else
     ``OMPI_COMM_WORLD_RANK``/``OMPI_COMM_WORLD_SIZE`` (mpirun, Horovod, SageMaker's MPI
@@ -48,41 +57,27 @@ def worker_from_env(environ=None):
             rank = int(env[rank_key])
             size = int(env.get(size_key) or rank + 1)
             return f"worker_{rank}", size
-    hosts, host = env.get("SM_HOSTS"), env.get("SM_CURRENT_HOST")
-    if hosts and host:
-        hosts = sorted(json.loads(hosts))
+    hosts_json, host = env.get("SM_HOSTS"), env.get("SM_CURRENT_HOST")
+    if hosts_json and host:
+        hosts: List[str] = sorted(json.loads(hosts_json))
         if host in hosts and len(hosts) > 1:
             return f"worker_{hosts.index(host)}", len(hosts)
     return "worker_0", 1
 
 
-def _save_config(obj):
+def _save_config(obj: Union[_native.SaveConfig, _native.SaveConfigMode, Dict[Any, Any], None]
+                 ) -> Optional[_native.SaveConfig]:
     # The original's SaveConfig.parse: a SaveConfigMode or a dict of mode configs also do.
     return None if obj is None else SaveConfig.parse(obj)
 
 
-def _reduction_config(obj):
+def _reduction_config(obj: Union[_native.ReductionConfig, Dict[str, Any], None]
+                      ) -> Optional[_native.ReductionConfig]:
     if obj is None or isinstance(obj, ReductionConfig):
         return obj
     if isinstance(obj, dict):
         return ReductionConfig.from_dict(obj)
     raise TypeError(f"expected a ReductionConfig, got {type(obj).__name__}")
-
-
-class _Step:
-    """What ``hook.step()`` returns: usable as ``with hook.step():`` (nothing happens at the
-    end of the block; the next step's start publishes this one)."""
-
-    __slots__ = ()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-_STEP = _Step()
 
 
 class Hook(_native.Hook):
@@ -116,11 +111,29 @@ class Hook(_native.Hook):
     returns), values converted from ``__array__``/DLPack objects that numpy cannot view, and
     every ``save_tensor`` and ``save_scalar`` value (written at the end of the step)."""
 
-    def __new__(cls, out_dir=None, export_tensorboard=False, tensorboard_dir=None,
-                dry_run=False, reduction_config=None, save_config=None, include_regex=None,
-                include_collections=None, save_all=False, include_workers="one", *,
-                framework="numpy", worker=None, num_workers=None, collections=None,
-                wall_time_base=None, stop_check_interval=None, _json_file=None, **kwargs):
+    def __new__(
+        cls,
+        out_dir: Union[str, "os.PathLike[str]", None] = None,
+        export_tensorboard: bool = False,
+        tensorboard_dir: Optional[str] = None,
+        dry_run: bool = False,
+        reduction_config: Union[_native.ReductionConfig, Dict[str, Any], None] = None,
+        save_config: Union[_native.SaveConfig, _native.SaveConfigMode, Dict[Any, Any],
+                           None] = None,
+        include_regex: Union[str, List[str], None] = None,
+        include_collections: Optional[List[str]] = None,
+        save_all: bool = False,
+        include_workers: str = "one",
+        *,
+        framework: FrameworkName = "numpy",
+        worker: Optional[str] = None,
+        num_workers: Optional[int] = None,
+        collections: Optional[Sequence[_native.Collection]] = None,
+        wall_time_base: Optional[float] = None,
+        stop_check_interval: Optional[float] = None,
+        _json_file: Optional[Tuple[Optional[str]]] = None,
+        **kwargs: Any,
+    ) -> Hook:
         if _json_file is not None:
             if worker is None:
                 worker, num_workers = worker_from_env()
@@ -155,8 +168,8 @@ class Hook(_native.Hook):
             self.add_collection(c)
         return self
 
-    def _setup(self):
-        self._collections = {}
+    def _setup(self) -> Hook:
+        self._collections: Dict[str, _native.Collection] = {}
         global _CURRENT
         _CURRENT = self
         # As the original registers _cleanup: a hook still open when Python exits is closed
@@ -164,12 +177,13 @@ class Hook(_native.Hook):
         atexit.register(_close_at_exit, weakref.ref(self))
         return self
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
 
     @classmethod
-    def create_from_json_file(cls, json_file_path=None, *, framework="numpy", worker=None,
-                              num_workers=None):
+    def create_from_json_file(cls, json_file_path: Optional[str] = None, *,
+                              framework: FrameworkName = "numpy", worker: Optional[str] = None,
+                              num_workers: Optional[int] = None) -> Hook:
         """The hook of a SageMaker job: from ``json_file_path``, else
         ``$SMDEBUG_CONFIG_FILE_PATH``, else ``/opt/ml/input/config/debughookconfig.json``
         (``FileNotFoundError`` if there is none). The worker comes from the environment
@@ -179,7 +193,7 @@ class Hook(_native.Hook):
 
     # -- collections -------------------------------------------------------------------
 
-    def get_collection(self, name, create=True):
+    def get_collection(self, name: str, create: bool = True) -> _native.Collection:
         """The collection ``name`` (created if missing, or ``SMDebugError`` if not
         ``create``): a handle of the hook's own collection, the same object on every call.
         Change it before the first step: its regexes, tensor names and configs are taken
@@ -193,54 +207,55 @@ class Hook(_native.Hook):
             c = self._collections[name] = self._collection(name)
         return c
 
-    def get_collections(self):
+    def get_collections(self) -> Dict[str, _native.Collection]:
         """``{name: Collection}``: every collection of the hook, as handles."""
         return {name: self.get_collection(name) for name in self._collection_names()}
 
-    def add_collection(self, collection):
+    def add_collection(self, collection: _native.Collection) -> None:
         """Gives ``collection`` to the hook, replacing its collection of that name (before
         the first step): the object becomes a handle of the hook's copy, so later changes
         through it reach the hook."""
         self._add_collection(collection)
         self._collections[collection.name] = collection
 
-    def include_collection(self, name):
+    def include_collection(self, name: str) -> None:
         """Saves collection ``name`` too (before the first step)."""
         self._include_collection(name)
 
     # -- steps -------------------------------------------------------------------------
 
-    def step(self):
-        """Starts the next step; returns a context manager (``with hook.step(): ...``)."""
+    def step(self) -> None:
+        """Starts the next step, ending the previous one (its ``save_tensor`` values and
+        cached scalars are written, its files published). A call, not a context manager:
+        a step lasts until the next ``step()`` or ``close()``."""
         self._step()
-        return _STEP
 
-    def __enter__(self):
+    def __enter__(self) -> Hook:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
 
-def _close_at_exit(ref):
+def _close_at_exit(ref: "weakref.ReferenceType[Hook]") -> None:
     hook = ref()
     if hook is not None and not hook.closed:
         hook.close()
 
 
-def get_hook():
+def get_hook() -> Optional[Hook]:
     """The hook created last in this process (``smdebug.get_hook``), or None."""
     return _CURRENT
 
 
-def get_collection(name):
+def get_collection(name: str) -> _native.Collection:
     """``smdebug.get_collection``: collection ``name`` of the hook created last."""
     if _CURRENT is None:
         raise RuntimeError("no smdebug_rs.Hook has been created yet")

@@ -4,24 +4,30 @@ what to attach (block hooks on children, layer wrappers, gradient slots) before 
 hook's first step."""
 
 import json
+from typing import Any, Iterable, List, Optional, Sequence, Union
 
 from smdebug_rs.core.collection import CollectionKeys
 
 __all__ = ["included_collections", "json_included_collections"]
 
 
-def _parse_bool(v):
+def _parse_bool(v: object) -> bool:
     if isinstance(v, bool):
         return v
     return str(v).strip().lower() in ("true", "1", "yes", "y", "t")
 
 
-def included_collections(include_collections=None, include_regex=None, save_all=False,
-                         always=(CollectionKeys.LOSSES,)):
+def included_collections(
+    include_collections: Union[str, Iterable[Union[str, Iterable[str]]], None] = None,
+    include_regex: Union[str, Sequence[str], None] = None,
+    save_all: bool = False,
+    always: Sequence[str] = (CollectionKeys.LOSSES,),
+) -> List[str]:
     """The collections a hook saves: those given (default ``always``) plus ``always`` (the
     framework's ``DEFAULT_INCLUDE_COLLECTIONS``), ``default`` with ``include_regex``,
     ``all`` with ``save_all``."""
     always = list(always)
+    names: List[str]
     if include_collections is None:
         names = list(always)
     elif isinstance(include_collections, str):
@@ -38,14 +44,15 @@ def included_collections(include_collections=None, include_regex=None, save_all=
     return out
 
 
-def json_included_collections(path, always=(CollectionKeys.LOSSES,)):
+def json_included_collections(path: str,
+                              always: Sequence[str] = (CollectionKeys.LOSSES,)) -> List[str]:
     """``included_collections`` of a SageMaker JSON configuration (its
     ``CollectionConfigurations`` names, ``HookParameters.include_regex`` / ``save_all``)."""
     with open(path) as f:
         d = json.load(f)
     params = d.get("HookParameters") or {}
     configs = d.get("CollectionConfigurations")
-    names = None
+    names: Optional[List[Any]] = None
     if configs is not None:
         names = [c["CollectionName"] for c in configs if "CollectionName" in c]
     return included_collections(names, params.get("include_regex"),

@@ -14,7 +14,7 @@ _LEVELS = {
 }
 
 
-def get_logger(name="smdebug_rs"):
+def get_logger(name: str = "smdebug_rs") -> logging.Logger:
     """The logger; its level comes from ``SMDEBUG_LOG_LEVEL`` (default ``info``)."""
     logger = logging.getLogger(name)
     if not logger.handlers:

@@ -25,5 +25,5 @@ class ReductionConfig(_native.ReductionConfig):
     norms = live(_native.ReductionConfig.norms, ListView)
     abs_norms = live(_native.ReductionConfig.abs_norms, ListView)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<class ReductionConfig: {self.to_json_dict()}>"

@@ -8,6 +8,10 @@ config read from an object (``collection.save_config``, ``mode_save_configs[mode
 view of that object's, so changes through it reach the object.
 """
 
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Union
+
 from smdebug_rs import _native
 from smdebug_rs.core._views import ListView, ModeMapView, live
 from smdebug_rs.exceptions import SMDebugTypeError
@@ -32,7 +36,9 @@ class SaveConfigMode(_native.SaveConfigMode):
     save_steps = live(_native.SaveConfigMode.save_steps, ListView)
 
     @classmethod
-    def from_dict(cls, params, default_values=None):
+    def from_dict(cls, params: Optional[Mapping[str, Any]],
+                  default_values: Optional[Mapping[str, Any]] = None
+                  ) -> Optional[SaveConfigMode]:
         """A mode config from its JSON object form (missing keys from ``default_values``)."""
         if params is None:
             return None
@@ -42,7 +48,7 @@ class SaveConfigMode(_native.SaveConfigMode):
         merged.update({k: v for k, v in params.items() if v is not None})
         return cls(**{k: merged.get(k) for k in ALLOWED_PARAMS})
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<class SaveConfigMode: {self.to_json_dict()}>"
 
 
@@ -54,7 +60,8 @@ class SaveConfig(_native.SaveConfig):
     mode_save_configs = live(_native.SaveConfig.mode_save_configs, ModeMapView)
 
     @classmethod
-    def from_dict(cls, params, default_values=None):
+    def from_dict(cls, params: Optional[Mapping[Any, Any]],
+                  default_values: Optional[Mapping[str, Any]] = None) -> Optional[SaveConfig]:
         """A config from its JSON object form (keys: mode names or ModeKeys; values: mode
         configs, their JSON form, or None)."""
         if params is None:
@@ -70,12 +77,13 @@ class SaveConfig(_native.SaveConfig):
         )
 
     @classmethod
-    def from_save_config_mode(cls, save_config_mode):
+    def from_save_config_mode(cls, save_config_mode: _native.SaveConfigMode) -> SaveConfig:
         """Every mode with ``save_config_mode``."""
         return cls(mode_save_configs={m: save_config_mode for m in ModeKeys})
 
     @classmethod
-    def parse(cls, obj):
+    def parse(cls, obj: Union[_native.SaveConfig, _native.SaveConfigMode, Dict[Any, Any], None]
+              ) -> _native.SaveConfig:
         """None, a SaveConfig, a SaveConfigMode or a dict, as a SaveConfig."""
         if obj is None:
             return cls()
@@ -84,8 +92,10 @@ class SaveConfig(_native.SaveConfig):
         if isinstance(obj, _native.SaveConfigMode):
             return cls.from_save_config_mode(obj)
         if isinstance(obj, dict):
-            return cls.from_dict(obj)
+            parsed = cls.from_dict(obj)
+            assert parsed is not None
+            return parsed
         raise SMDebugTypeError(f"obj={obj} cannot be parsed into a SaveConfig object")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<class SaveConfig: {dict(self.mode_save_configs)}>"

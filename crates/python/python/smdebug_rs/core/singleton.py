@@ -3,6 +3,8 @@
 (``USE_SMDEBUG``, ``SMDEBUG_CONFIG_FILE_PATH``) and making a hook from the JSON
 configuration without ever raising."""
 
+from typing import Any, Optional
+
 import importlib
 import os
 
@@ -21,7 +23,7 @@ CONFIG_FILE_PATH_ENV = "SMDEBUG_CONFIG_FILE_PATH"
 _FALSE = {"false", "0", "no", "n", "off", "f"}
 
 
-def use_smdebug(environ=None):
+def use_smdebug(environ: Any = None) -> Any:
     """False when ``USE_SMDEBUG`` is a false word (``false``, ``0``, ``no``, ``off`` …), as
     the original's config validator reads it; then ``get_hook`` returns None and the
     zero-code-change hook is not attached."""
@@ -29,7 +31,7 @@ def use_smdebug(environ=None):
     return env.get("USE_SMDEBUG", "true").strip().lower() not in _FALSE
 
 
-def json_config_path(explicit=None, environ=None):
+def json_config_path(explicit: Any = None, environ: Any = None) -> Any:
     """The hook configuration file to use, or None if there is none: ``explicit`` if given
     (None if it does not exist), else ``$SMDEBUG_CONFIG_FILE_PATH``, else SageMaker's
     ``/opt/ml/input/config/debughookconfig.json``."""
@@ -42,7 +44,7 @@ def json_config_path(explicit=None, environ=None):
     return None
 
 
-def create_from_json(hook_class, json_file_path, label):
+def create_from_json(hook_class: Any, json_file_path: Any, label: Any) -> Any:
     """``hook_class.create_from_json_file(json_file_path)``, or None when there is no
     configuration; any other problem is logged (as ``label``) and gives None too: ``get_hook``
     never raises, as the original."""
@@ -62,30 +64,31 @@ class HookSlot:
     ``"module:Class"``; it is imported only when a hook is made from the JSON configuration
     (the hook's module imports its singleton, so the class cannot be imported here first)."""
 
-    def __init__(self, label, hook_class):
+    def __init__(self, label: Any, hook_class: Any) -> None:
         self.label = label
         self.hook = None
         self._hook_class_path = hook_class
 
-    def _hook_class(self):
+    def _hook_class(self) -> Any:
         module, name = self._hook_class_path.split(":")
         return getattr(importlib.import_module(module), name)
 
-    def functions(self, create_by_default):
+    def functions(self, create_by_default: Any) -> Any:
         """``(set_hook, del_hook, get_hook, get_collection)`` of the framework's module;
         ``get_hook``'s ``create_if_not_exists`` defaults to ``create_by_default`` (the
         original's MXNet ``get_hook`` always creates, its PyTorch one only when asked)."""
         slot = self
 
-        def set_hook(hook):
+        def set_hook(hook: Any) -> Any:
             """Makes ``hook`` the one ``get_hook()`` returns."""
             slot.hook = hook
 
-        def del_hook():
+        def del_hook() -> Any:
             """Forgets the current hook."""
             slot.hook = None
 
-        def get_hook(json_config_path=None, create_if_not_exists=create_by_default):
+        def get_hook(json_config_path: Optional[str] = None,
+                     create_if_not_exists: bool = create_by_default) -> Any:
             """The framework's hook of this process: the one created last; else, with
             ``create_if_not_exists``, one made from the JSON configuration
             (:func:`json_config_path`); else None. None as well when ``USE_SMDEBUG`` is
@@ -96,7 +99,7 @@ class HookSlot:
                 create_from_json(slot._hook_class(), json_config_path, slot.label)
             return slot.hook
 
-        def get_collection(name):
+        def get_collection(name: Any) -> Any:
             """Collection ``name`` of the current hook (``get_hook()``)."""
             hook = get_hook()
             if hook is None:

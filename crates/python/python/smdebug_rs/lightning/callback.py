@@ -2,6 +2,7 @@
 (the same code published twice: each package has its own ``Callback`` class). See
 :mod:`smdebug_rs.lightning` for what it saves and when."""
 
+from typing import Any
 import importlib
 
 from smdebug_rs import modes
@@ -107,7 +108,7 @@ class LightningDebugger(TrainerHook):
         self._close()
 
 
-_classes = {}
+_classes: "dict[Any, Any]" = {}
 
 
 def callback_class(name):

@@ -10,6 +10,7 @@ it only after the optimizer step. Gradients read from ``.grad`` at the optimizer
 divided only when ``unscale_`` has not run for that optimizer.
 """
 
+from typing import Any
 import functools
 import weakref
 
@@ -17,7 +18,7 @@ __all__ = ["install", "forget", "unscale", "unscale_for"]
 
 _last = [None]  # weak reference to the scaler that scaled the latest loss
 _inverse_of_step = [None]  # (scaler, 1 / scale), read once a step (.item() syncs a device)
-_installed = []
+_installed: "list[Any]" = []
 
 
 def install():

@@ -23,6 +23,7 @@ module): after the real call, each live hook that registered the model moves its
 callbacks to the compiled entry point.
 """
 
+from typing import Any
 import functools
 import weakref
 
@@ -30,8 +31,8 @@ import torch
 
 __all__ = ["track", "is_compiled"]
 
-_hooks = weakref.WeakSet()
-_installed = []
+_hooks: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_installed: "list[Any]" = []
 
 
 def is_compiled(module):

@@ -27,6 +27,7 @@ The global gradient norm is not saved: rules take it from the per-tensor norms o
 ``gradients`` collection's reductions.
 """
 
+from typing import Any
 import functools
 import math
 
@@ -53,8 +54,8 @@ OPTIMIZER_PREFIX = "optimizer/"
 
 # The hooks that asked for attention summaries. A plain list (not a WeakSet) so that
 # dynamo can trace the wrapper: a hook leaves it when it closes.
-_watching = []
-_installed = []
+_watching: "list[Any]" = []
+_installed: "list[Any]" = []
 _TRACING_TENSORS = ("FakeTensor", "FunctionalTensor")
 
 

@@ -10,7 +10,8 @@ from smdebug_rs.core.singleton import (  # noqa: F401 (re-exported)
     use_smdebug,
 )
 
-__all__ = list(SINGLETON_API)
+__all__ = ["get_hook", "get_collection", "set_hook", "del_hook", "use_smdebug",
+           "json_config_path"]  # SINGLETON_API
 
 _slot = HookSlot("smdebug_rs.pytorch", "smdebug_rs.pytorch.hook:Hook")
 set_hook, del_hook, get_hook, get_collection = _slot.functions(create_by_default=False)

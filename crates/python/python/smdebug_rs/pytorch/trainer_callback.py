@@ -13,6 +13,7 @@ once (naming the callback method), the hook is closed (the steps written so far 
 finished trial) and every later call returns at once. The training goes on unchanged.
 """
 
+from typing import Any
 import numbers
 
 import torch
@@ -139,7 +140,7 @@ class TrainerHook:
 
     #: ``outputs → loss tensor or None``: how a trainer's model output carries the loss
     #: (None: the callback saves the loss some other way).
-    _loss_of_output = None
+    _loss_of_output: Any = None
 
     def _on_model_output(self, loss):
         # A forward hook of the trainer's model: never raises into torch.

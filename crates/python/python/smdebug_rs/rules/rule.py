@@ -1,9 +1,17 @@
 """``smdebug.rules.rule``: the ``Rule`` base class of rules written in Python."""
 
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+
 from smdebug_rs.analysis.utils import no_refresh
 from smdebug_rs.core.logger import get_logger
 from smdebug_rs.exceptions import RuleEvaluationConditionMet
 from smdebug_rs.rules.req_tensors import RequiredTensors
+
+if TYPE_CHECKING:
+    from smdebug_rs.trials.trial import Trial
 
 __all__ = ["Rule"]
 
@@ -16,15 +24,17 @@ class Rule:
     ``action_str`` may be left out (the original requires it positionally).
     """
 
-    def __init__(self, base_trial, action_str="", other_trials=None):
+    def __init__(self, base_trial: Trial, action_str: str = "",
+                 other_trials: Optional[Sequence[Trial]] = None) -> None:
         self.base_trial = base_trial
-        self.other_trials = other_trials
-        self.trials = [base_trial] + list(other_trials or [])
+        self.other_trials: Optional[List[Trial]] = (
+            None if other_trials is None else list(other_trials))
+        self.trials: List[Trial] = [base_trial] + list(other_trials or [])
         self.req_tensors = RequiredTensors(base_trial, other_trials)
-        self.logger = get_logger()
-        self.rule_name = self.__class__.__name__
+        self.logger: logging.Logger = get_logger()
+        self.rule_name: str = self.__class__.__name__
         self.action_str = action_str
-        self.report = {
+        self.report: Dict[str, Any] = {
             "RuleTriggered": 0,
             "Violations": 0,
             "Details": {},
@@ -32,14 +42,14 @@ class Rule:
             "RuleParameters": "",
         }
 
-    def set_required_tensors(self, step):
+    def set_required_tensors(self, step: int) -> None:
         """Declares the tensors needed at ``step`` (default: none)."""
 
-    def invoke_at_step(self, step):
+    def invoke_at_step(self, step: int) -> bool:
         """Evaluates the condition at global step ``step``; True means it is met."""
         raise NotImplementedError(f"{self.rule_name} does not implement invoke_at_step")
 
-    def invoke(self, step):
+    def invoke(self, step: int) -> None:
         """Waits for ``step``, evaluates the rule with refreshing off; raises
         ``RuleEvaluationConditionMet`` when it fires."""
         self.logger.debug(f"Invoking rule {self.rule_name} for step {step}")

@@ -1,5 +1,7 @@
 """``smdebug.rules.rule_invoker``: ``invoke_rule``, which evaluates a rule step by step."""
 
+from typing import Optional
+
 from smdebug_rs.core.logger import get_logger
 from smdebug_rs.exceptions import (
     NoMoreProfilerData,
@@ -9,13 +11,15 @@ from smdebug_rs.exceptions import (
     TensorUnavailableForStep,
 )
 from smdebug_rs.rules.builtin_rules import _BuiltinRule
+from smdebug_rs.rules.rule import Rule
 
 __all__ = ["invoke_rule"]
 
 _logger = get_logger()
 
 
-def invoke_rule(rule_obj, start_step=0, end_step=None, raise_eval_cond=False):
+def invoke_rule(rule_obj: Rule, start_step: Optional[int] = 0, end_step: Optional[int] = None,
+                raise_eval_cond: bool = False) -> None:
     """Evaluates ``rule_obj`` at every global step from ``start_step`` to ``end_step``
     (exclusive; to the end of training when None), as smdebug does: steps and tensors that
     are not available are skipped, a step not written yet is waited for, a firing is logged

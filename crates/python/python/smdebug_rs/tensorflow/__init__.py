@@ -21,7 +21,8 @@ from smdebug_rs.trials import create_trial as _create_trial
 __all__ = ["KerasHook"] + _api.__all__ + _api.FRAMEWORK_API
 
 
-def create_trial(path=None, name=None, *, out_dir=None, **kwargs):
+# Replaces the star-imported create_trial with one that also takes out_dir=.
+def create_trial(path=None, name=None, *, out_dir=None, **kwargs):  # type: ignore[no-redef]
     """``smdebug_rs.trials.create_trial``; also takes the trial's location as ``out_dir=``
     (the keyword the original's README example passes)."""
     if path is None:

@@ -19,6 +19,7 @@ script runs as it would without smdebug_rs. Any failure in a wrapper follows the
 fault policy (logged once, training unchanged).
 """
 
+from typing import Any
 import functools
 import inspect
 
@@ -33,7 +34,7 @@ __all__ = ["install", "uninstall", "installed", "PATCHED"]
 PATCHED = ("fit", "evaluate", "predict")
 _MISSING = object()
 # name → what keras.Model.__dict__ held before install (_MISSING: inherited).
-_saved = {}
+_saved: "dict[Any, Any]" = {}
 
 
 def installed():

@@ -3,6 +3,7 @@ and outputs (``add_keras_layer``)."""
 
 from smdebug_rs.core.collection import Collection as _BaseCollection
 from smdebug_rs.core.collection import CollectionKeys
+from smdebug_rs.tensorflow.names import keras2_name
 
 __all__ = ["Collection", "CollectionKeys"]
 
@@ -30,8 +31,6 @@ class Collection(_BaseCollection):
         elif isinstance(arg, str):
             self.add_tensor_name(arg)
         else:
-            from smdebug_rs.tensorflow.keras import keras2_name
-
             self.add_tensor_name(keras2_name(arg))
 
     @classmethod

@@ -57,10 +57,14 @@ TRAIN step; ``tape.gradient(loss, variables)`` saves ``gradients/<layer>/<var>Gr
 ``weights/<layer>/<var>:0`` (the values the tape's forward used) and ``loss``.
 
 Faults never break training: see :mod:`smdebug_rs.core.faults`.
+
+This module is the callback; what it wraps on the optimizer, layers and model is in
+:mod:`smdebug_rs.tensorflow.wrappers`, the ``wrap_tape`` loops in
+:mod:`smdebug_rs.tensorflow.tape`, the Keras 2 names in :mod:`smdebug_rs.tensorflow.names`
+(re-exported here).
 """
 
 import atexit
-import functools
 import re
 import weakref
 
@@ -70,93 +74,30 @@ import tensorflow as tf
 
 from smdebug_rs import modes
 from smdebug_rs.core.collection import CollectionKeys
-from smdebug_rs.core.faults import fail, guarded
+from smdebug_rs.core.faults import guarded
 from smdebug_rs.core.framework_hook import FrameworkHook
 from smdebug_rs.core.include import included_collections, json_included_collections
 from smdebug_rs.core.logger import get_logger
 from smdebug_rs.tensorflow import singleton_utils
 from smdebug_rs.tensorflow.collection import Collection
 from smdebug_rs.tensorflow.gradients import BACKENDS, DueFlag, GradientTap
+from smdebug_rs.tensorflow.names import (  # noqa: F401 (the prefixes: re-exported)
+    GRADIENT_PREFIX,
+    TAPE_WEIGHT_PREFIX,
+    gradient_name,
+    keras2_name,
+    optimizer_variable_names,
+)
+from smdebug_rs.tensorflow.tape import TapeLoops
+from smdebug_rs.tensorflow.wrappers import KerasWrappers
 
 __all__ = ["KerasHook", "keras2_name", "gradient_name", "optimizer_variable_names", "tf_worker"]
 
-GRADIENT_PREFIX = "gradients/"
-TAPE_WEIGHT_PREFIX = "weights/"
 LOSS_KEYS = ("loss", "val_loss")
 BATCH_KEY = "batch"
 DEFAULT_INCLUDE_COLLECTIONS = [CollectionKeys.METRICS, CollectionKeys.LOSSES,
                                CollectionKeys.SEARCHABLE_SCALARS]
-# The regexes the original adds for wrap_tape loops, at the first tape.
-_TAPE_REGEXES = {
-    CollectionKeys.WEIGHTS: "^weights/.*/((?!bias).)*$",
-    CollectionKeys.LOSSES: ".*loss.*",
-    CollectionKeys.GRADIENTS: "^gradient",
-}
 _MODE_OF_HOOK = {"train": modes.TRAIN, "test": modes.EVAL, "predict": modes.PREDICT}
-
-
-def keras2_name(variable, model=None):
-    """The Keras 2 name smdebug 1.0.34 saved a variable under, from a Keras 3 variable.
-
-    Keras 3 names a variable by its ``path``: ``<layer path>/<name>``, where a layer of a
-    ``Sequential`` model has the model's name in its path and a layer of a functional model
-    has not (``sequential/dense/kernel``, ``hid/kernel``). Keras 2 named it
-    ``<layer>/<name>:0`` (``dense/kernel:0``). The mapping: the path, without the leading
-    ``<model.name>/`` of the model the hook watches when it is there, plus ``:0``. So
-    ``sequential/dense/kernel`` → ``dense/kernel:0``, ``hid/kernel`` → ``hid/kernel:0``, a
-    ``Sequential`` named ``inner`` inside a functional model: ``inner/dense/kernel`` →
-    ``inner/dense/kernel:0``. Without a model
-    (a ``wrap_tape`` loop with no ``register_model``) the path stays whole
-    (``sequential/dense/kernel:0``). A plain ``tf.Variable`` keeps its TensorFlow name."""
-    path = getattr(variable, "path", None)
-    if path is None:
-        name = variable.name
-        return name if ":" in name else name + ":0"
-    if model is not None:
-        prefix = model.name + "/"
-        if path.startswith(prefix):
-            path = path[len(prefix):]
-    return path + ":0"
-
-
-def gradient_name(variable, model=None):
-    """``gradients/<keras2_name without :0>Grad``, the original's gradient names."""
-    return GRADIENT_PREFIX + keras2_name(variable, model).split(":")[0] + "Grad"
-
-
-def optimizer_variable_names(optimizer, model=None):
-    """``[(name, variable)]`` of ``optimizer.variables``, named in the form of the Keras 2
-    optimizers (``Adam/m/dense/kernel:0``, ``Adam/iteration:0``) from Keras 3's names.
-
-    Keras 3 names a slot variable ``<variable path, / as _>_<slot>``
-    (``sequential_dense_kernel_momentum``) and the others by their own name (``iteration``,
-    ``learning_rate``). A slot variable of a model variable becomes
-    ``<optimizer class>/<slot>/<keras2_name of the variable>``
-    (``Adam/momentum/dense/kernel:0``, ``Adam/velocity/dense/kernel:0``,
-    ``SGD/momentum/dense_1/bias:0``), the others ``<optimizer class>/<name>:0``
-    (``Adam/iteration:0``, ``Adam/learning_rate:0``). Keras 3's slot names are kept (Keras
-    2's Adam said ``m`` and ``v``)."""
-    cls = type(optimizer).__name__
-    variables = optimizer.variables
-    if callable(variables):  # tf.keras 2 optimizers: a method
-        variables = variables()
-    owners = {}
-    for v in (model.trainable_weights if model is not None else []):
-        path = getattr(v, "path", None)
-        if path is not None:
-            owners[path.replace("/", "_") + "_"] = v
-    named = []
-    for ov in variables:
-        name = ov.name.split(":")[0]
-        # The longest prefix: `seq_dense_1_kernel_` must not be taken for `seq_dense_`.
-        prefix = max((p for p in owners if name.startswith(p) and len(name) > len(p)),
-                     key=len, default=None)
-        if prefix is None:
-            named.append((f"{cls}/{name}:0", ov))
-        else:
-            slot = name[len(prefix):]
-            named.append((f"{cls}/{slot}/{keras2_name(owners[prefix], model)}", ov))
-    return named
 
 
 def tf_worker():
@@ -191,7 +132,7 @@ def _sync_state(model):
         sync()
 
 
-class KerasHook(FrameworkHook, keras.callbacks.Callback):
+class KerasHook(KerasWrappers, TapeLoops, FrameworkHook, keras.callbacks.Callback):
     """smdebug's Keras hook: ``KerasHook(out_dir, export_tensorboard=False,
     tensorboard_dir=None, dry_run=False, reduction_config=None, save_config=None,
     include_regex=None, include_collections=None, save_all=False, include_workers="one")``,
@@ -403,114 +344,6 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._tap_names = []
         self._hooked_model = None
 
-    def _wrap_optimizer_apply(self, opt):
-        original = opt.apply
-        hook_ref = weakref.ref(self)
-
-        @functools.wraps(original)
-        def apply(grads, trainable_variables=None):
-            hook = hook_ref()
-            if hook is not None:
-                hook._tap_gradients(opt, grads, trainable_variables)
-            return original(grads, trainable_variables)
-
-        opt.apply = apply
-        self._optimizer = opt
-
-    def _tap_gradients(self, opt, grads, variables):
-        # Runs in the train function (traced or eager). A failure here leaves training
-        # alone (the fault policy).
-        if self._fault is not None or self._gradients is None:
-            return
-        try:
-            if variables is None:
-                variables = opt._trainable_variables
-            self._gradients.take(grads, variables)
-        except Exception as e:  # noqa: BLE001 - the fault policy
-            fail(self, "optimizer.apply", e)
-
-    def _wrap_layer(self, layer):
-        if "call" in layer.__dict__:
-            return
-        original = layer.call
-        hook_ref = weakref.ref(self)
-        name = layer.name
-
-        @functools.wraps(original)
-        def call(*args, **kwargs):
-            out = original(*args, **kwargs)
-            hook = hook_ref()
-            if hook is None or hook._fault is not None:
-                return out
-            inputs = args[0] if args else next(iter(kwargs.values()), None)
-            hook._hand_over([(f"{name}/inputs", inputs), (f"{name}/outputs", out)])
-            return out
-
-        object.__setattr__(layer, "call", call)
-        self._wrapped_layers.append(layer)
-
-    def _wrap_compute_metrics(self, model):
-        # Keras's train and test steps call model.compute_metrics(x, y, y_pred, …): the
-        # model's inputs, labels and predictions, named as the original names them.
-        if "compute_metrics" in model.__dict__:
-            return
-        original = model.compute_metrics
-        hook_ref = weakref.ref(self)
-
-        @functools.wraps(original)
-        def compute_metrics(*args, **kwargs):
-            hook = hook_ref()
-            if hook is not None and hook._fault is None:
-                names = ("x", "y", "y_pred")
-                vals = list(args[:3]) + [kwargs.get(n) for n in names[len(args[:3]):]]
-                hook._hand_over([("inputs", vals[0]), ("labels", vals[1]),
-                                 ("predictions", vals[2])])
-            return original(*args, **kwargs)
-
-        object.__setattr__(model, "compute_metrics", compute_metrics)
-        self._wrapped_model = model
-
-    def _hand_over(self, groups):
-        """Hands ``[(prefix, structure)]`` of this step's tensors to the hook under the
-        original's names (``prefix`` for one tensor, ``prefix_<i>`` for several): run
-        eagerly, directly when due; while a compiled function is traced, a py_function
-        under ``tf.cond(_tap_due_var)``, so a step that saves none of them runs none. A
-        failure leaves training alone (the fault policy)."""
-        if self._fault is not None:
-            return
-        try:
-            names, tensors = [], []
-            for prefix, value in groups:
-                flat = [t for t in tf.nest.flatten(value)
-                        if isinstance(t, (tf.Tensor, tf.Variable, np.ndarray))]
-                if len(flat) == 1:
-                    names.append(prefix)
-                else:
-                    names += [f"{prefix}_{i}" for i in range(len(flat))]
-                tensors += flat
-            if not tensors:
-                return
-            if tf.executing_eagerly():
-                if self._tap_due:
-                    self._pending.extend(zip(names, tensors))
-                return
-            if not self._tap_traced or self._tap_due_var is None:
-                return
-            hook_ref = weakref.ref(self)
-
-            def record(*values):
-                hook = hook_ref()
-                if hook is not None and hook._fault is None:
-                    hook._pending.extend(zip(names, [v.numpy() for v in values]))
-                return True
-
-            def tap():
-                return tf.py_function(record, tensors, Tout=tf.bool)
-
-            tf.cond(self._tap_due_var.variable, tap, lambda: tf.constant(False))
-        except Exception as e:  # noqa: BLE001 - the fault policy
-            fail(self, "handing over " + ", ".join(p for p, _ in groups), e)
-
     def _begin_mode(self, mode):
         self._weight_names = None
         model = self._watched_model()
@@ -710,100 +543,6 @@ class KerasHook(FrameworkHook, keras.callbacks.Callback):
         self._saving = name  # named in the log if converting or saving fails
         self._native.save(name, _to_numpy(value))
         self._saving = None
-
-    # -- custom loops --------------------------------------------------------------------
-
-    def wrap_optimizer(self, optimizer):
-        """Returns ``optimizer``; the hook wraps its ``apply`` (and so ``apply_gradients``)
-        on the instance at the next ``fit`` in place of ``model.optimizer`` (which ``fit``
-        wraps by itself). In a ``wrap_tape`` loop the gradients come from the tape."""
-        if self._fault is None:
-            self._user_optimizer = optimizer
-        return optimizer
-
-    def wrap_tape(self, tape):
-        """Returns ``tape`` (a ``tf.GradientTape``) wrapped on the instance: entering it
-        starts a TRAIN step, ``tape.gradient(loss, variables)`` saves the gradients
-        (``gradients/<layer>/<var>Grad``), the variables (``weights/<layer>/<var>:0``,
-        as they were when the gradient was taken) and ``loss``. Use it for each tape:
-        ``with hook.wrap_tape(tf.GradientTape()) as tape:``."""
-        try:
-            if self._fault is not None:
-                return tape
-            from tensorflow.python.eager.backprop import GradientTape
-
-            if not isinstance(tape, GradientTape):
-                get_logger().warning("%s: unsupported tape %r: gradients, loss and weights "
-                                     "are not found", self._LOG_NAME, tape)
-                return tape
-            self.set_mode(modes.TRAIN)
-            push, gradient = tape._push_tape, tape.gradient
-            hook_ref = weakref.ref(self)
-
-            @functools.wraps(push)
-            def _push_tape(*args, **kwargs):
-                result = push(*args, **kwargs)
-                hook = hook_ref()
-                if hook is not None:
-                    hook._tape_step()
-                return result
-
-            @functools.wraps(gradient)
-            def _gradient(target, sources, *args, **kwargs):
-                grads = gradient(target, sources, *args, **kwargs)
-                hook = hook_ref()
-                if hook is not None:
-                    hook._tape_gradient(target, sources, grads)
-                return grads
-
-            tape._push_tape = _push_tape
-            tape.gradient = _gradient
-            self.tape = tape
-        except Exception as e:  # noqa: BLE001 - the fault policy
-            fail(self, "wrap_tape", e)
-        return tape
-
-    @guarded()
-    def _tape_step(self):
-        if self._closed:
-            return
-        if not self._tape_prepared:
-            # The original's regexes for tape loops, before the first step.
-            for coll, regex in _TAPE_REGEXES.items():
-                c = self.get_collection(coll)
-                if regex not in c.include_regex:
-                    c.include(regex)
-            self._tape_prepared = True
-            self._prepared = True
-        self._end_step_values()
-        if self.mode != modes.TRAIN:
-            self._native.set_mode(modes.TRAIN)
-            self.mode = modes.TRAIN
-        self._native.step()
-        self._started = True
-        self._step_mode = modes.TRAIN
-
-    @guarded()
-    def _tape_gradient(self, loss, sources, grads):
-        if self._closed or not self._tape_prepared:
-            return
-        if not tf.executing_eagerly():
-            return
-        native = self._native
-        model = self._watched_model()
-        if isinstance(sources, (list, tuple)) and isinstance(grads, (list, tuple)):
-            for g, v in zip(grads, sources):
-                if not hasattr(v, "numpy") or not hasattr(v, "name"):
-                    continue
-                name = keras2_name(v, model)
-                gname = GRADIENT_PREFIX + name.split(":")[0] + "Grad"
-                if g is not None and native.should_save_tensor(gname):
-                    self._save(gname, g)
-                wname = TAPE_WEIGHT_PREFIX + name
-                if native.should_save_tensor(wname):
-                    self._save(wname, v)
-        if hasattr(loss, "numpy") and native.should_save_tensor("loss"):
-            self._save("loss", loss)
 
     # -- calls from the training script --------------------------------------------------
 

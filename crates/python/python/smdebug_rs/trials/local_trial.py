@@ -5,6 +5,7 @@ cache=False)`` as the original's constructor; ``create_trial`` of a local path r
 """
 
 import os
+from typing import Any, Optional, Tuple
 
 from smdebug_rs.trials.trial import Trial
 
@@ -16,8 +17,10 @@ class LocalTrial(Trial):
     ``check``, ``index_mode`` and ``cache`` are kept as attributes and not acted on, as by
     ``create_trial``; the smdebug_rs keywords of ``create_trial`` are taken too."""
 
-    def __new__(cls, name, dirname, range_steps=None, parallel=True, check=False,
-                index_mode=True, cache=False, **kwargs):
+    def __new__(cls, name: str, dirname: "str | os.PathLike[str]",
+                range_steps: Optional[Tuple[Optional[int], Optional[int]]] = None,
+                parallel: bool = True, check: bool = False, index_mode: bool = True,
+                cache: bool = False, **kwargs: Any) -> "LocalTrial":
         trial = super().__new__(cls, os.path.expanduser(str(dirname)), name, range_steps,
                                 **kwargs)
         trial.range_steps = range_steps
@@ -28,6 +31,6 @@ class LocalTrial(Trial):
         return trial
 
     @property
-    def trial_dir(self):
+    def trial_dir(self) -> str:
         """The trial's folder (the original's ``trial_dir``)."""
         return self.path
