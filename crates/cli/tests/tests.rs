@@ -7,3 +7,4 @@ mod doctor;
 mod fleet;
 mod fleet_commands;
 mod health;
+mod serve;
