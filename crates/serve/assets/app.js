@@ -224,12 +224,11 @@ class LineChart {
         series: [{ label: "step" }, ...this.series.map((s, i) => ({
           label: s.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false, points: { show: false },
         }))],
-        plugins: [{ hooks: { draw: [(u) => self.drawFirings(u)] } }],
+        plugins: [{ hooks: { draw: [(u) => { self.drawFirings(u); self.placeMarks(); }] } }],
       }, this.data(), this.plotBox);
     } else {
       this.plot.setData(this.data());
     }
-    this.placeMarks();
   }
 
   drawFirings(u) {
@@ -239,7 +238,7 @@ class LineChart {
     ctx.lineWidth = 1;
     for (const f of this.firings) {
       const x = u.valToPos(f.step, "x", true);
-      if (!Number.isFinite(x)) continue;
+      if (!Number.isFinite(x) || x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
       ctx.beginPath();
       ctx.moveTo(x, u.bbox.top);
       ctx.lineTo(x, u.bbox.top + u.bbox.height);
@@ -248,16 +247,26 @@ class LineChart {
     ctx.restore();
   }
 
+  // The firings as elements under the plot, at their steps (what a reader of the page's
+  // DOM finds, beside the lines drawn on the canvas).
   placeMarks() {
     const u = this.plot;
+    if (!u) return;
+    // The plot area starts after the y axis (uPlot places its overlay there); the plot's
+    // box and the marks' row start at the same left edge.
+    const shift = parseFloat(u.over.style.left) || 0;
+    const width = u.over.clientWidth || u.bbox.width;
     const marks = this.firings.map((f) => {
-      const x = u ? u.valToPos(f.step, "x") + u.over.offsetLeft : 0;
+      const at = u.valToPos(f.step, "x");
+      // A firing after the last step drawn waits for its step's points.
+      if (!(at >= 0 && at <= width)) return null;
+      const x = at + shift;
       return el("span", {
         class: "firing-mark", "data-step": f.step, "data-rule": f.rule,
         title: f.rule + " at step " + f.step + ": " + f.message, style: "left:" + (Number.isFinite(x) ? x : 0) + "px",
       });
     });
-    this.marks.replaceChildren(...marks);
+    this.marks.replaceChildren(...marks.filter(Boolean));
     this.root.dataset.firings = this.firings.length;
   }
 }
@@ -329,8 +338,7 @@ async function runPage(id) {
         el("div", {}, el("span", {}, "modes"), s.modes.join(" ") || "–"),
         el("div", {}, el("span", {}, "workers"), s.workers || "–"),
         el("div", {}, el("span", {}, "rules"), rulesCell(s))),
-      s.error ? errorBox(s.error) : null,
-      error ? errorBox(error) : null);
+      ...[s.error, error].filter(Boolean).map(errorBox));
   };
 
   const full = async () => {
@@ -416,7 +424,8 @@ function histogramSection(id) {
     if (plot) plot.destroy();
     box.replaceChildren();
     plot = new uPlot({
-      width: 700, height: 220, scales: { x: { time: false } }, axes: [{ label: t.name }, { label: "count" }],
+      width: 700, height: 220, scales: { x: { time: false } },
+      axes: [{ label: t.name, values: (u, vals) => vals.map((v) => Number(v.toPrecision(3)).toString()) }, { label: "count" }],
       series: [{}, { label: "count", stroke: COLORS[0], fill: "rgba(37,99,235,0.3)", paths: uPlot.paths.bars({ size: [0.95, 100] }), points: { show: false } }],
     }, [mids, h.counts], box);
     box.dataset.step = step;
