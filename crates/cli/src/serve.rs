@@ -37,6 +37,10 @@ pub struct Args {
     /// Show no rule verdicts (no rule service).
     #[arg(long, conflicts_with = "rules")]
     no_rules: bool,
+    /// Post each rule firing to this URL (a Slack incoming webhook), as `smdebug watch
+    /// --webhook` does.
+    #[arg(long, value_name = "URL", conflicts_with = "no_rules")]
+    webhook: Option<String>,
     /// Pause between two refreshes of a run a page shows, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 0.25)]
     poll: f64,
@@ -48,6 +52,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<()> {
     options.host = args.host.clone();
     options.port = args.port;
     options.token = args.token.clone();
+    options.webhook = args.webhook.clone();
     options.poll =
         Duration::try_from_secs_f64(args.poll).with_context(|| format!("--poll {}", args.poll))?;
     if args.no_rules {

@@ -8,3 +8,4 @@ mod fleet;
 mod fleet_commands;
 mod health;
 mod serve;
+mod webhook;

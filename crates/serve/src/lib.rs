@@ -86,6 +86,9 @@ pub struct ServeOptions {
     pub discover_every: Duration,
     /// Storage settings (endpoints, retries).
     pub storage: StorageOptions,
+    /// Where each rule firing is posted once (as `smdebug watch --webhook` posts them; the
+    /// rule service's state is in memory, so a restart posts a run's firings again).
+    pub webhook: Option<String>,
 }
 
 impl ServeOptions {
@@ -104,6 +107,7 @@ impl ServeOptions {
             poll: Duration::from_millis(250),
             discover_every: Duration::from_secs(2),
             storage: StorageOptions::default(),
+            webhook: None,
         }
     }
 }

@@ -19,6 +19,11 @@ pub(crate) fn watcher(shared: &Shared) -> Result<Option<Watcher>> {
     options.jobs = 2;
     options.max_failures = 3;
     options.trial.storage = shared.options.storage.clone();
+    options.webhook = shared
+        .options
+        .webhook
+        .as_deref()
+        .map(smdebug_fleet::WebhookOptions::new);
     Ok(Some(Watcher::new(options)?))
 }
 
