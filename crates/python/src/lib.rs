@@ -30,6 +30,7 @@ mod errors;
 mod fleet;
 mod hook;
 mod rules;
+mod serve;
 mod trial;
 mod values;
 
@@ -79,5 +80,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     config::register(m)?;
     diagnose::register(m)?;
     fleet::register(m)?;
+    serve::register(m)?;
     Ok(())
 }
