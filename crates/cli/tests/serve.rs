@@ -645,6 +645,14 @@ fn a_hostile_trial_shows_its_error_and_the_server_keeps_serving() {
         assert_eq!(status, 200, "{name} health");
         get(&format!("{}/api/runs/{id}/tensors", s.base));
     }
+    // The rule service could not read the scrambled records: the run says so, once.
+    let judged = eventually(Duration::from_secs(30), "the rules' error", || {
+        run_named(&s.base, "team/bad-records").filter(|r| r["rules_error"].is_string())
+    });
+    assert!(
+        judged["rules_error"].as_str().unwrap().contains("CRC"),
+        "{judged}"
+    );
     let huge_id = by_name("team/huge")["id"].as_str().unwrap().to_owned();
     let (status, body) = get(&format!(
         "{}/api/runs/{huge_id}/histogram?tensor=loss&step=0",

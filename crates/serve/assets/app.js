@@ -56,11 +56,10 @@ function statusCell(s) {
 // ---------------------------------------------------------------- runs page
 
 function rulesCell(run) {
-  return Object.entries(run.rules).map(([rule, v]) => {
-    if (v.error) return el("span", { class: "badge error", title: v.error }, rule + ": error");
-    if (v.fired) return el("span", { class: "badge fired", title: "first at step " + v.first_step }, rule + " ×" + v.fired);
-    return null;
-  });
+  const fired = Object.entries(run.rules).map(([rule, v]) =>
+    v.fired ? el("span", { class: "badge fired", title: "first at step " + v.first_step }, rule + " ×" + v.fired) : null);
+  const error = run.rules_error ? el("span", { class: "badge error", title: run.rules_error }, "rules could not run") : null;
+  return [...fired, error];
 }
 
 function firstFiring(run) {

@@ -284,9 +284,7 @@ pub(crate) fn record_rule_error(shared: &Shared, trial: &str, error: &str) {
         return;
     };
     let mut st = lock(&run.state);
-    for r in st.summary.rules.values_mut() {
-        r.error = Some(error.to_owned());
-    }
+    st.summary.rules_error = Some(error.to_owned());
     let summary = st.summary.clone();
     drop(st);
     shared.send(LiveEvent::Run { run: summary });

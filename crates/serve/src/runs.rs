@@ -32,8 +32,6 @@ pub struct RuleState {
     pub fired: usize,
     /// The first step it fired at.
     pub first_step: Option<i64>,
-    /// Why it gave no verdict, if it failed on this run.
-    pub error: Option<String>,
 }
 
 /// What the runs page shows of a run (also what an event sends when it changes).
@@ -61,6 +59,8 @@ pub struct RunSummary {
     pub rules: BTreeMap<String, RuleState>,
     /// The first firing (by step).
     pub first_firing: Option<FiringRecord>,
+    /// Why the rule service could not evaluate the run (its last failure), if it could not.
+    pub rules_error: Option<String>,
 }
 
 /// The mutable part of a run.
@@ -174,6 +174,7 @@ impl Runs {
                         .map(|r| (r.clone(), RuleState::default()))
                         .collect(),
                     first_firing: None,
+                    rules_error: None,
                 },
                 firings: Vec::new(),
                 failures: 0,
