@@ -277,6 +277,21 @@ fn serve_lists_a_fleet_with_status_modes_workers_and_verdicts() {
         cmp["runs"][0]["chart"]["series"].as_array().is_some(),
         "{cmp}"
     );
+    // A job that starts while the server runs appears, and the runs page's stream says so.
+    let stream = events(&format!("{}/api/events", s.base));
+    fleet(dir.path(), &["sparse"]);
+    let added = eventually(Duration::from_secs(30), "the new run listed", || {
+        run_named(&s.base, "team/sparse")
+    });
+    let announced = loop {
+        let (event, data) = stream
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a run event");
+        if event == "run" && data["run"]["name"] == "team/sparse" {
+            break data;
+        }
+    };
+    assert_eq!(announced["run"]["id"], added["id"]);
     let (status, page) = get(&format!("{}/", s.base));
     assert_eq!(status, 200);
     assert!(page.contains("/app.js") && page.contains("uPlot.iife.min.js"));
