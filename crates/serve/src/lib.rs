@@ -277,10 +277,10 @@ impl Server {
         self.shared.runs.len()
     }
 
-    /// Blocks until the server stops (another thread's [`Server::stop`] or a failure of
-    /// its HTTP thread).
+    /// Blocks until the server stops (a [`Stopper`], or the end of its HTTP thread).
     pub fn wait(&self) {
-        while !self.shared.stopping() && !self.threads.iter().any(|t| t.is_finished()) {
+        // The HTTP thread is the first one started.
+        while !self.shared.stopping() && !self.threads.first().is_some_and(|t| t.is_finished()) {
             std::thread::sleep(Duration::from_millis(100));
         }
     }

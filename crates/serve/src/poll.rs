@@ -14,7 +14,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How often a run nobody follows is refreshed, and a broken one retried.
+/// How often a run nobody follows is refreshed (at least; more runs, longer), and a broken
+/// one retried.
 const IDLE_POLL: Duration = Duration::from_secs(2);
 const BROKEN_POLL: Duration = Duration::from_secs(10);
 /// Runs refreshed at once.
@@ -89,11 +90,13 @@ pub(crate) fn run(shared: Arc<Shared>) {
             discover(&shared);
             discovered = Instant::now();
         }
-        let due: Vec<Arc<Run>> = shared
-            .runs
-            .all()
+        let all = shared.runs.all();
+        // Runs nobody follows are refreshed at most 50 a second together (a fleet of 1,000
+        // on an object store costs 50 listings a second, not 500).
+        let idle = IDLE_POLL.max(Duration::from_millis(20 * all.len() as u64));
+        let due: Vec<Arc<Run>> = all
             .into_iter()
-            .filter(|r| is_due(&shared, r))
+            .filter(|r| is_due(&shared, r, idle))
             .collect();
         let Ok(()) = smdebug_trial::parallel::for_each_ordered(
             &due,
@@ -107,13 +110,13 @@ pub(crate) fn run(shared: Arc<Shared>) {
     }
 }
 
-fn is_due(shared: &Shared, run: &Run) -> bool {
+fn is_due(shared: &Shared, run: &Run, idle: Duration) -> bool {
     let st = lock(&run.state);
     let every = match st.summary.status {
         Status::Ended => return false,
-        Status::Broken => BROKEN_POLL,
+        Status::Broken => BROKEN_POLL.max(idle),
         Status::Live if run.followers.load(Ordering::Relaxed) > 0 => shared.options.poll,
-        Status::Live => IDLE_POLL.max(shared.options.poll),
+        Status::Live => idle.max(shared.options.poll),
     };
     st.polled.is_none_or(|t| t.elapsed() >= every)
 }

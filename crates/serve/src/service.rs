@@ -28,7 +28,7 @@ pub(crate) fn watcher(shared: &Shared) -> Result<Option<Watcher>> {
 }
 
 /// Runs the watcher until the server stops; an error of the watcher itself (not of a
-/// run) is kept for the runs page.
+/// run) is kept for the runs page, and the watcher starts again.
 pub(crate) fn run(shared: Arc<Shared>, mut watcher: Watcher) {
     let emit = |e: &WatchEvent<'_>| match e {
         WatchEvent::Found(t) => add(&shared, t),
@@ -36,7 +36,13 @@ pub(crate) fn run(shared: Arc<Shared>, mut watcher: Watcher) {
         WatchEvent::Failed { trial, error, .. } => record_rule_error(&shared, trial, error),
         _ => {}
     };
-    if let Err(e) = watcher.run(&emit, &shared.stop) {
-        *crate::runs::lock(&shared.rules_error) = Some(e.to_string());
+    // An error of the watcher itself (a listing of the paths that failed) is shown and
+    // the watcher goes on after a pause: the server never stops for it.
+    while !shared.stopping() {
+        match watcher.run(&emit, &shared.stop) {
+            Ok(_) => return,
+            Err(e) => *crate::runs::lock(&shared.rules_error) = Some(e.to_string()),
+        }
+        std::thread::sleep(Duration::from_secs(2));
     }
 }
