@@ -2,9 +2,10 @@
 //! driven by Playwright from the tools venv (`SMDEBUG_TOOLS_PYTHON`,
 //! `tests/peer/serve_browser.py`), over a fleet of a finished run and a job the test writes
 //! step by step while the pages are open. The runs page must list both; the run page's
-//! loss chart must gain points without a reload; the job's VanishingGradient firing must
-//! appear on the step axis; the compare view must overlay both runs; no request may leave
-//! the server. Screenshots go to `target/browser/serve-*.png` (docs/src/serve.md shows them).
+//! loss chart and gradient norms must gain points without a reload; the job's
+//! VanishingGradient firing must appear on the step axis; the compare view must overlay
+//! both runs; no request may leave the server. Screenshots go to
+//! `target/browser/serve-*.png` (docs/src/serve.md shows them).
 
 use ndarray::arr1;
 use smdebug_config::{Collection, CollectionManager, Mode};

@@ -1,6 +1,6 @@
 """Drives `smdebug serve`'s pages in headless Chromium through Playwright (the browser of
-the machine, no download): the runs page lists the fleet; the run page's loss chart gains
-points while the job writes, without a reload; the rule firing appears on the step axis;
+the machine, no download): the runs page lists the fleet; the run page's loss chart and its
+gradient norms gain points while the job writes, without a reload; the rule firing appears on the step axis;
 the compare view overlays two runs. Screenshots go to OUT/serve-*.png.
 
 Usage: serve_browser.py CHROMIUM URL LIVE_RUN_NAME OTHER_RUN_NAME OUT
@@ -54,12 +54,19 @@ with sync_playwright() as p:
     loss = '.chart[data-title="loss"]'
     page.wait_for_selector(loss)
     first = int(page.get_attribute(loss, "data-points"))
+    norms = '.chart[data-title="Gradient norms per layer"]'
+    norms_first = int(page.get_attribute(norms, "data-points"))
     loads = page.evaluate("performance.getEntriesByType('navigation').length")
     page.wait_for_function(
         "n => Number(document.querySelector('.chart[data-title=\"loss\"]').dataset.points) >= n + 3",
         arg=first, timeout=15000)
     grown = int(page.get_attribute(loss, "data-points"))
     seen["loss_points"] = [first, grown]
+    # The layers' norms follow too.
+    page.wait_for_function(
+        "n => Number(document.querySelector('.chart[data-title=\"Gradient norms per layer\"]').dataset.points) > n",
+        arg=norms_first, timeout=15000)
+    seen["norm_points"] = [norms_first, int(page.get_attribute(norms, "data-points"))]
     check(page.evaluate("performance.getEntriesByType('navigation').length") == loads, "no reload")
     # The vanishing gradient fires: a mark on the loss chart's step axis, at its step.
     page.wait_for_selector(loss + " .firing-mark", timeout=15000)

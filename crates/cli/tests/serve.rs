@@ -340,11 +340,23 @@ fn a_curve_gains_points_while_the_job_writes() {
         std::thread::sleep(Duration::from_millis(300));
         job_step(&store, step);
         let written = Instant::now();
-        loop {
+        let mut norm_seen = false;
+        let mut loss_seen = false;
+        while !(norm_seen && loss_seen) {
             let (event, data) = stream
                 .recv_timeout(Duration::from_secs(5))
                 .unwrap_or_else(|_| panic!("no event for step {step}"));
+            if event == "points" && data["kind"] == "gradient_norms" {
+                // The gradient's L2 norm at the new step: ‖(m, −m, m, −m)‖ = 2m.
+                assert_eq!(data["tensor"], "gradient/w");
+                assert_eq!(data["series"][0]["steps"], serde_json::json!([step]));
+                let m = if step >= 5 { 1e-9 } else { 1e-2 };
+                let v = data["series"][0]["values"][0].as_f64().unwrap();
+                assert!((v - 2.0 * m).abs() < 1e-6 * m.max(1e-3), "{v}");
+                norm_seen = true;
+            }
             if event == "points" && data["tensor"] == "loss" {
+                assert_eq!(data["kind"], "scalars");
                 let steps = &data["series"][0]["steps"];
                 assert_eq!(
                     steps,
@@ -354,7 +366,7 @@ fn a_curve_gains_points_while_the_job_writes() {
                 let v = data["series"][0]["values"][0].as_f64().unwrap();
                 assert!((v - 1.0 / (step as f64 + 1.0)).abs() < 1e-6);
                 latencies.push(written.elapsed());
-                break;
+                loss_seen = true;
             }
         }
     }

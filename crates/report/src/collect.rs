@@ -482,7 +482,7 @@ fn l2(v: &[f64]) -> f64 {
 
 /// The L2 norm over sampled steps; for weights also the update ratio to the saved step
 /// before each.
-fn norm_charts(
+pub(crate) fn norm_charts(
     trial: &Trial,
     name: &str,
     is_weight: bool,

@@ -289,6 +289,32 @@ pub fn scalar_curves(
     collect::scalar_chart(trial, tensor, range, max_points, &findings)
 }
 
+/// The gradients and the weights whose norms the report draws, by collection and name: at
+/// most [`ReportOptions::max_panels`]'s default of each, the first by name, as the report
+/// bounds them.
+pub fn norm_tensors(trial: &Trial) -> Result<(Vec<String>, Vec<String>)> {
+    let names = trial.tensor_names()?;
+    let kinds = collect::kinds(trial, &names)?;
+    let max = ReportOptions::default().max_panels;
+    let first = |mut v: Vec<String>| {
+        v.truncate(max);
+        v
+    };
+    Ok((first(kinds.gradients), first(kinds.weights)))
+}
+
+/// One tensor's L2 norm over the global steps of `range` (at most `max_points`, an even
+/// sample beyond), as the report's norm charts draw it; a short range reads only its steps.
+pub fn norm_curve(
+    trial: &Trial,
+    tensor: &str,
+    range: StepRange,
+    max_points: usize,
+) -> Result<data::Chart> {
+    let findings = std::sync::Mutex::new(Vec::new());
+    Ok(collect::norm_charts(trial, tensor, false, range, max_points, &findings)?.0)
+}
+
 /// The histogram of `tensor` at the step `step` of `mode`, in `bins` bins (0: the report's
 /// 30), counted in a streaming pass over the value; `None` when the value is not real or
 /// holds no finite element.

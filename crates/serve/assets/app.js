@@ -184,8 +184,11 @@ class LineChart {
     this.redraw(true);
   }
 
-  append(label, steps, values) {
+  // Adds points after the series' last step; a new label is a new line unless `known`
+  // (a norm chart keeps the layers it was drawn with).
+  append(label, steps, values, known) {
     let s = this.series.find((x) => x.label === label);
+    if (!s && known) return;
     if (!s) { s = { label, steps: [], values: [] }; this.series.push(s); this.redraw(true); }
     const last = s.steps.length ? s.steps[s.steps.length - 1] : -Infinity;
     for (let i = 0; i < steps.length; i++) {
@@ -315,6 +318,7 @@ async function runPage(id) {
   const view = { log: false, smoothing: 0 };
   const opts = { log: () => view.log, smoothing: () => view.smoothing };
   let scalarCharts = new Map();
+  let normCharts = new Map();
   let firings = [];
   let lastFull = 0;
   let refetchTimer = null;
@@ -349,6 +353,7 @@ async function runPage(id) {
     if (!d.data) { body.replaceChildren(); return; }
     const data = d.data;
     scalarCharts = new Map();
+    normCharts = new Map();
     const sections = [];
     const scalars = data.scalars.map((c) => { const lc = new LineChart(c.title, opts); lc.setSeries(c.series); lc.setFirings(firings); scalarCharts.set(c.title, lc); return lc.root; });
     sections.push(el("section", { id: "scalars" }, el("h2", {}, "Loss and scalars"), scalars.length ? el("div", { class: "charts" }, scalars) : el("p", { class: "muted" }, "No loss or scalar tensor.")));
@@ -356,6 +361,7 @@ async function runPage(id) {
       if (!data[key].length) continue;
       const lines = multiLine(title, data[key], { ...opts, width: 700, height: 260 });
       lines.setFirings(firings);
+      normCharts.set(key, lines);
       sections.push(el("section", { id: key }, el("h2", {}, title), el("div", { class: "charts" }, lines.root), heatmap(data[key])));
     }
     if (data.update_ratios.length) {
@@ -384,13 +390,19 @@ async function runPage(id) {
   const es = stream("/api/events?run=" + encodeURIComponent(id), {
     run: (e) => { renderHead(e.run); scheduleFull(); },
     points: (e) => {
-      let c = scalarCharts.get(e.tensor);
+      if (e.kind !== "scalars") {
+        // One line per layer: the series is the layer's norm, labelled by the tensor.
+        const c = normCharts.get(e.kind);
+        if (c) for (const s of e.series) c.append(e.tensor, s.steps, s.values, true);
+        return;
+      }
+      const c = scalarCharts.get(e.tensor);
       if (!c) { scheduleFull(); return; }
       for (const s of e.series) c.append(s.label, s.steps, s.values);
     },
     firing: (e) => {
       firings.push(e.firing);
-      for (const c of scalarCharts.values()) c.setFirings(firings);
+      for (const c of [...scalarCharts.values(), ...normCharts.values()]) c.setFirings(firings);
       const t = document.getElementById("firings-table");
       if (t) t.append(firingRow(e.firing));
     },

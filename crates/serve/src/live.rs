@@ -15,12 +15,15 @@ pub enum LiveEvent {
         /// Its summary now.
         run: RunSummary,
     },
-    /// New points of one scalar tensor of a run followed by a page: only the steps after
-    /// the last step the run had before.
+    /// New points of one tensor of a run followed by a page (a scalar's values, a
+    /// gradient's or weight's L2 norm): only the steps after the last step the run had
+    /// before.
     Points {
         /// The run's id.
         run: String,
-        /// The tensor (a chart of the run page).
+        /// Which charts: `scalars`, `gradient_norms` or `weight_norms` (the run data's keys).
+        kind: &'static str,
+        /// The tensor (a chart of the run page, or a line of a norm chart).
         tensor: String,
         /// Its new points, one series per mode.
         series: Vec<Series>,

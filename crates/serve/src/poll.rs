@@ -207,22 +207,28 @@ fn poll(shared: &Shared, run: &Arc<Run>) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Sends the points of every scalar tensor of the run after step `after`.
+/// Sends the new points of every scalar, gradient and weight of the run drawn on its page
+/// (the steps after `after`).
 fn send_points(
     shared: &Shared,
     run: &Run,
     trial: &Trial,
     after: Option<i64>,
 ) -> Result<(), BoxError> {
-    let names = {
+    let groups = {
         let tensors = trial.tensor_names()?.len();
-        let known = lock(&run.state).scalar_names.clone();
+        let known = lock(&run.state).live_names.clone();
         match known {
-            Some((n, names)) if n == tensors => names,
+            Some((n, groups)) if n == tensors => groups,
             _ => {
-                let names = smdebug_report::scalar_tensors(trial)?;
-                lock(&run.state).scalar_names = Some((tensors, names.clone()));
-                names
+                let (gradients, weights) = smdebug_report::norm_tensors(trial)?;
+                let groups = [
+                    ("scalars", smdebug_report::scalar_tensors(trial)?),
+                    ("gradient_norms", gradients),
+                    ("weight_norms", weights),
+                ];
+                lock(&run.state).live_names = Some((tensors, groups.clone()));
+                groups
             }
         }
     };
@@ -230,16 +236,22 @@ fn send_points(
         start: after.map(|a| a + 1),
         end: None,
     };
-    for tensor in names {
-        let chart = smdebug_report::scalar_curves(trial, &tensor, range, usize::MAX)?;
-        if chart.series.iter().all(|s| s.steps.is_empty()) {
-            continue;
+    for (kind, names) in groups {
+        for tensor in names {
+            let chart = match kind {
+                "scalars" => smdebug_report::scalar_curves(trial, &tensor, range, usize::MAX)?,
+                _ => smdebug_report::norm_curve(trial, &tensor, range, usize::MAX)?,
+            };
+            if chart.series.iter().all(|s| s.steps.is_empty()) {
+                continue;
+            }
+            shared.send(LiveEvent::Points {
+                run: run.id.clone(),
+                kind,
+                tensor,
+                series: chart.series,
+            });
         }
-        shared.send(LiveEvent::Points {
-            run: run.id.clone(),
-            tensor,
-            series: chart.series,
-        });
     }
     Ok(())
 }

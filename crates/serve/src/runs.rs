@@ -73,9 +73,13 @@ pub(crate) struct RunState {
     pub failures: u32,
     /// When it was last polled.
     pub polled: Option<Instant>,
-    /// The scalar tensors live points are sent for, and the tensor count they were found at.
-    pub scalar_names: Option<(usize, Vec<String>)>,
+    /// The tensors live points are sent for (scalars, gradients, weights), and the tensor
+    /// count they were found at.
+    pub live_names: Option<(usize, LiveNames)>,
 }
+
+/// The tensors of a run whose new points are sent: scalars, gradients, weights.
+pub(crate) type LiveNames = [(&'static str, Vec<String>); 3];
 
 /// A detail computed from the trial, kept until the trial has new steps.
 pub(crate) type Cached<T> = Mutex<Option<(Stamp, Arc<T>)>>;
@@ -179,7 +183,7 @@ impl Runs {
                 firings: Vec::new(),
                 failures: 0,
                 polled: None,
-                scalar_names: None,
+                live_names: None,
             }),
             followers: AtomicUsize::new(0),
             detail: Mutex::new(None),
