@@ -215,10 +215,10 @@ struct TensorSteps {
 
 /// `GET /api/runs/{id}/tensors`: every tensor and its steps.
 pub(crate) async fn tensors(
-    State(_shared): State<Arc<Shared>>,
+    State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let run = run_of(&_shared, &id)?;
+    let run = run_of(&shared, &id)?;
     let r = Arc::clone(&run);
     let list = blocking(move || {
         let trial = r.trial().ok_or_else(|| not_open(&r))?;
