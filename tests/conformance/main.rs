@@ -16,6 +16,7 @@ mod reduce;
 mod rules;
 mod scale;
 mod seal;
+mod serve;
 mod storage;
 mod stores;
 mod trial;

@@ -41,6 +41,9 @@ enum Task {
     Bench(bench::BenchArgs),
     /// The report's rows of `bench` alone (`smdebug report` of a trial, its page, Chromium).
     BenchReport(bench::BenchReportArgs),
+    /// `smdebug serve`'s rows of `bench` alone (first chart of a 10,000-step trial, step
+    /// latency, memory with 1,000 trials), with the release binary or `--bin`.
+    BenchServe(bench::BenchServeArgs),
     /// The object store rows of `bench` alone (S3 open vs Python, `--last 10` vs whole),
     /// on a moto server of their own; prints them as JSON lines.
     BenchStores,
@@ -64,6 +67,7 @@ fn main() -> Result<()> {
         Task::GenProto(args) => proto::run(args),
         Task::Bench(args) => bench::run(args),
         Task::BenchReport(args) => bench::report_only(args),
+        Task::BenchServe(args) => bench::serve_only(args),
         Task::BenchStores => bench::stores_alone(),
         Task::Peer => {
             for venv in [

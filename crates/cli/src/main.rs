@@ -1,5 +1,5 @@
 //! `smdebug`: the command-line tool of smdebug-rs: `demo` (the README's main command),
-//! `dump`, `export`, `inspect`, `rules` (one trial or a fleet), `watch` (the rule service),
+//! `dump`, `export`, `inspect`, `rules` (one trial or a fleet), `watch` (the rule service), `serve` (the live web view),
 //! `synth`, `synth-scale` and `roundtrip`.
 
 #[cfg(feature = "demo")]
@@ -16,6 +16,7 @@ mod report;
 mod roundtrip;
 mod rules;
 mod seal;
+mod serve;
 mod steps;
 mod synth;
 mod synth_scale;
@@ -91,6 +92,10 @@ enum Command {
     /// in a firing log and resume from a state file after a restart (exit status 0: no
     /// firing, 1: a firing, 2: error).
     Watch(watch::Args),
+    /// A live, read-only web view of trials and fleets: runs with their status and rule
+    /// verdicts, curves, norms, histograms, completeness and health, updated while the
+    /// jobs write; prints the URL to open.
+    Serve(serve::Args),
 }
 
 fn main() -> Result<()> {
@@ -110,5 +115,6 @@ fn main() -> Result<()> {
         Command::Report(args) => report::run(&args, &mut std::io::stdout().lock()),
         Command::Plot(args) => plot::run(&args, &mut std::io::stdout().lock()),
         Command::Watch(args) => watch::main(&args),
+        Command::Serve(args) => serve::run(&args, &mut std::io::stdout().lock()),
     }
 }

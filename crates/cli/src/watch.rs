@@ -19,6 +19,10 @@
 //! signal ends it at once (the state file and the firing log are consistent at any
 //! instant, as after a kill).
 //!
+//! `--webhook URL` posts each firing once, as `{"text": "smdebug: …"}` (what a Slack incoming
+//! webhook takes), in log order, retried until delivered; with `--state`, a restart posts
+//! the ones not delivered yet and none twice (the state counts the firings delivered).
+//!
 //! Exit status: 0 no firing recorded, 1 the log holds a firing, 2 an error.
 use anyhow::{Context, Result};
 use smdebug_fleet::{WatchEvent, WatchOptions, WatchRule, Watcher};
@@ -69,6 +73,10 @@ pub struct Args {
     /// One JSON object per line instead of text.
     #[arg(long)]
     json: bool,
+    /// Post each firing to this URL (a Slack incoming webhook, or anything taking
+    /// `{"text": …}`), once, retried until delivered.
+    #[arg(long, value_name = "URL")]
+    webhook: Option<String>,
 }
 
 /// Set by the first stop signal.
@@ -131,6 +139,10 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send), stop: &AtomicBool) -> Resu
     options.idle = seconds("idle", args.idle)?;
     options.until_idle = args.until_idle;
     options.max_failures = args.max_failures.max(1);
+    options.webhook = args
+        .webhook
+        .as_deref()
+        .map(smdebug_fleet::WebhookOptions::new);
     let mut watcher = Watcher::new(options).context("starting the watcher")?;
     let out = Mutex::new(out);
     let json = args.json;
@@ -176,6 +188,17 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send), stop: &AtomicBool) -> Resu
                 "event": "failed", "trial": trial, "error": error, "broken": broken
             })
             .to_string(),
+            (WatchEvent::WebhookFailed { error, pending }, false) => {
+                format!("webhook: {error} ({pending} firing(s) waiting, tried again next pass)")
+            }
+            (WatchEvent::WebhookFailed { error, pending }, true) => serde_json::json!({
+                "event": "webhook_failed", "error": error, "pending": pending
+            })
+            .to_string(),
+            (WatchEvent::Delivered(f), true) => serde_json::json!({
+                "event": "posted", "trial": f.trial, "rule": f.rule, "step": f.step
+            })
+            .to_string(),
             (_, _) => return,
         };
         let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
@@ -193,6 +216,7 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send), stop: &AtomicBool) -> Resu
                 "live": summary.live, "firings_new": summary.firings_new,
                 "firings_total": summary.firings_total, "passes": summary.passes,
                 "steps_evaluated": summary.steps_evaluated,
+                "webhook_pending": summary.webhook_pending,
             }})
         )?;
     } else {
@@ -206,6 +230,13 @@ pub fn run(args: &Args, out: &mut (dyn Write + Send), stop: &AtomicBool) -> Resu
             summary.firings_new,
             summary.firings_total
         )?;
+        if summary.webhook_pending > 0 {
+            writeln!(
+                out,
+                "webhook: {} firing(s) not posted yet (posted after a restart with the same --state)",
+                summary.webhook_pending
+            )?;
+        }
     }
     Ok(summary.firings_total > 0)
 }

@@ -7,3 +7,5 @@ mod doctor;
 mod fleet;
 mod fleet_commands;
 mod health;
+mod serve;
+mod webhook;

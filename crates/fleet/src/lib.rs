@@ -18,6 +18,10 @@
 //!   rules on the steps each job has completed (never blocking on a live trial), takes the
 //!   rules' actions (the stop-training signal the hook obeys), and keeps its progress in a
 //!   state file so that a restart resumes.
+//! * **Webhooks** ([`Webhook`], [`WebhookOptions`]): the watcher posts each firing once it
+//!   is recorded, as `{"text": …}` (what a Slack incoming webhook takes), in log order,
+//!   retried until delivered; the state counts the firings delivered, so a restart posts
+//!   the others and none twice.
 //!
 //! ```
 //! use smdebug_fleet::{discover, Runner};
@@ -75,6 +79,13 @@
 //! Actions are at least once: the stop signal is written when the rule fires, before the
 //! firing is recorded, and written again (the same object) if the firing is found again.
 //!
+//! Webhook posts follow the record: a firing joins the webhook's queue when it is recorded,
+//! is posted after the pass, and counts as delivered (`WatchState::webhook_sent`, saved at
+//! once) when the receiver answered 2xx. A receiver that is down or refuses keeps the
+//! firing and the ones after it queued (in the log, for a restart). A kill between the
+//! receiver's answer and the state's save posts that one firing again after the restart:
+//! delivery is at least once, and twice only in that window.
+//!
 //! Memory: a pass evaluates at most `jobs` trials at once. Every live trial keeps its reader
 //! and rules between passes (its index and the rules' state: what makes a pass evaluate
 //! only new steps); with more live trials than `jobs`, a trial lets go of its cached values
@@ -94,6 +105,7 @@ mod rules;
 mod runner;
 mod state;
 mod watch;
+mod webhook;
 
 pub use discover::{discover, discover_with, trial_roots, TrialRef};
 pub use error::{FleetError, Result};
@@ -105,3 +117,4 @@ pub use rules::{
 pub use runner::{Runner, TrialOutcome};
 pub use state::{TrialState, TrialStatus, WatchState, STATE_VERSION};
 pub use watch::{WatchEvent, WatchOptions, WatchRule, WatchSummary, Watcher};
+pub use webhook::{webhook_message, Webhook, WebhookError, WebhookOptions};

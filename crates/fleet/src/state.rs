@@ -63,6 +63,10 @@ pub struct WatchState {
     pub log_bytes: u64,
     /// Per trial (by fleet name).
     pub trials: BTreeMap<String, TrialState>,
+    /// How many firings of the log, in log order, the webhook has taken (the first ones
+    /// of the log; the others are posted after a restart).
+    #[serde(default)]
+    pub webhook_sent: u64,
 }
 
 impl WatchState {
@@ -73,6 +77,7 @@ impl WatchState {
             rules,
             log_bytes: 0,
             trials: BTreeMap::new(),
+            webhook_sent: 0,
         }
     }
 

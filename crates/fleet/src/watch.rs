@@ -7,10 +7,11 @@ use crate::log::FiringLog;
 use crate::record::FiringRecord;
 use crate::rules::{evaluate_rule, mode_of_step, RuleRunError, RuleSpec};
 use crate::state::{TrialState, TrialStatus, WatchState};
+use crate::webhook::{Webhook, WebhookOptions};
 use smdebug_rules::{Drive, EndReason, Rule};
 use smdebug_trial::parallel::for_each_owned;
 use smdebug_trial::{Trial, TrialError, TrialOptions};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -47,6 +48,9 @@ pub struct WatchOptions {
     /// are never waited for: a trial without them is waiting and is looked at again next
     /// pass).
     pub trial: TrialOptions,
+    /// Where each firing is posted once it is recorded (in log order; with a state file,
+    /// across restarts too).
+    pub webhook: Option<WebhookOptions>,
 }
 
 impl WatchOptions {
@@ -68,6 +72,7 @@ impl WatchOptions {
                 read_ahead: false,
                 ..TrialOptions::default()
             },
+            webhook: None,
         }
     }
 }
@@ -86,6 +91,16 @@ pub enum WatchEvent<'a> {
         trial: &'a str,
         /// Its firings, all runs of the watcher together.
         firings: u64,
+    },
+    /// A firing was posted to the webhook (the receiver answered 2xx).
+    Delivered(&'a FiringRecord),
+    /// The webhook did not take a firing; it and the ones after it are tried again next
+    /// pass.
+    WebhookFailed {
+        /// The error of the last attempt.
+        error: &'a str,
+        /// Firings waiting to be posted.
+        pending: usize,
     },
     /// A trial failed.
     Failed {
@@ -119,6 +134,8 @@ pub struct WatchSummary {
     pub steps_evaluated: u64,
     /// Passes made by this run.
     pub passes: u64,
+    /// Firings of the log not posted to the webhook yet (0 without a webhook).
+    pub webhook_pending: usize,
 }
 
 /// A trial and its rules, kept between passes so that each pass evaluates only the steps
@@ -168,6 +185,9 @@ pub struct Watcher {
     /// Steps evaluated by this run (from worker threads).
     evaluated: AtomicU64,
     last_found: Instant,
+    webhook: Option<Webhook>,
+    /// Firings recorded and not posted yet, in log order (only with a webhook).
+    outbox: Mutex<VecDeque<FiringRecord>>,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -202,7 +222,7 @@ impl Watcher {
                 reason: e.to_string(),
             })?;
         }
-        let (log, _) = match &options.log {
+        let (log, records) = match &options.log {
             Some(path) => FiringLog::open(path)?,
             None => (FiringLog::in_memory(), Vec::new()),
         };
@@ -236,6 +256,20 @@ impl Watcher {
             }
             None => WatchState::new(labels),
         };
+        let webhook = match &options.webhook {
+            Some(w) => Some(
+                Webhook::new(w.clone()).map_err(|e| FleetError::InvalidOptions(e.to_string()))?,
+            ),
+            None => None,
+        };
+        // The firings of the log after the last one delivered wait to be posted.
+        let outbox = match &webhook {
+            Some(_) => records
+                .into_iter()
+                .skip(usize::try_from(state.webhook_sent).unwrap_or(usize::MAX))
+                .collect(),
+            None => VecDeque::new(),
+        };
         let summary = WatchSummary {
             firings_total: log.len() as u64,
             ..Default::default()
@@ -249,6 +283,8 @@ impl Watcher {
             recorded: AtomicU64::new(0),
             evaluated: AtomicU64::new(0),
             last_found: Instant::now(),
+            webhook,
+            outbox: Mutex::new(outbox),
         })
     }
 
@@ -274,6 +310,7 @@ impl Watcher {
         s.firings_total = lock(&self.log).len() as u64;
         s.firings_new = self.recorded.load(Ordering::Relaxed);
         s.steps_evaluated = self.evaluated.load(Ordering::Relaxed);
+        s.webhook_pending = lock(&self.outbox).len();
         s
     }
 
@@ -334,6 +371,7 @@ impl Watcher {
             recorded: &self.recorded,
             evaluated: &self.evaluated,
             release,
+            outbox: self.webhook.as_ref().map(|_| &self.outbox),
         };
         let mut results = Vec::with_capacity(live.len());
         let advance = |_, (trial, session): (TrialRef, _)| {
@@ -415,6 +453,47 @@ impl Watcher {
         }
     }
 
+    /// Posts the firings waiting for the webhook, oldest first, saving the state after
+    /// each one delivered (so that a restart posts none of them again); stops at the first
+    /// one not delivered, which waits for the next pass with the ones after it. Without a
+    /// webhook, nothing.
+    pub fn deliver(&mut self, on_event: &(dyn Fn(&WatchEvent<'_>) + Sync)) -> Result<()> {
+        let Some(webhook) = self.webhook.take() else {
+            return Ok(());
+        };
+        let r = self.deliver_with(&webhook, on_event);
+        self.webhook = Some(webhook);
+        r
+    }
+
+    fn deliver_with(
+        &mut self,
+        webhook: &Webhook,
+        on_event: &(dyn Fn(&WatchEvent<'_>) + Sync),
+    ) -> Result<()> {
+        loop {
+            let Some(firing) = lock(&self.outbox).front().cloned() else {
+                return Ok(());
+            };
+            match webhook.post(&firing) {
+                Ok(()) => {
+                    lock(&self.outbox).pop_front();
+                    self.state.webhook_sent += 1;
+                    on_event(&WatchEvent::Delivered(&firing));
+                    self.save()?;
+                }
+                Err(e) => {
+                    let pending = lock(&self.outbox).len();
+                    on_event(&WatchEvent::WebhookFailed {
+                        error: &e.to_string(),
+                        pending,
+                    });
+                    return Ok(());
+                }
+            }
+        }
+    }
+
     /// Passes until `stop` is set, or with `until_idle` until every trial is done with;
     /// the state is saved after every pass. Once `stop` is set (a signal handler may set
     /// it), the pass in progress starts no further trial, the state is saved and the
@@ -427,6 +506,7 @@ impl Watcher {
         loop {
             self.pass_until(on_event, stop)?;
             self.save()?;
+            self.deliver(on_event)?;
             if stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -458,6 +538,8 @@ struct Shared<'a> {
     evaluated: &'a AtomicU64,
     /// Whether a trial lets go of its cached values and open files once evaluated.
     release: bool,
+    /// Where recorded firings wait for the webhook, when there is one.
+    outbox: Option<&'a Mutex<VecDeque<FiringRecord>>>,
 }
 
 impl Shared<'_> {
@@ -544,7 +626,13 @@ impl Shared<'_> {
         on_event: &(dyn Fn(&WatchEvent<'_>) + Sync),
         fatal: &Mutex<Option<FleetError>>,
     ) {
-        let recorded = lock(self.log).record(record);
+        let mut log = lock(self.log);
+        let recorded = log.record(record);
+        if let (Ok(true), Some(outbox)) = (&recorded, self.outbox) {
+            // Queued while the log is held: the outbox keeps the log's order.
+            lock(outbox).push_back(record.clone());
+        }
+        drop(log);
         match recorded {
             Ok(true) => {
                 self.recorded.fetch_add(1, Ordering::Relaxed);

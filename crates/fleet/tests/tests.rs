@@ -4,3 +4,4 @@
 mod common;
 mod discovery;
 mod watching;
+mod webhook;

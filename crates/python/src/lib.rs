@@ -31,6 +31,7 @@ mod errors;
 mod fleet;
 mod hook;
 mod rules;
+mod serve;
 mod trial;
 
 use pyo3::prelude::*;
@@ -80,5 +81,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     config::register(m)?;
     diagnose::register(m)?;
     fleet::register(m)?;
+    serve::register(m)?;
     Ok(())
 }

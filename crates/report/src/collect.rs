@@ -30,9 +30,11 @@ const INACTIVITY_PERCENT: f64 = 1.0;
 const TANH_SATURATED: (f64, f64) = (-9.4999, 9.4999);
 const SIGMOID_SATURATED: (f64, f64) = (-23.0, 16.99999);
 /// Histogram bins.
-const BINS: usize = 30;
+pub(crate) const BINS: usize = 30;
 /// Most missing (worker, step) pairs listed by name.
 const MISSING_LISTED: usize = 100;
+/// Most steps of a scalar series read one by one rather than in one pass over the mode.
+const SHORT_RANGE: usize = 64;
 /// Most firings kept per rule.
 const FIRINGS_KEPT: usize = 1000;
 
@@ -58,14 +60,76 @@ pub fn collect(
         ..trial_options.clone()
     };
     let trial = Trial::open(path, trial_options.clone())?;
-    let global = steps_in(trial.steps(Mode::Global, false)?, range);
-    let names = trial.tensor_names()?;
+    collect_open(&trial, trial_options, options, progress)
+}
+
+/// The tensors of each kind the report draws.
+pub(crate) struct Kinds {
+    /// Loss and scalar curves.
+    pub scalars: Vec<String>,
+    /// Gradients (their norms).
+    pub gradients: Vec<String>,
+    /// Weights (norms and update ratios).
+    pub weights: Vec<String>,
+    /// Activations and how they are judged.
+    activations: Vec<(String, Activation)>,
+}
+
+/// Sorts the trial's tensors into the kinds the report draws, by collection and name.
+pub(crate) fn kinds(trial: &Trial, names: &[String]) -> Result<Kinds> {
     let collections = trial.collections();
     let in_collection = |c: &str, name: &str| {
         collections
             .get(c)
             .is_some_and(|c| c.contains(name).unwrap_or(false))
     };
+    let scalar_re = Regex::new(r"(?i)(loss|accuracy|metric)").map_err(ReportError::regex)?;
+    let gradients: Vec<String> = names
+        .iter()
+        .filter(|n| in_collection("gradients", n) || n.starts_with("gradient"))
+        .cloned()
+        .collect();
+    let scalars = names
+        .iter()
+        .filter(|n| !gradients.contains(n))
+        .filter(|n| SCALAR_COLLECTIONS.iter().any(|c| in_collection(c, n)) || scalar_re.is_match(n))
+        .cloned()
+        .collect();
+    let weights = names
+        .iter()
+        .filter(|n| !gradients.contains(n) && in_collection("weights", n))
+        .cloned()
+        .collect();
+    let activations = names
+        .iter()
+        .filter_map(|n| {
+            ACTIVATION_COLLECTIONS
+                .iter()
+                .find(|(c, _)| in_collection(c, n) || n.contains(c))
+                .map(|(_, a)| (n.clone(), *a))
+        })
+        .collect();
+    Ok(Kinds {
+        scalars,
+        gradients,
+        weights,
+        activations,
+    })
+}
+
+/// [`collect`] over a trial already open (with `trial_options`, which the rules' readers
+/// also get).
+pub fn collect_open(
+    trial: &Trial,
+    trial_options: &TrialOptions,
+    options: &ReportOptions,
+    progress: &dyn Progress,
+) -> Result<ReportData> {
+    let range = options.steps;
+    let path = trial.path();
+    let global = steps_in(trial.steps(Mode::Global, false)?, range);
+    let names = trial.tensor_names()?;
+    let collections = trial.collections();
 
     let mut omitted = Vec::new();
     let mut bounded = |kind: &str, mut v: Vec<String>, max: usize| -> Vec<String> {
@@ -79,32 +143,12 @@ pub fn collect(
         }
         v
     };
-    let scalar_re = Regex::new(r"(?i)(loss|accuracy|metric)").map_err(ReportError::regex)?;
-    let gradient_names: Vec<String> = names
-        .iter()
-        .filter(|n| in_collection("gradients", n) || n.starts_with("gradient"))
-        .cloned()
-        .collect();
-    let scalars: Vec<String> = names
-        .iter()
-        .filter(|n| !gradient_names.contains(n))
-        .filter(|n| SCALAR_COLLECTIONS.iter().any(|c| in_collection(c, n)) || scalar_re.is_match(n))
-        .cloned()
-        .collect();
-    let weights: Vec<String> = names
-        .iter()
-        .filter(|n| !gradient_names.contains(n) && in_collection("weights", n))
-        .cloned()
-        .collect();
-    let activations: Vec<(String, Activation)> = names
-        .iter()
-        .filter_map(|n| {
-            ACTIVATION_COLLECTIONS
-                .iter()
-                .find(|(c, _)| in_collection(c, n) || n.contains(c))
-                .map(|(_, a)| (n.clone(), *a))
-        })
-        .collect();
+    let Kinds {
+        scalars,
+        gradients: gradient_names,
+        weights,
+        activations,
+    } = kinds(trial, &names)?;
     let scalars = bounded("scalars", scalars, options.max_panels);
     let gradient_names = bounded("gradient norms", gradient_names, options.max_panels);
     let weights = bounded("weight norms", weights, options.max_panels);
@@ -125,7 +169,7 @@ pub fn collect(
     let scalar_charts = scalars
         .iter()
         .map(|n| {
-            let c = scalar_chart(&trial, n, range, options.max_embedded, &health);
+            let c = scalar_chart(trial, n, range, options.max_embedded, &health);
             progress.advance(1);
             c
         })
@@ -137,7 +181,7 @@ pub fn collect(
         .chain(weights.iter().map(|n| (n.clone(), true)))
         .collect();
     let norms = parallel(&norm_jobs, threads, |(n, w)| {
-        let r = norm_charts(&trial, n, *w, range, options.max_points, &health);
+        let r = norm_charts(trial, n, *w, range, options.max_points, &health);
         progress.advance(1);
         r
     })?;
@@ -153,7 +197,7 @@ pub fn collect(
         }
     }
     let activation_charts = parallel(&activations, threads, |(n, a)| {
-        let r = activation_chart(&trial, n, *a, range, options.max_points);
+        let r = activation_chart(trial, n, *a, range, options.max_points);
         progress.advance(1);
         r
     })?;
@@ -174,7 +218,7 @@ pub fn collect(
     progress.phase("histograms", histogram_names.len() as u64);
     let mut histograms = Vec::new();
     for n in histogram_names {
-        histograms.extend(histograms_of(&trial, n, range, options.histogram_steps)?);
+        histograms.extend(histograms_of(trial, n, range, options.histogram_steps)?);
         progress.advance(1);
     }
 
@@ -352,7 +396,9 @@ fn optional<T>(r: smdebug_trial::Result<T>) -> Result<Option<T>> {
     }
 }
 
-fn scalar_chart(
+/// One scalar tensor's curve per mode over the steps of `range` (at most `max_embedded`
+/// points per mode, an even sample beyond); a non-finite value is a gap and a finding.
+pub(crate) fn scalar_chart(
     trial: &Trial,
     name: &str,
     range: StepRange,
@@ -389,7 +435,13 @@ fn scalar_chart(
         let (kept, sampled) = sample(&all, max_embedded);
         let keep: BTreeSet<i64> = kept.iter().copied().collect();
         pairs.retain(|p| keep.contains(&p.1));
-        let read_all = optional(t.values(mode, None))?;
+        // A short range (the steps new since a live page last looked) reads only its own
+        // steps; a long one reads the mode's values in one pass.
+        let read_all = if pairs.len() > SHORT_RANGE {
+            optional(t.values(mode, None))?
+        } else {
+            None
+        };
         let mut values = Vec::with_capacity(pairs.len());
         for &(g, ms) in &pairs {
             let v = match read_all.as_ref().and_then(|m| m.get(&ms)) {
@@ -430,7 +482,7 @@ fn l2(v: &[f64]) -> f64 {
 
 /// The L2 norm over sampled steps; for weights also the update ratio to the saved step
 /// before each.
-fn norm_charts(
+pub(crate) fn norm_charts(
     trial: &Trial,
     name: &str,
     is_weight: bool,
@@ -581,37 +633,9 @@ fn histograms_of(trial: &Trial, name: &str, range: StepRange, at: usize) -> Resu
     let (steps, _) = sample(&all, at);
     let mut out = Vec::new();
     for s in steps {
-        let Some(v) = optional(t.value(s, Mode::Global, None))? else {
-            continue;
-        };
-        let Some(flat) = values_f64(&v) else {
-            continue;
-        };
-        let fin: Vec<f64> = flat.iter().copied().filter(|x| x.is_finite()).collect();
-        let non_finite = (flat.len() - fin.len()) as u64;
-        if fin.is_empty() {
-            continue;
+        if let Some(v) = optional(t.value(s, Mode::Global, None))? {
+            out.extend(crate::histogram::histogram_of(name, s, &v, BINS));
         }
-        let lo = fin.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = fin.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let (lo, hi) = if hi > lo {
-            (lo, hi)
-        } else {
-            (lo - 0.5, hi + 0.5)
-        };
-        let width = (hi - lo) / BINS as f64;
-        let mut counts = vec![0u64; BINS];
-        for x in fin {
-            let b = (((x - lo) / width) as usize).min(BINS - 1);
-            counts[b] += 1;
-        }
-        out.push(Histogram {
-            tensor: name.to_owned(),
-            step: s,
-            edges: (0..=BINS).map(|i| lo + width * i as f64).collect(),
-            counts,
-            non_finite,
-        });
     }
     Ok(out)
 }
@@ -687,6 +711,9 @@ fn run_rules(
     health: &Mutex<Vec<Finding>>,
 ) -> Vec<RuleVerdict> {
     progress.phase("rules", rules.len() as u64);
+    if rules.is_empty() {
+        return Vec::new();
+    }
     let specs: Vec<RuleSpec> = rules
         .iter()
         .map(|c| RuleSpec {

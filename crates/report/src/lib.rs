@@ -24,6 +24,7 @@
 mod axis;
 mod collect;
 pub mod data;
+mod histogram;
 #[cfg(feature = "plot")]
 pub mod plot;
 mod render;
@@ -31,7 +32,7 @@ mod render;
 use std::collections::BTreeMap;
 
 pub use data::ReportData;
-use smdebug_trial::TrialOptions;
+use smdebug_trial::{Mode, Trial, TrialOptions};
 
 /// What can go wrong.
 #[derive(Debug, thiserror::Error)]
@@ -254,4 +255,77 @@ pub fn report(
 /// Builds the page of already collected data.
 pub fn render_html(data: &ReportData) -> String {
     render::html(data)
+}
+
+/// The report's data over a trial already open, for a view that keeps its trial open
+/// between reads (a live page): only `options.rules` run, each over a reader of its own
+/// opened with `trial_options`; `options.steps` filters what the trial holds.
+pub fn collect_trial(
+    trial: &Trial,
+    trial_options: &TrialOptions,
+    options: &ReportOptions,
+    progress: &dyn Progress,
+) -> Result<ReportData> {
+    check_rules(&options.rules)?;
+    collect::collect_open(trial, trial_options, options, progress)
+}
+
+/// The tensors the report draws as loss and scalar curves (by collection and name).
+pub fn scalar_tensors(trial: &Trial) -> Result<Vec<String>> {
+    let names = trial.tensor_names()?;
+    Ok(collect::kinds(trial, &names)?.scalars)
+}
+
+/// One scalar tensor's curves, a series per mode, over the global steps of `range` (at
+/// most `max_points` per mode, an even sample beyond; a non-finite value is a gap). A
+/// range of a few steps reads only those steps: a live page asks for what is new.
+pub fn scalar_curves(
+    trial: &Trial,
+    tensor: &str,
+    range: StepRange,
+    max_points: usize,
+) -> Result<data::Chart> {
+    let findings = std::sync::Mutex::new(Vec::new());
+    collect::scalar_chart(trial, tensor, range, max_points, &findings)
+}
+
+/// The gradients and the weights whose norms the report draws, by collection and name: at
+/// most [`ReportOptions::max_panels`]'s default of each, the first by name, as the report
+/// bounds them.
+pub fn norm_tensors(trial: &Trial) -> Result<(Vec<String>, Vec<String>)> {
+    let names = trial.tensor_names()?;
+    let kinds = collect::kinds(trial, &names)?;
+    let max = ReportOptions::default().max_panels;
+    let first = |mut v: Vec<String>| {
+        v.truncate(max);
+        v
+    };
+    Ok((first(kinds.gradients), first(kinds.weights)))
+}
+
+/// One tensor's L2 norm over the global steps of `range` (at most `max_points`, an even
+/// sample beyond), as the report's norm charts draw it; a short range reads only its steps.
+pub fn norm_curve(
+    trial: &Trial,
+    tensor: &str,
+    range: StepRange,
+    max_points: usize,
+) -> Result<data::Chart> {
+    let findings = std::sync::Mutex::new(Vec::new());
+    Ok(collect::norm_charts(trial, tensor, false, range, max_points, &findings)?.0)
+}
+
+/// The histogram of `tensor` at the step `step` of `mode`, in `bins` bins (0: the report's
+/// 30), counted in a streaming pass over the value; `None` when the value is not real or
+/// holds no finite element.
+pub fn histogram_at(
+    trial: &Trial,
+    tensor: &str,
+    step: i64,
+    mode: Mode,
+    bins: usize,
+) -> Result<Option<data::Histogram>> {
+    let value = trial.tensor(tensor)?.value(step, mode, None)?;
+    let bins = if bins == 0 { collect::BINS } else { bins };
+    Ok(histogram::histogram_of(tensor, step, &value, bins))
 }

@@ -20,6 +20,7 @@
 //! | [`fleet`] | smdebug-fleet | many trials: discovery under a prefix, a bounded runner, the `watch` rule service |
 //! | `export` (feature `export`) | smdebug-export | a trial as Parquet / Arrow IPC / CSV tables |
 //! | `report` (feature `report`) | smdebug-report | one self-contained HTML report of a trial; plots |
+//! | `serve` (feature `serve`) | smdebug-serve | the live, read-only web view of trials and fleets |
 //! | `candle` (feature `candle`) | smdebug-candle | saving a candle model's tensors |
 //! | `burn` (feature `burn`) | smdebug-burn | saving a burn model's tensors |
 //!
@@ -77,3 +78,5 @@ pub use smdebug_candle as candle;
 pub use smdebug_export as export;
 #[cfg(feature = "report")]
 pub use smdebug_report as report;
+#[cfg(feature = "serve")]
+pub use smdebug_serve as serve;

@@ -90,6 +90,8 @@ pub use error::{Operation, Result, StorageError};
 use futures::stream::BoxStream;
 pub use key::{validate_key, validate_prefix, MAX_KEY_LEN};
 pub use local_store::{LocalStorage, LocalSync};
+#[cfg(feature = "http-client")]
+pub use location::install_tls_provider;
 pub use location::{Location, StorageOptions};
 pub use object::{ObjectStorage, ObjectStoreOptions};
 pub use ranges::{get_ranges_with, ReadOptions};

@@ -384,9 +384,11 @@ fn memory_store(name: &str) -> Arc<dyn object_store::ObjectStore> {
         .clone()
 }
 
-/// reqwest is built without a default crypto provider (to avoid aws-lc-sys); use ring's.
+/// Installs ring's TLS provider as the process default, once: reqwest is built without a
+/// default crypto provider here (to avoid aws-lc-sys), so any HTTPS client of the process
+/// (an object store, a webhook) needs it before it is built.
 #[cfg(feature = "http-client")]
-fn install_tls_provider() {
+pub fn install_tls_provider() {
     // Fails only when the application installed its own provider first, which then wins.
     let _ = rustls::crypto::ring::default_provider().install_default();
 }

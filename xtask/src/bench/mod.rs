@@ -50,12 +50,14 @@ mod python;
 mod pytorch_practice;
 mod report;
 mod scale;
+mod serve;
 mod small;
 mod stores;
 mod trials;
 mod whole_trial;
 
 pub use report::BenchReportArgs;
+pub use serve::BenchServeArgs;
 
 use crate::util::{cargo, root, run as exec, step};
 use anyhow::{bail, Result};
@@ -274,6 +276,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         rows.extend(fleet::rows(&peer_python));
     }
     rows.extend(report::report_rows(&large_trial_dir(), &smdebug_bin()));
+    rows.extend(serve::rows(&smdebug_bin()));
     print_rows(&rows);
     let doc = doc::result_document(&rows, args.quick, started);
     if let Some(path) = &args.json {
@@ -295,6 +298,15 @@ pub fn run(args: BenchArgs) -> Result<()> {
 /// binary unless told otherwise.
 pub fn report_only(args: report::BenchReportArgs) -> Result<()> {
     report::run(args, &large_trial_dir(), &smdebug_bin())
+}
+
+/// `cargo xtask bench-serve`: the serve rows alone.
+pub fn serve_only(args: serve::BenchServeArgs) -> Result<()> {
+    let bin = args.bin.unwrap_or_else(smdebug_bin);
+    for row in serve::rows(&bin) {
+        println!("{row}");
+    }
+    Ok(())
 }
 
 fn print_rows(rows: &[Value]) {

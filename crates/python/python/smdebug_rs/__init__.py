@@ -13,6 +13,9 @@ Diagnosis: ``smdebug_rs.doctor(path)`` and ``smdebug_rs.seal(path)`` return what
 ``smdebug doctor --json`` and ``smdebug seal`` report, ``trial.health()`` what
 ``smdebug health --json`` prints.
 
+The live web view: ``smdebug_rs.serve(paths, port=0)`` serves ``smdebug serve``'s pages
+from a notebook and returns a server with ``.url`` and ``.stop()``.
+
 And the writer hook for training loops (``smdebug_rs.Hook``; ``smdebug_rs.xgboost.Hook``
 for ``xgboost.train``), which writes trials smdebug reads as its own.
 """
@@ -20,7 +23,7 @@ for ``xgboost.train``), which writes trials smdebug reads as its own.
 # First: binds the native module to the package's classes before any other module runs.
 from smdebug_rs import _bind  # noqa: F401  isort: skip
 from smdebug_rs import modes
-from smdebug_rs._native import __version__
+from smdebug_rs._native import Server, __version__, serve
 from smdebug_rs.core.collection import Collection, CollectionKeys
 from smdebug_rs.core.hook import Hook, get_collection, get_hook
 from smdebug_rs.core.reduction_config import ReductionConfig
@@ -43,4 +46,6 @@ __all__ = [
     "doctor",
     "seal",
     "verify",
+    "serve",
+    "Server",
 ]
