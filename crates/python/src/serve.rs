@@ -1,6 +1,7 @@
 //! `smdebug_rs.serve(paths, …)`: the live web view (`smdebug serve`) started from Python, so
 //! that a notebook can open it; it runs on threads of its own until `.stop()`.
 
+use crate::errors::ExceptionClass;
 use crate::{run, NativeError, NativeResult};
 use pyo3::prelude::*;
 use smdebug_serve::{ServeError, ServeOptions};
@@ -86,7 +87,7 @@ fn serve(
         }
         smdebug_serve::Server::start(options).map_err(|e| match e {
             ServeError::InvalidOptions(m) => NativeError::value(m),
-            other => NativeError::Other("OSError", other.to_string()),
+            other => NativeError::Other(ExceptionClass::OSError, other.to_string()),
         })
     })?;
     Ok(Server {
