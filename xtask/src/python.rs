@@ -194,13 +194,14 @@ pub struct Suite {
 
 /// Which venv runs which files of crates/python/tests: a framework's hook tests run where
 /// that framework is installed (the PyTorch ones again with numpy 2, but for those marked
-/// `original`, which run the original smdebug; MXNet's Horovod ones where Horovod is built),
+/// `original`, which run the original smdebug, and `proof`, real training runs that prove
+/// the rules and do not depend on numpy; MXNet's Horovod ones where Horovod is built),
 /// smdebug_rs.spark's where PySpark is (by
 /// file name prefix), every other file beside the plain peer (the last row).
 pub const SUITES: [Suite; 7] = [
     suite(&crate::peer::TORCH, "test_pytorch_"),
     Suite {
-        markers: Some("not original"),
+        markers: Some("not original and not proof"),
         ..suite(&crate::peer::TORCH_NP2, "test_pytorch_")
     },
     suite(&crate::peer::MXNET_HOROVOD, "test_mxnet_horovod"),

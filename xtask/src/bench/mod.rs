@@ -53,6 +53,7 @@ mod scale;
 mod serve;
 mod small;
 mod stores;
+mod transformer_fleet;
 mod trials;
 mod whole_trial;
 
@@ -99,7 +100,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub pytorch_practice: bool,
     /// Only the fleet rows (see xtask/src/bench/fleet.rs): `smdebug rules` over many trials
-    /// against the Python smdebug's loop, and `rule_verdicts` on local Spark.
+    /// against the Python smdebug's loop, `rule_verdicts` on local Spark, and the transformer
+    /// rules over a fleet of GPT trials (xtask/src/bench/transformer_fleet.rs).
     #[arg(long)]
     pub fleet: bool,
     /// Only the scaling table (docs/src/scale.md): open time and peak RSS of trials of 10k
@@ -136,7 +138,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let peer = crate::peer::ensure_peer()?;
         step("cargo build --release -p smdebug-cli (rules, synth)");
         exec(cargo().args(["build", "--release", "-p", "smdebug-cli"]))?;
-        let rows = fleet::rows(&peer);
+        let mut rows = fleet::rows(&peer);
+        rows.extend(transformer_fleet::rows());
         print_rows(&rows);
         return fail_on_error_rows(&rows);
     }
@@ -274,6 +277,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if !args.no_run {
         rows.extend(frameworks::rows(args.quick));
         rows.extend(fleet::rows(&peer_python));
+        rows.extend(transformer_fleet::rows());
     }
     rows.extend(report::report_rows(&large_trial_dir(), &smdebug_bin()));
     rows.extend(serve::rows(&smdebug_bin()));
