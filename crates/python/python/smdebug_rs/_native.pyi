@@ -328,6 +328,7 @@ def rule_arg(
     spec: str, parameters: Optional[Dict[str, str]] = None
 ) -> Tuple[str, Dict[str, str]]: ...
 
+@final
 class Server:
     """The live web view started by :func:`serve` (``smdebug serve``)."""
 
@@ -343,8 +344,8 @@ class Server:
 
 def serve(
     paths: List[str],
-    host: str = "127.0.0.1",
-    port: int = 6007,
+    host: str = ...,
+    port: int = ...,
     token: Optional[str] = None,
     rules: Optional[List[str]] = None,
 ) -> Server: ...
